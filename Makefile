@@ -9,6 +9,8 @@ STAMP  := $(VENV)/.installed
 RUN    := PATH="$(BIN):$$PATH" PYTHONWARNINGS=ignore::DeprecationWarning
 LAB    ?=
 JUPYTER_ARGS ?=
+# Jupyter refuses to run as root (containers, CI) without this flag.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: setup lab test lint notebooks release autograde feedback grades bench clean
 
@@ -25,7 +27,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 lab: setup
-	$(RUN) $(BIN)/jupyter lab --notebook-dir=. $(JUPYTER_ARGS)
+	$(RUN) $(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(JUPYTER_ARGS)
 
 lint: setup
 	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
