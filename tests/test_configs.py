@@ -1,0 +1,61 @@
+"""Published configurations, built locally, and their toy versions."""
+
+import pytest
+from lmcourse import configs
+from lmcourse.spec import as_spec
+from transformers import PretrainedConfig
+
+# The course's names and the transformers family each checkpoint belongs to.
+FAMILY = {
+    "gpt2": "gpt2", "SmolLM2-135M": "llama", "TinyLlama-1.1B": "llama", "Llama-2-7B": "llama",
+    "Llama-3.1-8B": "llama", "Llama-3.2-1B": "llama", "Mistral-7B-v0.1": "mistral",
+    "Mixtral-8x7B": "mixtral", "Qwen2.5-7B": "qwen2", "Qwen3-8B": "qwen3",
+    "Qwen3-30B-A3B": "qwen3_moe", "Gemma-2-2B": "gemma2", "Phi-3-mini-4k": "phi3",
+    "OLMo-7B": "olmo", "DeepSeek-V3": "deepseek_v3",
+}
+FEATURES = ("family", "ffn", "act", "norm", "norm_affine", "norm_bias", "norms_per_block",
+            "norm_offset", "qkv_bias", "out_bias", "mlp_bias", "qk_norm", "tied",
+            "rope_interleave", "shared_experts", "router_bias", "routed_scale", "norm_topk")
+
+
+def test_available_lists_every_course_configuration():
+    missing = set(FAMILY) - set(configs.available())
+    assert not missing, f"configs.available() lacks {sorted(missing)}"
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+def test_load_builds_a_fresh_transformers_config_of_the_family(name):
+    config = configs.load(name)
+    assert isinstance(config, PretrainedConfig)
+    assert config.model_type == FAMILY[name]
+    assert configs.load(name) is not config, "callers may edit what load returns"
+
+
+def test_seed_dicts_are_the_t1_lesson_configurations():
+    gpt2 = dict(d=768, layers=12, vocab=50257, heads=12, ffn="gelu", bias=True, norm="layer",
+                tied=True, positions=1024)
+    big = dict(d=4096, layers=32, vocab=32000, heads=32, ffn="swiglu", hidden=11008, bias=False,
+               norm="rms", tied=False)
+    assert (gpt2, big) == (configs.SEED_GPT2, configs.SEED_7B)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+def test_tiny_keeps_every_feature_of_the_family(name):
+    real, toy = as_spec(configs.load(name)), as_spec(configs.tiny(name))
+    differ = {f: (getattr(real, f), getattr(toy, f)) for f in FEATURES
+              if getattr(real, f) != getattr(toy, f)}
+    assert not differ, f"{name}: published vs tiny {differ}"
+    for kind in ("experts", "kv_lora_rank", "sliding_window", "positions", "dense_layers"):
+        assert bool(getattr(real, kind)) == bool(getattr(toy, kind)), f"{name}: {kind}"
+    assert dict(real.rope_scaling).get("rope_type") == dict(toy.rope_scaling).get("rope_type")
+    assert toy.d <= 64 and toy.vocab <= 128 and toy.layers <= 3
+
+
+def test_tiny_accepts_overrides():
+    assert configs.tiny("Llama-2-7B", num_hidden_layers=4).num_hidden_layers == 4
+
+
+@pytest.mark.parametrize("make", [configs.load, configs.tiny])
+def test_unknown_name_raises_value_error_listing_available(make):
+    with pytest.raises(ValueError, match=r"unknown configuration 'llama-7b'; available: \["):
+        make("llama-7b")

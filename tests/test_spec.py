@@ -1,0 +1,210 @@
+"""ModelSpec: seed-style dicts and transformers configs read into one validated description."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from lmcourse import configs
+from lmcourse.spec import FAMILIES, ModelSpec, as_spec
+from transformers import AutoConfig, AutoModelForCausalLM
+
+LLAMA_7B = ModelSpec.from_dict(configs.SEED_7B)
+
+
+def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
+    spec = ModelSpec.from_dict(configs.SEED_GPT2)
+    assert (spec.ffn, spec.hidden, spec.mlp_bias) == ("gelu", 4 * 768, True)
+    assert spec.qkv_bias and spec.out_bias, "bias=True puts biases on q, k, v and the output"
+    assert (spec.norm, spec.norm_affine, spec.norm_bias) == ("layer", True, True)
+    assert (spec.positions, spec.rope_theta, spec.tied) == (1024, 0.0, True)
+    assert spec.head_dim == 768 // 12 and spec.kv_heads == 12
+
+
+def test_seed_swiglu_has_no_feed_forward_biases_even_with_bias_true():
+    spec = ModelSpec.from_dict(dict(configs.SEED_7B, bias=True))
+    assert (spec.qkv_bias, spec.out_bias, spec.mlp_bias) == (True, True, False)
+    assert (spec.hidden, spec.norm_bias, spec.positions) == (11008, False, 0)
+
+
+def test_seed_kv_heads_defaults_to_heads_and_can_be_shared():
+    assert LLAMA_7B.kv_heads == LLAMA_7B.heads == 32
+    assert ModelSpec.from_dict(dict(configs.SEED_7B, kv_heads=8)).kv_heads == 8
+
+
+def test_as_spec_accepts_dict_transformers_config_and_spec():
+    spec = as_spec(configs.SEED_7B)
+    assert as_spec(spec) is spec
+    assert ModelSpec.from_transformers(spec) is spec
+    assert as_spec(configs.load("Llama-2-7B")).family == "llama"
+
+
+def test_derived_defaults_are_filled_in():
+    assert LLAMA_7B.attn_scale == 128**-0.5
+    assert LLAMA_7B.rotary_dim == 128
+    assert LLAMA_7B.layer_types == ("full_attention",) * 32
+
+
+@pytest.mark.parametrize("name", configs.available())
+def test_from_transformers_reads_sizes_of_every_published_config(name):
+    config = configs.load(name)
+    spec = ModelSpec.from_transformers(config)
+    assert spec.family == config.model_type
+    if config.model_type == "gpt2":
+        got = (spec.d, spec.layers, spec.heads, spec.positions)
+        want = (config.n_embd, config.n_layer, config.n_head, config.n_positions)
+    else:
+        got = (spec.d, spec.layers, spec.heads, spec.vocab, spec.tied, spec.rope_theta)
+        want = (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
+                config.vocab_size, config.tie_word_embeddings,
+                config.rope_parameters["rope_theta"])
+    assert got == want, f"{name}: spec {got} != config {want}"
+
+
+def _tiny_model(name):
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(configs.tiny(name))
+
+
+@pytest.mark.parametrize("name", [n for n in configs.available() if n != "gpt2"])
+def test_attention_scale_and_head_width_match_transformers_attention(name):
+    attention = _tiny_model(name).model.layers[0].self_attn
+    spec = as_spec(configs.tiny(name))
+    assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12), \
+        f"{name}: attn_scale {spec.attn_scale} != transformers' scaling {attention.scaling}"
+    head_dim = attention.qk_head_dim if spec.kv_lora_rank else attention.head_dim
+    assert spec.head_dim == head_dim
+
+
+def test_deepseek_v3_attention_scale_includes_yarn_mscale():
+    config = configs.load("DeepSeek-V3")
+    with torch.device("meta"):
+        attention = AutoModelForCausalLM.from_config(configs.tiny(
+            "DeepSeek-V3", qk_nope_head_dim=config.qk_nope_head_dim,
+            qk_rope_head_dim=config.qk_rope_head_dim)).model.layers[0].self_attn
+    spec = as_spec(config)
+    assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12)
+    assert spec.attn_scale > 192**-0.5, "yarn's mscale (factor 40) enlarges the score scale"
+
+
+def test_gemma2_features():
+    config = configs.load("Gemma-2-2B")
+    spec = as_spec(config)
+    assert (spec.ffn, spec.norms_per_block, spec.norm_offset) == ("geglu", 4, 1.0)
+    assert spec.embed_scale == math.sqrt(config.hidden_size)
+    assert spec.head_dim == 256 != spec.d // spec.heads
+    assert (spec.attn_softcap, spec.final_softcap) == (config.attn_logit_softcapping,
+                                                       config.final_logit_softcapping)
+    assert spec.layer_types == tuple(config.layer_types)
+    assert spec.sliding_window == config.sliding_window and spec.tied
+
+
+def test_mistral_slides_on_every_layer():
+    spec = as_spec(configs.load("Mistral-7B-v0.1"))
+    assert spec.sliding_window == 4096
+    assert set(spec.layer_types) == {"sliding_attention"}
+
+
+def test_qwen2_biases_on_query_key_value_only():
+    spec = as_spec(configs.load("Qwen2.5-7B"))
+    assert (spec.qkv_bias, spec.out_bias, spec.mlp_bias) == (True, False, False)
+    assert set(spec.layer_types) == {"full_attention"} and spec.sliding_window == 0
+
+
+def test_qwen3_moe_head_dim_is_not_width_over_heads_and_has_qk_norm():
+    config = configs.load("Qwen3-30B-A3B")
+    spec = as_spec(config)
+    assert spec.head_dim == config.head_dim != config.hidden_size // config.num_attention_heads
+    assert spec.qk_norm and spec.norm_topk
+    assert (spec.experts, spec.experts_per_token, spec.expert_hidden) == (
+        config.num_experts, config.num_experts_per_tok, config.moe_intermediate_size)
+
+
+def test_llama3_rope_scaling_is_kept_and_llama32_is_tied():
+    config = configs.load("Llama-3.1-8B")
+    scaling = dict(as_spec(config).rope_scaling)
+    assert scaling == {k: v for k, v in config.rope_parameters.items() if k != "rope_theta"}
+    assert scaling["rope_type"] == "llama3"
+    assert as_spec(configs.load("Llama-3.2-1B")).tied
+    assert as_spec(configs.load("Llama-2-7B")).rope_scaling == ()
+
+
+def test_olmo_layer_norm_has_no_parameters():
+    spec = as_spec(configs.load("OLMo-7B"))
+    assert (spec.norm, spec.norm_affine, spec.norm_bias) == ("layer", False, False)
+
+
+def test_phi3_reads_like_llama():
+    phi3 = as_spec(configs.load("Phi-3-mini-4k"))
+    assert (phi3.ffn, phi3.rotary_dim, phi3.head_dim) == ("swiglu", 96, 96)
+
+
+def test_deepseek_v3_latent_attention_and_experts():
+    config = configs.load("DeepSeek-V3")
+    spec = as_spec(config)
+    names = ["q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+             "n_group", "topk_group"]
+    assert {n: getattr(spec, n) for n in names} == {n: getattr(config, n) for n in names}
+    assert (spec.experts, spec.shared_experts, spec.dense_layers) == (
+        config.n_routed_experts, config.n_shared_experts, config.first_k_dense_replace)
+    assert spec.router_bias and spec.routed_scale == config.routed_scaling_factor
+    assert spec.head_dim == config.qk_nope_head_dim + config.qk_rope_head_dim
+    assert spec.rotary_dim == config.qk_rope_head_dim and spec.rope_interleave
+
+
+def _bad_spec(**changes):
+    return lambda: dataclasses.replace(LLAMA_7B, **changes)
+
+
+def _bad_dict(**changes):
+    return lambda: ModelSpec.from_dict({k: v for k, v in dict(configs.SEED_7B, **changes).items()
+                                        if v is not None})
+
+
+BAD_INPUTS = {
+    "unknown_dict_key": (_bad_dict(width=7), r"unknown key\(s\) \['width'\]; valid keys: \['d'"),
+    "missing_dict_key": (_bad_dict(vocab=None), r"missing key 'vocab'"),
+    "missing_hidden_for_swiglu": (_bad_dict(hidden=None), r"missing key 'hidden'"),
+    "heads_not_dividing_d": (_bad_dict(heads=5), r"heads=5 must divide d=4096.*valid heads"),
+    "kv_heads_not_dividing_heads": (_bad_dict(kv_heads=5),
+                                    r"kv_heads=5 must divide heads=32 \(valid: \[1, 2, 4, 8"),
+    "zero_width": (_bad_dict(d=0), r"d must be an integer >= 1, got 0"),
+    "negative_layers": (_bad_dict(layers=-2), r"layers must be an integer >= 1, got -2"),
+    "fractional_vocab": (_bad_spec(vocab=3.5), r"vocab must be an integer >= 1, got 3.5"),
+    "unknown_ffn": (_bad_dict(ffn="relu"), r"ffn must be one of \('gelu', 'swiglu', 'geglu'\)"),
+    "unknown_norm": (_bad_dict(norm="batch"), r"norm must be one of \('layer', 'rms'\)"),
+    "not_a_dict": (lambda: ModelSpec.from_dict([1]), r"config must be a dict, got list"),
+    "norms_per_block": (_bad_spec(norms_per_block=3), r"norms_per_block must be 2 or 4, got 3"),
+    "too_many_experts_per_token": (
+        _bad_spec(experts=8, experts_per_token=9, expert_hidden=64),
+        r"experts_per_token must be in 1..experts=8, got 9"),
+    "expert_fields_without_experts": (_bad_spec(shared_experts=1),
+                                      r"shared_experts=1 needs experts > 0"),
+    "all_layers_dense": (_bad_spec(experts=8, experts_per_token=2, expert_hidden=64,
+                                   dense_layers=32), r"dense_layers must be < layers=32"),
+    "layer_types_length": (_bad_spec(layer_types=("full_attention",)),
+                           r"layer_types must have one entry per layer \(32\), got 1"),
+    "sliding_without_window": (_bad_spec(layer_types=("sliding_attention",) * 32),
+                               r"'sliding_attention' layers but sliding_window=0"),
+    "learned_and_rotary_positions": (_bad_spec(positions=1024), r"not both; set rope_theta=0.0"),
+    "latent_head_dim": (_bad_spec(kv_lora_rank=512, qk_nope_head_dim=64, qk_rope_head_dim=32,
+                                  v_head_dim=64, rotary_dim=32),
+                        r"head_dim must be qk_nope_head_dim \+ qk_rope_head_dim = 96"),
+    "negative_eps": (_bad_spec(norm_eps=-1e-5), r"norm_eps must be > 0"),
+    "unsupported_family": (lambda: ModelSpec.from_transformers(AutoConfig.for_model("bert")),
+                           r"unsupported model_type 'bert'; supported families: \['deepseek_v3'"),
+    "not_a_config": (lambda: as_spec(42),
+                     r"config must be a dict, a transformers config or a ModelSpec, got int"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_raises_value_error_naming_field_and_valid_values(case):
+    make, message = BAD_INPUTS[case]
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_every_supported_family_has_a_published_config():
+    families = {configs.load(name).model_type for name in configs.available()}
+    assert families == set(FAMILIES), f"no published config for {set(FAMILIES) - families}"
