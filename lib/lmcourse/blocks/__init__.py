@@ -1,0 +1,18 @@
+"""Pure-PyTorch decoder blocks, written for reading next to transformers' modeling files."""
+
+from .attention import Attention, attend, causal_mask, group_kv
+from .block import Block
+from .cache import KVCache, LayerCache
+from .ffn import MLP, GatedMLP
+from .mla import LatentAttention
+from .model import DecoderLM
+from .moe import Experts, MoE, Router
+from .norms import LayerNorm, RMSNorm
+from .rope import RotaryEmbedding, apply_rotary, inverse_frequencies, llama3_scaled, rotate_half
+
+__all__ = [
+    "Attention", "Block", "DecoderLM", "Experts", "GatedMLP", "KVCache", "LatentAttention",
+    "LayerCache", "LayerNorm", "MLP", "MoE", "RMSNorm", "Router", "RotaryEmbedding",
+    "apply_rotary", "attend", "causal_mask", "group_kv", "inverse_frequencies", "llama3_scaled",
+    "rotate_half",
+]

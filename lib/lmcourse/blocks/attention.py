@@ -1,0 +1,122 @@
+"""Causal self-attention: one class for multi-head, grouped-query and multi-query attention.
+
+The number of key-value heads decides which: `kv_heads == heads` is MHA, `kv_heads == 1` is
+MQA, anything between is GQA. With G = heads // kv_heads, query head i reads key-value head
+i // G ("interleave", what every checkpoint is trained with). Tiling the key-value heads
+instead (query head i reads i % kv_heads) is the silent porting bug studied in the lessons.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .cache import LayerCache
+from .norms import RMSNorm
+from .rope import apply_rotary
+
+
+def group_kv(x: torch.Tensor, group: int, grouping: str = "interleave") -> torch.Tensor:
+    """[batch, kv_heads, T, width] -> [batch, kv_heads * group, T, width].
+
+    'interleave': heads (0,0,0,1,1,1,...), so query head i uses kv head i // group;
+    'tile':       heads (0,1,...,0,1,...), so query head i uses kv head i % kv_heads.
+    """
+    if group == 1:
+        return x
+    B, kv_heads, T, width = x.shape
+    if grouping == "interleave":  # [B, kv_heads, group, T, width]: query head i -> i // group
+        x = x[:, :, None].expand(B, kv_heads, group, T, width)
+    elif grouping == "tile":  # [B, group, kv_heads, T, width]: query head i -> i % kv_heads
+        x = x[:, None].expand(B, group, kv_heads, T, width)
+    else:
+        raise ValueError(f"kv_grouping must be 'interleave' or 'tile', got {grouping!r}")
+    return x.reshape(B, kv_heads * group, T, width)
+
+
+def causal_mask(qpos: torch.Tensor, kpos: torch.Tensor, window: int = 0) -> torch.Tensor:
+    """[T, S] booleans, True where query at qpos may see key at kpos (inside the window if any)."""
+    mask = kpos[None, :] <= qpos[:, None]
+    if window:
+        mask &= kpos[None, :] > qpos[:, None] - window
+    return mask
+
+
+def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 0.0):
+    """softmax(q k^T * scale) v over the keys each query may see.
+
+    q [batch, heads, T, dq], k [batch, heads, S, dq], v [batch, heads, S, dv]
+    -> [batch, heads, T, dv].
+    `kpos is None` means every key is visible (one new token against its cache); `kpos is qpos`
+    means the keys are the queries' own tokens, so the mask is plain causal.
+    """
+    T = q.shape[2]
+    causal = T > 1 and kpos is qpos and not (window and window < T)
+    mask = None if T == 1 or kpos is None or causal else causal_mask(qpos, kpos, window)
+    if not softcap:  # the fused kernel computes exactly this
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+                                              scale=scale)
+    scores = (q @ k.transpose(-2, -1)) * scale  # [batch, heads, T, S]
+    scores = softcap * torch.tanh(scores / softcap)  # Gemma 2: bounded to (-softcap, softcap)
+    if causal:
+        mask = causal_mask(qpos, kpos)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return probs @ v
+
+
+def is_sliding(spec, layer: int) -> bool:
+    """Whether `layer` attends within spec.sliding_window (all layers when layer_types is empty)."""
+    if not spec.sliding_window:
+        return False
+    return not spec.layer_types or spec.layer_types[layer] == "sliding_attention"
+
+
+class Attention(nn.Module):
+    def __init__(self, spec, layer: int, kv_grouping: str = "interleave"):
+        super().__init__()
+        if spec.heads % spec.kv_heads:
+            raise ValueError(f"kv_heads={spec.kv_heads} must divide heads={spec.heads}")
+        self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, spec.head_dim
+        self.group = spec.heads // spec.kv_heads
+        self.kv_grouping = kv_grouping
+        self.q_proj = nn.Linear(spec.d, spec.heads * spec.head_dim, bias=spec.qkv_bias)
+        self.k_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
+        self.v_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
+        self.o_proj = nn.Linear(spec.heads * spec.head_dim, spec.d, bias=spec.out_bias)
+        if spec.qk_norm:  # Qwen3: RMSNorm over each query and key head, before rotation
+            self.q_norm = RMSNorm(spec.head_dim, spec.norm_eps, spec.norm_offset)
+            self.k_norm = RMSNorm(spec.head_dim, spec.norm_eps, spec.norm_offset)
+        self.qk_norm = spec.qk_norm
+        self.clip = spec.qkv_clip  # OLMo: clamp queries, keys and values to [-clip, clip]
+        self.rotary = spec.positions == 0
+        self.rope_layout = "pairs" if spec.rope_interleave else "half"
+        self.scale = spec.attn_scale or spec.head_dim ** -0.5
+        self.softcap = spec.attn_softcap
+        self.window = spec.sliding_window if is_sliding(spec, layer) else 0
+
+    def new_cache(self, batch: int, max_tokens: int, dtype, device) -> LayerCache:
+        return LayerCache(batch, self.kv_heads, self.head_dim, self.head_dim, max_tokens,
+                          self.window, dtype, device)
+
+    def forward(self, x, cos, sin, qpos, cache: LayerCache | None = None, start: int = 0):
+        B, T, _ = x.shape  # x [batch, T, d]
+        q = self.q_proj(x).view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        if self.clip:
+            q, k, v = (t.clamp(-self.clip, self.clip) for t in (q, k, v))
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        if self.rotary:
+            q = apply_rotary(q, cos, sin, self.rope_layout)
+            k = apply_rotary(k, cos, sin, self.rope_layout)
+        kpos = qpos
+        if cache is not None:
+            k, v, kpos = cache.update(k, v, qpos, start)  # [batch, kv_heads, S, head_dim]
+        k = group_kv(k, self.group, self.kv_grouping)  # [batch, heads, S, head_dim]
+        v = group_kv(v, self.group, self.kv_grouping)
+        y = attend(q, k, v, qpos, kpos, self.scale, self.window, self.softcap)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # [batch, T, d]

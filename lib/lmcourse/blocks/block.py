@@ -1,0 +1,40 @@
+"""The decoder block: two stages, each reading a normalised copy of the residual stream and
+adding its result back.
+
+    pre-norm (2 norms):   x = x + attn(norm1(x));          x = x + ffn(norm2(x))
+    sandwich (4 norms):   x = x + post1(attn(norm1(x)));  x = x + post2(ffn(norm2(x)))   Gemma 2
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .attention import Attention
+from .ffn import make_ffn
+from .mla import LatentAttention
+from .moe import MoE
+from .norms import make_norm
+
+
+class Block(nn.Module):
+    def __init__(self, spec, layer: int, kv_grouping: str = "interleave", ffn_gate: bool = True):
+        super().__init__()
+        if spec.norms_per_block not in (2, 4):
+            raise ValueError(f"norms_per_block must be 2 or 4, got {spec.norms_per_block}")
+        self.attn_norm = make_norm(spec)
+        if spec.kv_lora_rank:
+            self.attn = LatentAttention(spec, layer)
+        else:
+            self.attn = Attention(spec, layer, kv_grouping)
+        self.ffn_norm = make_norm(spec)
+        if spec.experts and layer >= spec.dense_layers:
+            self.ffn = MoE(spec)
+        else:
+            self.ffn = make_ffn(spec, spec.hidden, ffn_gate)
+        sandwich = spec.norms_per_block == 4
+        self.attn_post_norm = make_norm(spec) if sandwich else nn.Identity()
+        self.ffn_post_norm = make_norm(spec) if sandwich else nn.Identity()
+
+    def forward(self, x, cos, sin, qpos, cache=None, start: int = 0):  # [batch, T, d] -> same
+        x = x + self.attn_post_norm(self.attn(self.attn_norm(x), cos, sin, qpos, cache, start))
+        return x + self.ffn_post_norm(self.ffn(self.ffn_norm(x)))

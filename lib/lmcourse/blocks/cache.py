@@ -1,0 +1,83 @@
+"""The key-value cache: keys and values of past tokens, kept so each new token costs one step.
+
+Buffers are allocated once for the whole generation, so a decoding step only copies the new
+token's key and value into place. A sliding-window layer keeps a ring of `window` slots: the
+key of sequence position p lives in slot p % window, so memory stops growing once the window
+is full (transformers keeps `window - 1` past tokens and appends the new one, the same cap).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class LayerCache:
+    """Two tensors per layer, [batch, heads, slots, width]: keys and values.
+
+    Latent attention (MLA) stores its compressed latent as the "keys" and its rotary key as the
+    "values", both with one head.
+    """
+
+    def __init__(self, batch: int, heads: int, k_width: int, v_width: int, max_tokens: int,
+                 window: int = 0, dtype=torch.float32, device=None):
+        self.window = window
+        slots = min(max_tokens, window) if window else max_tokens
+        self.keys = torch.zeros(batch, heads, slots, k_width, dtype=dtype, device=device)
+        self.values = torch.zeros(batch, heads, slots, v_width, dtype=dtype, device=device)
+        self.positions = torch.full((slots,), -1, dtype=torch.long, device=device)  # per slot
+
+    def update(self, k: torch.Tensor, v: torch.Tensor, qpos: torch.Tensor, start: int):
+        """Store k, v [batch, heads, T, width] for positions start..start+T-1.
+
+        Returns (keys, values, kpos): everything the new queries may attend to, with the
+        sequence position of each key (`kpos is qpos` when the keys are exactly the new ones).
+        """
+        T = k.shape[2]
+        if not self.window:  # full attention: slot == position
+            end = start + T
+            if end > self.keys.shape[2]:
+                raise ValueError(f"cache holds {self.keys.shape[2]} tokens, got position {end - 1}")
+            self.keys[:, :, start:end] = k
+            self.values[:, :, start:end] = v
+            kpos = qpos if start == 0 else torch.arange(end, device=k.device)
+            return self.keys[:, :, :end], self.values[:, :, :end], kpos
+        slots = self.keys.shape[2]
+        if T == 1:  # decoding: every filled slot lies inside the window of the new token
+            slot = start % slots
+            self.keys[:, :, slot] = k[:, :, 0]
+            self.values[:, :, slot] = v[:, :, 0]
+            self.positions[slot] = start
+            filled = min(start + 1, slots)
+            return self.keys[:, :, :filled], self.values[:, :, :filled], None
+        # several tokens at once: attend to the previous window plus the new ones, then keep
+        # the newest `slots` of them
+        filled = min(start, slots)
+        if filled:
+            keys = torch.cat((self.keys[:, :, :filled], k), dim=2)
+            values = torch.cat((self.values[:, :, :filled], v), dim=2)
+            kpos = torch.cat((self.positions[:filled], qpos))
+        else:
+            keys, values, kpos = k, v, qpos
+        keep = min(T, slots)
+        index = qpos[-keep:] % slots
+        self.keys.index_copy_(2, index, k[:, :, -keep:])
+        self.values.index_copy_(2, index, v[:, :, -keep:])
+        self.positions.index_copy_(0, index, qpos[-keep:])
+        return keys, values, kpos
+
+
+class KVCache:
+    """One `LayerCache` per block, and the number of tokens seen so far."""
+
+    def __init__(self, layers: list[LayerCache]):
+        self.layers = layers
+        self.length = 0
+
+    def nbytes(self) -> int:
+        """Bytes held by the filled part of every layer's buffers."""
+        total = 0
+        for layer in self.layers:
+            filled = min(self.length, layer.keys.shape[2])
+            for t in (layer.keys, layer.values):
+                total += t.shape[0] * t.shape[1] * filled * t.shape[3] * t.element_size()
+        return total

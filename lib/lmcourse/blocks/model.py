@@ -1,0 +1,119 @@
+"""`DecoderLM`: token table, (learned positions), blocks, final norm, output head.
+
+    logits = head(norm(blocks(embed(ids) * embed_scale [+ pos_embed(positions)])))
+
+Built from a `ModelSpec` only; `DecoderLM.from_transformers(hf_model)` copies a transformers
+model's weights in (see `lmcourse.bridge`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .block import Block
+from .cache import KVCache
+from .norms import make_norm
+from .rope import RotaryEmbedding
+
+
+class DecoderLM(nn.Module):
+    """A decoder-only language model.
+
+    `kv_grouping` ('interleave' | 'tile') and `ffn_gate` exist for the ablations in
+    `lmcourse.ablations`; trained checkpoints need the defaults.
+    """
+
+    def __init__(self, spec, kv_grouping: str = "interleave", ffn_gate: bool = True):
+        super().__init__()
+        self.spec = spec
+        self.kv_grouping, self.ffn_gate = kv_grouping, ffn_gate
+        self.embed = nn.Embedding(spec.vocab, spec.d)
+        self.pos_embed = nn.Embedding(spec.positions, spec.d) if spec.positions else None
+        self.rotary = None if spec.positions else RotaryEmbedding(spec)
+        self.blocks = nn.ModuleList(Block(spec, i, kv_grouping, ffn_gate)
+                                    for i in range(spec.layers))
+        self.norm = make_norm(spec)
+        self.head = nn.Linear(spec.d, spec.vocab, bias=False)
+        if spec.tied:
+            self.head.weight = self.embed.weight
+        self.reset_parameters()
+
+    def reset_parameters(self, std: float = 0.02):
+        """Matrices and tables ~ N(0, std); norms to a scale of one; biases to zero."""
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, 0.0, std)
+            elif "norm" in name:
+                scale = 1.0 - self.spec.norm_offset  # the stored weight of a unit scale
+                nn.init.constant_(p, scale if name.endswith("weight") else 0.0)
+            else:
+                nn.init.zeros_(p)
+
+    @classmethod
+    def from_transformers(cls, hf_model) -> DecoderLM:
+        """A DecoderLM with the weights of a transformers causal LM (see lmcourse.bridge)."""
+        from ..bridge import from_transformers
+
+        return from_transformers(hf_model)
+
+    def new_cache(self, batch: int, max_tokens: int) -> KVCache:
+        """An empty cache with room for `max_tokens` tokens per sequence."""
+        p = self.embed.weight
+        return KVCache([block.attn.new_cache(batch, max_tokens, p.dtype, p.device)
+                        for block in self.blocks])
+
+    def hidden_states(self, input_ids, position_ids=None, cache: KVCache | None = None):
+        """input_ids [batch, T] -> final-normed hidden states [batch, T, d].
+
+        With a cache, the tokens continue the cached sequence and the cache is extended.
+        `position_ids` [batch, T] (default: sequence positions) feed RoPE or the position table;
+        the causal mask always follows the order of the tokens.
+        """
+        if input_ids.dim() != 2:
+            raise ValueError("input_ids must be [batch, tokens], got shape "
+                             f"{tuple(input_ids.shape)}")
+        B, T = input_ids.shape
+        start = cache.length if cache is not None else 0
+        qpos = torch.arange(start, start + T, device=input_ids.device)  # sequence positions
+        if position_ids is None:
+            position_ids = qpos.expand(B, T)
+        x = self.embed(input_ids)  # [batch, T, d]
+        if self.spec.embed_scale != 1.0:
+            x = x * self.spec.embed_scale
+        cos = sin = None
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(position_ids)
+        else:
+            cos, sin = self.rotary(position_ids)  # [batch, 1, T, rotary_dim], for all blocks
+        for i, block in enumerate(self.blocks):
+            layer_cache = cache.layers[i] if cache is not None else None
+            x = block(x, cos, sin, qpos, layer_cache, start)
+        if cache is not None:
+            cache.length += T
+        return self.norm(x)
+
+    def forward(self, input_ids, position_ids=None, cache: KVCache | None = None):
+        """input_ids [batch, T] -> logits [batch, T, vocab]."""
+        return self.logits(self.hidden_states(input_ids, position_ids, cache))
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        logits = self.head(h)
+        cap = self.spec.final_softcap
+        return cap * torch.tanh(logits / cap) if cap else logits  # Gemma 2 caps the logits
+
+    @torch.inference_mode()
+    def generate(self, input_ids, max_new_tokens: int, use_cache: bool = True) -> torch.Tensor:
+        """Greedy decoding: input_ids [batch, T] -> [batch, T + max_new_tokens]."""
+        B, T = input_ids.shape
+        ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype, device=input_ids.device)
+        ids[:, :T] = input_ids
+        cache = self.new_cache(B, T + max_new_tokens) if use_cache else None
+        step_input = input_ids
+        for t in range(T, T + max_new_tokens):
+            if not use_cache:
+                step_input = ids[:, :t]  # the whole sequence, every step
+            h = self.hidden_states(step_input, cache=cache)[:, -1:]  # only the last position
+            ids[:, t] = self.logits(h)[:, -1].argmax(-1)
+            step_input = ids[:, t : t + 1]
+        return ids

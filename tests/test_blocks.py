@@ -1,0 +1,180 @@
+"""The parts of lmcourse.blocks, each against transformers' module or a property it must have."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+import transformers
+from lmcourse import ModelSpec
+from lmcourse.blocks import (
+    DecoderLM,
+    LayerNorm,
+    RMSNorm,
+    apply_rotary,
+    group_kv,
+    inverse_frequencies,
+    llama3_scaled,
+)
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.gemma2.modeling_gemma2 import Gemma2RMSNorm
+from transformers.models.llama.modeling_llama import LlamaRMSNorm
+from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
+
+torch.manual_seed(0)
+X = torch.randn(2, 5, 16) * 3 + 1  # rows with a clear mean, so centring matters
+
+
+def spec(**changes) -> ModelSpec:
+    """A tiny Llama-style spec; keyword arguments override fields."""
+    base = dict(d=32, layers=2, vocab=64, heads=4, kv_heads=2, head_dim=8, ffn="swiglu",
+                hidden=48, act="silu", norm="rms")
+    return ModelSpec(**(base | changes))
+
+
+def random_model(s: ModelSpec, seed: int = 0) -> DecoderLM:
+    torch.manual_seed(seed)
+    model = DecoderLM(s).eval()
+    model.reset_parameters(std=0.3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(0.2 * torch.randn_like(p))
+    return model
+
+
+def test_rmsnorm_matches_llama_and_gemma2():
+    weight = torch.randn(16)
+    ours, theirs = RMSNorm(16, 1e-6), LlamaRMSNorm(16, eps=1e-6)
+    ours.weight.data.copy_(weight)
+    theirs.weight.data.copy_(weight)
+    diff = (ours(X) - theirs(X)).abs().max().item()
+    assert diff < 1e-6, f"RMSNorm differs from LlamaRMSNorm by {diff:.2e}"
+    ours, theirs = RMSNorm(16, 1e-6, offset=1.0), Gemma2RMSNorm(16, eps=1e-6)
+    ours.weight.data.copy_(weight)
+    theirs.weight.data.copy_(weight)
+    diff = (ours(X) - theirs(X)).abs().max().item()
+    assert diff < 1e-6, f"RMSNorm(offset=1) differs from Gemma2RMSNorm by {diff:.2e}"
+
+
+def test_layernorm_matches_torch_and_olmo():
+    ours, theirs = LayerNorm(16, 1e-5), torch.nn.LayerNorm(16, 1e-5)
+    with torch.no_grad():
+        for p in (ours.weight, ours.bias):
+            p.normal_()
+        theirs.weight.copy_(ours.weight)
+        theirs.bias.copy_(ours.bias)
+    diff = (ours(X) - theirs(X)).abs().max().item()
+    assert diff < 1e-5, f"LayerNorm differs from torch.nn.LayerNorm by {diff:.2e}"
+    free = LayerNorm(16, 1e-5, affine=False)
+    assert not list(free.parameters()), "OLMo's LayerNorm must have no parameters"
+    diff = (free(X) - OlmoLayerNorm(16)(X)).abs().max().item()
+    assert diff < 1e-5, f"parameter-free LayerNorm differs from OlmoLayerNorm by {diff:.2e}"
+
+
+def test_rope_frequencies_match_transformers_default_and_llama3():
+    config = transformers.LlamaConfig(
+        hidden_size=64, num_attention_heads=2, rope_parameters={
+            "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 64})
+    expected, _ = ROPE_INIT_FUNCTIONS["llama3"](config)
+    plain = inverse_frequencies(500000.0, 32)
+    got = llama3_scaled(plain, 8.0, 1.0, 4.0, 64)
+    assert torch.allclose(got, expected, rtol=1e-6, atol=0), f"llama3 scaling: {got} vs {expected}"
+    assert (got < plain).any() and (got == plain).any(), "scaling should slow some pairs, not all"
+
+
+def test_rope_score_depends_only_on_relative_position():
+    s = spec(head_dim=16, heads=1, kv_heads=1, d=16)
+    rotary = DecoderLM(s).rotary
+    q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+
+    def score(m, n):
+        cq, sq = rotary(torch.tensor([[m]]))
+        ck, sk = rotary(torch.tensor([[n]]))
+        return (apply_rotary(q, cq, sq) * apply_rotary(k, ck, sk)).sum().item()
+
+    assert score(10, 3) == pytest.approx(score(1010, 1003), abs=1e-3)
+    assert abs(score(10, 3) - score(10, 4)) > 1e-3, "moving the key should change the score"
+
+
+def test_group_kv_interleaves_and_tile_tiles():
+    kv = torch.arange(3.0).view(1, 3, 1, 1)  # kv head j holds the number j
+    interleaved = group_kv(kv, 4, "interleave").flatten().tolist()
+    tiled = group_kv(kv, 4, "tile").flatten().tolist()
+    assert interleaved == [i // 4 for i in range(12)], interleaved
+    assert tiled == [i % 3 for i in range(12)], tiled
+
+
+@pytest.mark.parametrize("changes", [
+    {}, {"sliding_window": 3}, {"attn_softcap": 2.0, "sliding_window": 4, "norms_per_block": 4},
+    {"kv_heads": 1, "qk_norm": True},
+], ids=["plain", "sliding", "softcap-sandwich", "mqa-qknorm"])
+def test_cache_in_chunks_equals_one_forward(changes):
+    model = random_model(spec(**changes))
+    ids = torch.randint(0, 64, (2, 11))
+    with torch.no_grad():
+        full = model(ids)
+        cache = model.new_cache(2, 11)
+        chunks = ((0, 4), (4, 5), (5, 6), (6, 9), (9, 10), (10, 11))  # decode steps, then a chunk
+        parts = [model(ids[:, a:b], cache=cache) for a, b in chunks]
+    diff = (torch.cat(parts, dim=1) - full).abs().max().item()
+    assert diff < 1e-5, f"{changes}: chunked cached forward differs from one forward by {diff:.2e}"
+
+
+def test_sliding_layers_cache_only_the_window():
+    s = spec(sliding_window=3, layer_types=("sliding_attention", "full_attention"))
+    model = random_model(s)
+    cache = model.new_cache(1, 20)
+    with torch.no_grad():
+        model(torch.randint(0, 64, (1, 6)), cache=cache)
+        model(torch.randint(0, 64, (1, 1)), cache=cache)
+    slots = [layer.keys.shape[2] for layer in cache.layers]
+    assert slots == [3, 20], f"cache slots per layer {slots}, expected [window, max_tokens]"
+    held = sorted(cache.layers[0].positions.tolist())
+    assert held == [4, 5, 6], f"sliding layer holds positions {held}, expected the last 3"
+
+
+def test_shifting_positions_keeps_rope_logits_and_moves_learned_ones():
+    ids = torch.randint(0, 64, (1, 8))
+    shifted = torch.arange(500, 508)[None]
+    rope = random_model(spec())
+    learned = random_model(spec(positions=600, rope_theta=0.0))
+    with torch.no_grad():
+        rope_diff = (rope(ids, shifted) - rope(ids)).abs().max().item()
+        learned_diff = (learned(ids, shifted) - learned(ids)).abs().max().item()
+    assert rope_diff < 1e-4, f"RoPE logits moved by {rope_diff:.2e} under a constant shift"
+    assert learned_diff > 1e-2, f"learned-position logits moved only {learned_diff:.2e}"
+
+
+def test_seed_style_spec_builds_and_runs():
+    model = DecoderLM(ModelSpec.from_dict(dict(d=32, layers=2, vocab=50, heads=4, ffn="gelu",
+                                               bias=True, norm="layer", tied=True, positions=16)))
+    logits = model(torch.randint(0, 50, (3, 7)))
+    assert logits.shape == (3, 7, 50), f"logits shape {tuple(logits.shape)}"
+    assert model.head.weight is model.embed.weight, "tied=True must share the token table"
+
+
+def test_generate_returns_prompt_then_new_tokens():
+    model = random_model(spec())
+    prompt = torch.randint(0, 64, (2, 3))
+    out = model.generate(prompt, 5)
+    assert out.shape == (2, 8) and torch.equal(out[:, :3], prompt), f"got {out.tolist()}"
+
+
+def test_bad_input_raises_value_error():
+    model = random_model(spec())
+    with pytest.raises(ValueError, match="input_ids"):
+        model(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="kv_grouping"):
+        group_kv(torch.zeros(1, 2, 1, 1), 2, "shuffle")
+    with pytest.raises(ValueError, match="cache holds 4"):
+        model(torch.zeros(1, 5, dtype=torch.long), cache=model.new_cache(1, 4))
+
+
+def test_attention_uses_fused_kernel_exactly():
+    q, k, v = torch.randn(3, 1, 2, 6, 8).unbind(0)
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    manual = F.softmax((q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(~mask, -1e9), -1) @ v
+    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert (manual - fused).abs().max().item() < 1e-6

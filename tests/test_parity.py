@@ -1,0 +1,214 @@
+"""DecoderLM against transformers: same weights, same logits, same greedy tokens.
+
+Every family is checked on two sets of tiny random configurations with different sizes
+(`MAIN` and `HELD_OUT`), so the implementation is not tuned to one shape. Every parameter is
+random, norm scales included, so a norm or scale applied in the wrong place shows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import transformers
+from lmcourse import ModelSpec
+from lmcourse.blocks import DecoderLM
+
+TOL = 1e-4  # max abs logit difference allowed, float32
+VOCAB = 96
+
+
+def llama3_rope(theta, original):
+    return {"rope_type": "llama3", "rope_theta": theta, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": original}
+
+
+def gpt2(d, layers, heads):
+    return transformers.GPT2Config(n_embd=d, n_layer=layers, n_head=heads, vocab_size=VOCAB,
+                                   n_positions=64, bos_token_id=None, eos_token_id=None)
+
+
+def llama(d, layers, heads, kv_heads, hidden, original):
+    return transformers.LlamaConfig(
+        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, intermediate_size=hidden, vocab_size=VOCAB,
+        rope_parameters=llama3_rope(500000.0, original), tie_word_embeddings=False)
+
+
+def smollm2(d, layers, heads, kv_heads, hidden):  # SmolLM2's shape: tied, 3:1 grouping, base 1e5
+    return transformers.LlamaConfig(
+        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, intermediate_size=hidden, vocab_size=VOCAB,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+        tie_word_embeddings=True)
+
+
+def qwen3(d, layers, heads, kv_heads, head_dim, hidden):
+    return transformers.Qwen3Config(
+        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=hidden,
+        vocab_size=VOCAB, tie_word_embeddings=False)
+
+
+def mixtral(d, layers, heads, kv_heads, hidden, experts, k, window):
+    return transformers.MixtralConfig(
+        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, intermediate_size=hidden, vocab_size=VOCAB,
+        num_local_experts=experts, num_experts_per_tok=k, sliding_window=window)
+
+
+def gemma2(d, layers, heads, kv_heads, head_dim, hidden, window):
+    return transformers.Gemma2Config(
+        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=hidden,
+        vocab_size=VOCAB, sliding_window=window, query_pre_attn_scalar=head_dim * 2,
+        attn_logit_softcapping=5.0, final_logit_softcapping=3.0)  # small caps so they bite
+
+
+def deepseek_v3(d, layers, heads, q_lora, experts, n_group, topk_group, interleave):
+    return transformers.DeepseekV3Config(
+        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=heads, intermediate_size=2 * d, moe_intermediate_size=d // 2,
+        vocab_size=VOCAB, n_routed_experts=experts, num_experts_per_tok=2, n_group=n_group,
+        topk_group=topk_group, first_k_dense_replace=1, n_shared_experts=1,
+        q_lora_rank=q_lora, kv_lora_rank=12, qk_rope_head_dim=4, qk_nope_head_dim=8,
+        v_head_dim=6, rope_interleave=interleave, routed_scaling_factor=2.5)
+
+
+MAIN = {
+    "gpt2": gpt2(32, 2, 4),
+    "llama": llama(48, 2, 6, 2, 64, original=16),
+    "smollm2": smollm2(36, 2, 9, 3, 96),
+    "qwen3": qwen3(32, 2, 4, 2, 16, 48),
+    "mixtral": mixtral(32, 2, 4, 2, 24, experts=4, k=2, window=None),
+    "gemma2": gemma2(32, 2, 4, 2, 8, 48, window=4),
+    "deepseek_v3": deepseek_v3(32, 2, 4, q_lora=16, experts=8, n_group=2, topk_group=1,
+                               interleave=True),
+}
+HELD_OUT = {
+    "gpt2": gpt2(24, 3, 2),
+    "llama": llama(64, 3, 8, 1, 80, original=32),  # multi-query
+    "smollm2": smollm2(60, 3, 6, 2, 72),
+    "qwen3": qwen3(40, 3, 8, 4, 8, 72),
+    "mixtral": mixtral(24, 3, 6, 3, 40, experts=6, k=3, window=5),
+    "gemma2": gemma2(24, 4, 2, 1, 16, 40, window=3),
+    "deepseek_v3": deepseek_v3(24, 3, 3, q_lora=None, experts=12, n_group=3, topk_group=2,
+                               interleave=False),
+}
+CASES = [pytest.param(cfg, id=f"{name}-main") for name, cfg in MAIN.items()] + [
+    pytest.param(cfg, id=f"{name}-held-out") for name, cfg in HELD_OUT.items()]
+
+_SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=48, vocab_size=VOCAB)
+OTHER_FAMILIES = {  # the other families the bridge reads, logits only
+    "mistral": transformers.MistralConfig(**_SMALL, sliding_window=5),
+    "qwen2": transformers.Qwen2Config(**_SMALL),
+    "olmo": transformers.OlmoConfig(**_SMALL, clip_qkv=0.5),
+    "phi3": transformers.Phi3Config(**_SMALL, partial_rotary_factor=0.5, pad_token_id=0),
+    "qwen3_moe": transformers.Qwen3MoeConfig(**_SMALL, num_experts=4, num_experts_per_tok=2,
+                                             moe_intermediate_size=16, mlp_only_layers=[0]),
+}
+
+
+def random_hf_model(config, seed: int = 0):
+    """A transformers model whose every parameter is random, with activations of order one."""
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    offset = 1.0 - ModelSpec.from_transformers(config).norm_offset  # stored value of scale 1
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or ".ln_" in name:
+                p.copy_((offset if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+            elif p.dim() == 1:
+                p.normal_(0.0, 0.2)
+            elif "embed" in name or "wte" in name or "wpe" in name:
+                p.normal_(0.0, 1.0)
+            else:
+                p.normal_(0.0, 1.0 / math.sqrt(p.shape[-1]))
+        for name, b in model.named_buffers():
+            if "e_score_correction_bias" in name:
+                b.normal_(0.0, 0.2)
+    return model
+
+
+def max_diff(a, b) -> float:
+    return (a - b).abs().max().item()
+
+
+@pytest.mark.parametrize("config", CASES + [pytest.param(cfg, id=name)
+                                             for name, cfg in OTHER_FAMILIES.items()])
+def test_logits_match_transformers(config):
+    hf = random_hf_model(config)
+    ours = DecoderLM.from_transformers(hf)
+    ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected, got = hf(ids).logits, ours(ids)
+    assert got.shape == expected.shape == (2, 13, VOCAB)
+    diff = max_diff(got, expected)
+    assert diff < TOL, f"{config.model_type}: max abs logit difference {diff:.2e} >= {TOL}"
+
+
+@pytest.mark.parametrize("config", CASES)
+def test_greedy_generation_matches_transformers(config):
+    hf = random_hf_model(config)
+    hf.generation_config.eos_token_id = None  # never stop early
+    ours = DecoderLM.from_transformers(hf)
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(2))
+    cached = ours.generate(prompt, 7)  # 12 tokens: past Gemma 2's and Mixtral's windows
+    uncached = ours.generate(prompt, 7, use_cache=False)
+    expected = hf.generate(prompt, max_new_tokens=7, do_sample=False, pad_token_id=0)
+    assert torch.equal(cached, uncached), f"cached {cached.tolist()}, uncached {uncached.tolist()}"
+    assert torch.equal(cached, expected), f"ours {cached.tolist()} != hf {expected.tolist()}"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "gemma2", "deepseek_v3"])
+def test_position_ids_match_transformers(name):
+    hf = random_hf_model(MAIN[name])
+    ours = DecoderLM.from_transformers(hf)
+    ids = torch.randint(0, VOCAB, (2, 7), generator=torch.Generator().manual_seed(3))
+    positions = torch.tensor([[3, 5, 8, 9, 20, 21, 30], [0, 1, 2, 10, 11, 12, 40]])
+    with torch.no_grad():
+        expected = hf(ids, position_ids=positions).logits
+        got = ours(ids, position_ids=positions)
+        default = ours(ids)
+    diff = max_diff(got, expected)
+    assert diff < TOL, f"{name}: with position_ids, max abs logit difference {diff:.2e}"
+    assert max_diff(got, default) > 1e-3, f"{name}: position_ids had no effect on the logits"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "qwen3", "deepseek_v3"])
+def test_load_rejects_a_wrong_shape_naming_tensor_and_shapes(name):
+    hf = random_hf_model(MAIN[name])
+    source = hf.state_dict()
+    target = next(k for k in source if "layers.1." in k or "h.1." in k)
+    source[target] = torch.zeros(*source[target].shape[:-1], source[target].shape[-1] + 1)
+    spec = ModelSpec.from_transformers(hf.config)
+    from lmcourse.bridge import load_transformers_state
+
+    with pytest.raises(ValueError) as err:
+        load_transformers_state(DecoderLM(spec), source)
+    message = str(err.value)
+    assert target in message, f"error does not name {target}: {message}"
+    assert str(tuple(source[target].shape)) in message or "expected" in message, message
+
+
+def test_load_names_missing_and_unexpected_tensors():
+    from lmcourse.bridge import load_transformers_state
+
+    hf = random_hf_model(MAIN["llama"])
+    source = hf.state_dict()
+    source["model.layers.0.self_attn.extra.weight"] = source.pop(
+        "model.layers.0.self_attn.k_proj.weight")
+    with pytest.raises(ValueError) as err:
+        load_transformers_state(DecoderLM(ModelSpec.from_transformers(hf.config)), source)
+    message = str(err.value)
+    assert "model.layers.0.self_attn.k_proj.weight" in message, message
+    assert "model.layers.0.self_attn.extra.weight" in message, message
+
+
+def test_unsupported_family_lists_supported_ones():
+    config = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, vocab_size=VOCAB)
+    with pytest.raises(ValueError, match="supported.*llama"):
+        DecoderLM.from_transformers(transformers.BertForMaskedLM(config))
