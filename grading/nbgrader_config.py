@@ -1,0 +1,55 @@
+"""nbgrader configuration of the LM10 course.
+
+The course root is the repository root (the folder above this file): lab sources in
+`solutions/`, the student release in `labs/`, and everything grading produces under
+`grading/` (git-ignored). nbgrader only reads `nbgrader_config.py` from the folder it is
+started in, so run it from this folder (the Makefile does: `cd grading && nbgrader ...`).
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # for course_preprocessors below
+
+from course_preprocessors import DeduplicateIds, StripHiddenTests  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    CheckCellMetadata,
+    ClearOutput,
+    GetGrades,
+    OverwriteCells,
+    OverwriteKernelspec,
+)
+
+c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+c.CourseDirectory.course_id = "LM10"
+c.CourseDirectory.root = os.path.dirname(HERE)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "labs"
+c.CourseDirectory.submitted_directory = "grading/submitted"
+c.CourseDirectory.autograded_directory = "grading/autograded"
+c.CourseDirectory.feedback_directory = "grading/feedback"
+# A busy timeout lets parallel autograders (grading/autograde.py) queue for the write lock
+# instead of failing at once with "database is locked".
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db") + "?timeout=120"
+c.Exchange.root = os.path.join(HERE, "exchange")
+# Students delete and duplicate cells: put missing test cells back (and run them), and keep
+# one cell per grade_id (nbgrader's own DeduplicateIds then breaks OverwriteCells, see
+# course_preprocessors.py). Everything else is nbgrader's default sanitizing pipeline.
+c.OverwriteCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata,
+]
+
+# Seconds per cell (nbgrader's default is 30). Each lab's setup cell imports torch and
+# transformers, which took 30 s on a loaded 2-core machine; a cell that runs forever still
+# stops here, and grading/autograde.py bounds a whole submission (--timeout).
+c.Execute.timeout = 120
+# Second line of defence behind each lab's setup cell: stderr from a graded cell scores 0.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"(Warning|warnings\.warn|TRANSFORMERS|huggingface)"
+
+# Feedback is what students see: remove the hidden tests (and any output that quotes them).
+c.GenerateFeedback.preprocessors = [GetGrades, StripHiddenTests, CSSHTMLHeaderPreprocessor]

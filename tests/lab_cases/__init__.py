@@ -1,0 +1,64 @@
+"""Submissions that the grading round trip (tests/test_labs.py) autogrades for every lab.
+
+Lab LM10-L<n> (source solutions/LM10-L<n>/LM10-L<n>.ipynb) has a module
+tests/lab_cases/l<n>.py that defines three functions. Each takes the RELEASED student notebook
+(an nbformat NotebookNode read from the release, a fresh copy for every call) and returns the
+notebook a student would hand in:
+
+    correct(nb)    every answer cell holds a correct answer (the solution source will do:
+                   `fill(nb, solution_answers("LM10-L<n>"))`)
+                   -> every autograded test cell gets full marks
+    mistake(nb)    correct except for one deliberate mistake
+                   -> some points, not all (0 < autograded score < autograded maximum)
+    hardcoded(nb)  answers that return the values the visible tests expect and nothing else
+                   -> every test cell with a `### BEGIN HIDDEN TESTS` region scores 0
+
+and may define
+
+    expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "hardcoded": {...}}
+
+exact scores per case and grade_id that the round trip also checks (cells not listed are only
+held to the rules above). The round trip changes and adds submissions itself: `correct` is
+submitted with its first answer cell duplicated and its last test cell deleted (nbgrader keeps
+one copy of a grade_id and puts missing tests back, so still full marks); the blank release is
+submitted with every test cell replaced by `pass` (graded on the restored tests: zero); and an
+unparseable notebook is submitted beside them (reported as an error, zero, no crash).
+
+Build submissions with `fill` (replace answer cells by grade_id) so a case never depends on
+cell positions; written (markdown) answers need no case, they are graded by hand.
+"""
+
+import copy
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nbgrader_meta(cell):
+    """The cell's nbgrader metadata (an empty dict for cells nbgrader does not track)."""
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def answer_cells(nb):
+    """Answer (solution) cells of a notebook by grade_id."""
+    return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells if nbgrader_meta(c).get("solution")}
+
+
+def solution_answers(lab, root=ROOT):
+    """Source of every answer cell of the lab's solution notebook, by grade_id."""
+    nb = nbformat.read(root / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+    return {grade_id: cell.source for grade_id, cell in answer_cells(nb).items()}
+
+
+def fill(nb, answers):
+    """A copy of `nb` whose answer cells named in `answers` (grade_id -> source) are replaced."""
+    nb = copy.deepcopy(nb)
+    cells = answer_cells(nb)
+    unknown = sorted(set(answers) - set(cells))
+    if unknown:
+        raise ValueError(f"no answer cells {unknown} in the notebook; it has {sorted(cells)}")
+    for grade_id, source in answers.items():
+        cells[grade_id].source = source
+    return nb

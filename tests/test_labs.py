@@ -1,0 +1,270 @@
+"""The labs and their grading, end to end, with real nbgrader runs.
+
+For every lab solutions/LM10-L<n>/ (found automatically, with its submissions in
+tests/lab_cases/l<n>.py): labs/ is exactly what nbgrader generates; the solution passes
+nbgrader's Validator and the release fails it; and in a temporary course the batch autograder
+(grading/autograde.py, parallel `nbgrader autograde` processes) grades correct answers in a messy
+notebook, a blank release with tampered tests, a mistake and hard-coded answers as it should,
+beside an unparseable submission. Feedback must not show hidden tests.
+
+Select labs with -k, e.g. `pytest tests/test_labs.py -k L2`.
+"""
+
+import copy
+import html
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+ROOT = Path(__file__).resolve().parents[1]
+GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py"]
+LABS = sorted(p.name for p in (ROOT / "solutions").glob("LM10-L*")
+              if (p / f"{p.name}.ipynb").is_file())
+BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def autograded_cells(nb):
+    """Autograded test cells (grade, not solution) by grade_id."""
+    return {meta(c)["grade_id"]: c for c in nb.cells
+            if meta(c).get("grade") and not meta(c).get("solution")}
+
+
+def hidden_lines(source):
+    """Non-blank lines between the hidden-test delimiters."""
+    inside, lines = False, []
+    for line in source.split("\n"):
+        inside = inside or BEGIN in line
+        if inside and line.strip() and BEGIN not in line and END not in line:
+            lines.append(line.strip())
+        inside = inside and END not in line
+    return lines
+
+
+def lab_cases(lab):
+    number = re.fullmatch(r"LM10-L(\d+)", lab).group(1)
+    try:
+        return importlib.import_module(f"lab_cases.l{number}")
+    except ModuleNotFoundError as error:
+        pytest.fail(f"{lab} has no submissions for the round trip: write "
+                    f"tests/lab_cases/l{number}.py (see tests/lab_cases/__init__.py): {error}")
+
+
+def nbgrader_api(course):
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course / "grading")).load_config()
+    return NbGraderAPI(config=config)
+
+
+def validate(path, grading):
+    """nbgrader's Validator (the course's config) on one notebook, in a process of its own."""
+    code = ("import json, sys\n"
+            "from nbgrader.validator import Validator\n"
+            "from traitlets.config.loader import PyFileConfigLoader\n"
+            "config = PyFileConfigLoader('nbgrader_config.py', path=sys.argv[2]).load_config()\n"
+            "print(json.dumps(Validator(config=config).validate(sys.argv[1])))")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(grading)], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"Validator crashed on {path}:\n{done.stderr[-2000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A temporary course: this repository's grading config and tools, and its lab sources."""
+    root = tmp_path_factory.mktemp("course")
+    (root / "grading").mkdir()
+    for name in GRADING_FILES:
+        shutil.copy(ROOT / "grading" / name, root / "grading" / name)
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    return root
+
+
+@pytest.fixture(scope="module", params=LABS)
+def lab(request, course):
+    """One lab, released in the temporary course by nbgrader generate_assignment."""
+    name = request.param
+    result = nbgrader_api(course).generate_assignment(name, force=True)
+    assert result["success"], f"generate_assignment {name} failed:\n{result['log']}"
+    return name
+
+
+@pytest.fixture(scope="module")
+def round_trip(lab, course):
+    """Submit every case of the lab, autograde them in one batch, read the gradebook back."""
+    cases = lab_cases(lab)
+    released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
+    submissions = {name: getattr(cases, name)(copy.deepcopy(released))
+                   for name in ("correct", "mistake", "hardcoded")}
+    # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
+    # cell deleted (nbgrader keeps one copy and puts the test back).
+    messy = submissions["correct"]
+    first_answer = next(i for i, c in enumerate(messy.cells) if meta(c).get("solution"))
+    duplicate = copy.deepcopy(messy.cells[first_answer])
+    duplicate.id = "duplicated-by-student"
+    messy.cells.insert(first_answer + 1, duplicate)
+    messy.cells.remove(list(autograded_cells(messy).values())[-1])
+    # The blank release with every test replaced by `pass`: graded on the restored tests, zero.
+    blank = copy.deepcopy(released)
+    for cell in autograded_cells(blank).values():
+        cell.source = "pass"
+    submissions["blank"] = blank
+
+    submitted = course / "grading" / "submitted"
+    for student, nb in submissions.items():
+        (submitted / student / lab).mkdir(parents=True)
+        nbformat.write(nb, submitted / student / lab / f"{lab}.ipynb")
+    (submitted / "broken" / lab).mkdir(parents=True)
+    (submitted / "broken" / lab / f"{lab}.ipynb").write_text('{"cells": [ this is not json')
+
+    sys.path.insert(0, str(course / "grading"))
+    try:
+        autograde = importlib.import_module("autograde")
+    finally:
+        sys.path.pop(0)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # validation runs beside the batch
+        grading = course / "grading"
+        solution = pool.submit(validate, course / "solutions" / lab / f"{lab}.ipynb", grading)
+        release = pool.submit(validate, course / "labs" / lab / f"{lab}.ipynb", grading)
+        results = {r.student: r for r in autograde.autograde(lab, grading=course / "grading")}
+        validation = {"solution": solution.result(), "release": release.result()}
+
+    db_url = f"sqlite:///{course / 'grading' / 'gradebook.db'}"
+    scores = {}
+    with Gradebook(db_url, course_id="LM10") as gradebook:
+        for student in results:
+            notebook = gradebook.find_submission_notebook(lab, lab, student)
+            scores[student] = {g.name: g.score for g in notebook.grades}
+    return {"results": results, "scores": scores, "validation": validation, "cases": cases,
+            "release": course / "labs" / lab / f"{lab}.ipynb",
+            "source": nbformat.read(course / "solutions" / lab / f"{lab}.ipynb", as_version=4)}
+
+
+def autograded_scores(trip, student):
+    tests = autograded_cells(trip["source"])
+    return {grade_id: trip["scores"][student][grade_id] for grade_id in tests}
+
+
+def test_lab_has_at_least_ten_points_and_named_cells(lab, course):
+    nb = nbformat.read(course / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+    prefix = f"l{lab.rsplit('L', 1)[1]}_"
+    graded = [meta(c) for c in nb.cells if meta(c).get("grade")]
+    total = sum(m["points"] for m in graded)
+    assert total >= 10, f"{lab} is worth {total} points; every lab is worth at least 10"
+    bad = [meta(c)["grade_id"] for c in nb.cells
+           if meta(c) and not meta(c)["grade_id"].startswith(prefix)]
+    assert not bad, f"{lab}: grade_ids must start with {prefix!r}: {bad}"
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert meta(first_code).get("locked") and not meta(first_code).get("grade"), (
+        f"{lab}: the first code cell must be the locked, ungraded setup cell"
+    )
+    for grade_id, cell in autograded_cells(nb).items():
+        assert hidden_lines(cell.source), f"{lab} {grade_id}: a test cell without hidden tests"
+        last = cell.source.rstrip().split("\n")[-1]
+        assert not re.fullmatch(r"[\d.]+", last.strip()), (
+            f"{lab} {grade_id}: last line {last!r} would be read as partial credit"
+        )
+
+
+def test_release_is_exactly_what_nbgrader_generates(lab, course):
+    generated, committed = course / "labs" / lab, ROOT / "labs" / lab
+    fix = f"run `make release LAB={lab}`"
+    files = sorted(p.relative_to(generated) for p in generated.rglob("*") if p.is_file())
+    present = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert present == files, f"labs/{lab} holds {present}, nbgrader generates {files}: {fix}"
+    for name in files:
+        want, got = (generated / name).read_bytes(), (committed / name).read_bytes()
+        if name.suffix == ".ipynb":  # the same JSON; indentation and key order do not matter
+            want, got = json.loads(want), json.loads(got)
+        assert got == want, f"labs/{lab}/{name} differs from what nbgrader generates: {fix}"
+
+
+def test_solution_passes_validation_and_release_fails(round_trip, lab):
+    solution, release = round_trip["validation"]["solution"], round_trip["validation"]["release"]
+    problems = {k: v for k, v in solution.items() if v}
+    assert not problems, f"{lab} solution fails nbgrader validation: {json.dumps(problems)[:2000]}"
+    failed = {cell["source"] for cell in release.get("failed", [])}
+    released = nbformat.read(round_trip["release"], as_version=4)
+    passing = [g for g, c in autograded_cells(released).items() if c.source.strip() not in failed]
+    assert not passing, f"{lab} release: test cells {passing} pass on the stubs"
+
+
+def test_correct_submission_gets_full_marks(round_trip, lab):
+    scores = autograded_scores(round_trip, "correct")
+    maxima = {g: meta(c)["points"] for g, c in autograded_cells(round_trip["source"]).items()}
+    assert scores == maxima, (
+        f"{lab}: correct answers (in a notebook with a duplicated answer cell and a deleted test "
+        f"cell) scored {scores}, expected full marks {maxima}"
+    )
+
+
+def test_blank_release_with_tampered_tests_gets_zero(round_trip, lab):
+    scores = autograded_scores(round_trip, "blank")
+    assert not any(scores.values()), (
+        f"{lab}: the blank release with its tests replaced by `pass` scored {scores}; "
+        "nbgrader should restore the tests from the gradebook and give zero"
+    )
+
+
+def test_mistake_gets_partial_marks(round_trip, lab):
+    scores = autograded_scores(round_trip, "mistake")
+    maximum = sum(meta(c)["points"] for c in autograded_cells(round_trip["source"]).values())
+    total = sum(scores.values())
+    assert 0 < total < maximum, f"{lab} mistake: {total} of {maximum} points ({scores})"
+    want = getattr(round_trip["cases"], "expected", {}).get("mistake", {})
+    assert {g: scores[g] for g in want} == want, f"{lab} mistake: {scores}, expected {want}"
+
+
+def test_hardcoded_answers_lose_the_hidden_test_points(round_trip, lab):
+    scores = autograded_scores(round_trip, "hardcoded")
+    kept = {g: s for g, s in scores.items() if s}
+    assert not kept, f"{lab}: hard-coded answers kept points in cells with hidden tests: {kept}"
+    want = getattr(round_trip["cases"], "expected", {}).get("hardcoded", {})
+    assert {g: scores[g] for g in want} == want, f"{lab} hardcoded: {scores}, expected {want}"
+
+
+def test_batch_autograder_survives_an_unparseable_submission(round_trip, lab):
+    results = round_trip["results"]
+    broken = results["broken"]
+    assert broken.status == "error" and broken.score == 0, f"{lab} broken submission: {broken}"
+    assert broken.message, "the report should say why the broken submission was not graded"
+    assert round_trip["scores"]["broken"] and not any(round_trip["scores"]["broken"].values()), (
+        f"{lab}: the broken submission should have zero recorded in the gradebook"
+    )
+    others = {s: r.status for s, r in results.items() if s != "broken"}
+    assert set(others.values()) == {"graded"}, f"{lab}: every other submission is graded: {others}"
+
+
+@pytest.mark.parametrize("student", ["hardcoded", "blank"])
+def test_feedback_hides_hidden_tests(round_trip, lab, course, student):
+    """Hard-coded answers fail inside hidden regions, blank ones on visible lines next to them."""
+    result = nbgrader_api(course).generate_feedback(lab, student, force=True)
+    assert result["success"], f"generate_feedback failed:\n{result['log']}"
+    page = (course / "grading" / "feedback" / student / lab / f"{lab}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    tests = autograded_cells(round_trip["source"]).values()
+    visible = [line.strip() for c in tests for line in c.source.split("\n")[:2] if line.strip()]
+    assert all(line in text for line in visible), "blind check: visible test lines are missing"
+    released = (course / "labs" / lab / f"{lab}.ipynb").read_text()
+    released = "\n".join(c.source for c in nbformat.reads(released, as_version=4).cells)
+    shown = [line for c in tests for line in hidden_lines(c.source)
+             if line not in released and line in text]
+    assert not shown, f"{lab} feedback for {student} shows hidden test lines: {shown[:5]}"
+    if student == "hardcoded":
+        assert "A hidden test failed" in text, "feedback should say that a hidden test failed"
