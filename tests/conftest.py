@@ -1,0 +1,28 @@
+"""Shared fixtures. The SmolLM2 models are loaded once per test session (and converted from the
+GGUF file first if the user's cache does not hold them yet): tests must not modify them."""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The SmolLM2 tokenizer."""
+    from lmcourse.pretrained import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf():
+    """transformers' LlamaForCausalLM with the real SmolLM2-135M-Instruct weights (read only)."""
+    from lmcourse.pretrained import load_smollm2_transformers
+
+    return load_smollm2_transformers()
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_hf):
+    """The course's DecoderLM with the same weights as `smollm2_hf` (read only)."""
+    from lmcourse import DecoderLM
+
+    return DecoderLM.from_transformers(smollm2_hf).eval()
