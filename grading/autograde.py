@@ -66,14 +66,19 @@ def last_error(log, lines=3):
     return " | ".join(line.strip() for line in (errors or log.splitlines())[-lines:])[:500]
 
 
-def environment():
-    """This environment with its bin first on PATH: nbgrader shells out to `alembic`."""
-    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+def environment(threads=None):
+    """This environment with its bin first on PATH (nbgrader shells out to `alembic`), and, for
+    parallel workers, `threads` torch threads each: workers that each start one thread per core
+    oversubscribe the machine, and torch then runs several times slower than single-threaded."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    if threads is not None:
+        env.setdefault("OMP_NUM_THREADS", str(threads))
+    return env
 
 
-def run_nbgrader(lab, student, timeout, retries, grading=GRADING):
+def run_nbgrader(lab, student, timeout, retries, grading=GRADING, threads=None):
     """Autograde one submission in its own process; retry only when the gradebook was locked."""
-    env = environment()
+    env = environment(threads)
     command = [sys.executable, "-m", "nbgrader", "autograde", lab, "--student", student,
                "--force"]
     start = time.monotonic()
@@ -148,9 +153,10 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
         raise ValueError(f"no submissions of {lab} under {submitted}/<student>/{lab}/")
     os.environ.update(PATH=environment()["PATH"])  # for the gradebook opened here too
     check_released(lab, db_url, course_id)
+    threads = max(1, (os.cpu_count() or 1) // min(jobs, len(students)))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda s: run_nbgrader(lab, s, timeout, retries, grading),
-                                students))
+        results = list(pool.map(
+            lambda s: run_nbgrader(lab, s, timeout, retries, grading, threads), students))
     record(results, lab, db_url, course_id)
     with open(grading / f"autograde-{lab}.csv", "w", newline="") as handle:
         writer = csv.writer(handle)

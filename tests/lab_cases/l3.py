@@ -1,0 +1,65 @@
+"""Submissions of LM10-L3 (RMSNorm's non-zero mean) for the grading round trip."""
+
+from lab_cases import fill, solution_answers
+
+LAB = "LM10-L3"
+
+
+def correct(nb):
+    return fill(nb, solution_answers(LAB))
+
+
+def mistake(nb):
+    """LayerNorm with the unbiased variance (torch.var's default divides by n - 1).
+
+    Its output still has mean zero, so Parts 3 and 4 pass; torch.nn.LayerNorm divides by n,
+    so the LayerNorm test (3 of 10 autograded points) fails on its visible inputs.
+    """
+    answers = solution_answers(LAB)
+    answers["l3_layer_norm"] = '''
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    y = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+'''
+    return fill(nb, answers)
+
+
+def hardcoded(nb):
+    """Answers fitted to the visible examples: the visible epsilons typed in, a mean over the
+    whole (1-D) tensor, and the norm inputs of the notebook's own token slice whatever the
+    input."""
+    return fill(nb, {
+        "l3_layer_norm": (
+            "def layer_norm(x, weight=None, bias=None, eps=1e-5):\n"
+            "    mean = x.mean(dim=-1, keepdim=True)\n"
+            "    y = (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + 1e-5)\n"
+            "    return y if weight is None else y * weight + bias\n"
+        ),
+        "l3_rms_norm": (
+            "def rms_norm(x, weight=None, eps=1e-6):\n"
+            "    y = x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6)\n"
+            "    return y if weight is None else y * weight\n"
+        ),
+        "l3_mean_fraction": (
+            "def mean_fraction(y):\n"
+            "    return y.mean() / y.pow(2).mean().sqrt()\n"
+        ),
+        "l3_norm_inputs": (
+            "_fixed = model(input_ids, output_hidden_states=True, use_cache=False).hidden_states\n"
+            "_fixed = torch.stack(_fixed[:30])[:, 0].detach()\n"
+            "\n"
+            "\n"
+            "def norm_inputs(model, input_ids):\n"
+            "    return _fixed\n"
+        ),
+    })
+
+
+expected = {
+    "mistake": {"l3_test_layer_norm": 0.0, "l3_test_rms_norm": 3.0,
+                "l3_test_mean_fraction": 2.0, "l3_test_norm_inputs": 2.0},
+}

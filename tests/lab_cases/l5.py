@@ -1,0 +1,63 @@
+"""Submissions of LM10-L5 (port a Llama block) for the grading round trip."""
+
+from lab_cases import fill, solution_answers
+
+LAB = "LM10-L5"
+
+
+def correct(nb):
+    return fill(nb, solution_answers(LAB))
+
+
+def mistake(nb):
+    """The silent bug the lab is about: key-value heads tiled instead of interleaved.
+
+    Everything loads and runs; only the rotation (2 of 10 points) is still right, because the
+    block and the logits go through expand_kv.
+    """
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = '''
+def expand_kv(kv, n_rep):
+    return kv.repeat(1, n_rep, 1, 1)
+'''
+    return fill(nb, answers)
+
+
+def hardcoded(nb):
+    """A port wired to the first model (6 heads, 2 key-value heads, head width 8, base 10,000):
+    it passes every visible test and fails on the hidden second model."""
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = (
+        "def expand_kv(kv, n_rep):\n"
+        "    return kv[:, [0, 0, 0, 1, 1, 1]]\n"
+    )
+    answers["l5_rope"] = (
+        "def apply_rope(x, positions, base):\n"
+        "    angles = positions.float()[:, None] * torch.tensor([1.0, 0.1, 0.01, 0.001])\n"
+        "    cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)\n"
+        "    return x * cos + torch.cat([-x[..., 4:], x[..., :4]], dim=-1) * sin\n"
+    )
+    block = answers["l5_block"]
+    for general, wired in (
+        ("d, hd = config.hidden_size, self.head_dim", "d, hd = 48, 8"),
+        ("nn.Linear(d, self.heads * hd,", "nn.Linear(d, 48,"),
+        ("nn.Linear(d, self.kv_heads * hd,", "nn.Linear(d, 16,"),
+        ("nn.Linear(self.heads * hd, d,", "nn.Linear(48, d,"),
+        ("view(b, t, self.heads, self.head_dim)", "view(b, t, 6, 8)"),
+        ("view(b, t, self.kv_heads, self.head_dim)", "view(b, t, 2, 8)"),
+        ("positions, self.base)", "positions, 10000.0)"),
+        ("self.heads // self.kv_heads)", "3)"),
+        ("math.sqrt(self.head_dim)", "math.sqrt(8)"),
+        ("reshape(b, t, self.heads * self.head_dim)", "reshape(b, t, 48)"),
+    ):
+        if general not in block:
+            raise ValueError(f"the solution of l5_block no longer contains {general!r}")
+        block = block.replace(general, wired)
+    answers["l5_block"] = block
+    return fill(nb, answers)
+
+
+expected = {
+    "mistake": {"l5_test_expand_kv": 0.0, "l5_test_rope": 2.0, "l5_test_block": 0.0,
+                "l5_test_logits": 0.0},
+}
