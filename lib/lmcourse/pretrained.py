@@ -15,6 +15,7 @@ Nothing here touches the network: every transformers call is `local_files_only=T
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -143,6 +144,21 @@ def load_tokenizer():
     return AutoTokenizer.from_pretrained(convert(), local_files_only=True)
 
 
+@contextlib.contextmanager
+def _quiet_loading():
+    """No "Loading weights" bar on stderr for a load from the cache: it takes a second, and
+    in a notebook the bar is noise in every stored output."""
+    from transformers.utils import logging
+
+    was_enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            logging.enable_progress_bar()
+
+
 def load_smollm2_transformers():
     """transformers' LlamaForCausalLM with the real SmolLM2-135M-Instruct weights.
 
@@ -151,7 +167,10 @@ def load_smollm2_transformers():
     import torch
     from transformers import LlamaForCausalLM
 
-    model = LlamaForCausalLM.from_pretrained(convert(), dtype=torch.float32, local_files_only=True)
+    folder = convert()
+    with _quiet_loading():
+        model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                 local_files_only=True)
     return model.eval()
 
 
