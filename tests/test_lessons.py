@@ -1,0 +1,336 @@
+"""Structural checks for every lesson notebook (lessons/LM10-T1 ... LM10-T5).
+
+These tests read the stored notebooks; they do not execute them. Re-executing and comparing the
+stored outputs is strict nbval's job, the second pytest call of `make test`:
+
+    pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+HOW STRICT NBVAL 0.11 COMPARES A LESSON (read from nbval/plugin.py, version 0.11.0)
+- One kernel per notebook, started from the notebook's kernelspec name (ours: "python3", the
+  virtualenv's kernel) with the notebook's folder (lessons/) as working directory. Every code cell
+  is one pytest item, run in order in that kernel; the default cell timeout is 2,000 s.
+- A cell that raises fails, unless it is marked NBVAL_RAISES_EXCEPTION (or tagged
+  raises-exception). A stored cell with outputs but no execution_count fails ("Unrun reference
+  cell has outputs"); a stored cell with no execution_count is run but never compared.
+- Markers are comment lines anywhere in the cell whose whole text is the marker:
+  `# NBVAL_IGNORE_OUTPUT` (run, do not compare), `# NBVAL_CHECK_OUTPUT`, `# NBVAL_SKIP` (not
+  run: later cells must not depend on it), `# NBVAL_RAISES_EXCEPTION`. Cell tags
+  nbval-ignore-output, nbval-skip, ... do the same.
+- Stream outputs are first merged per stream name ("\\r" and "\\b" applied, so a progress bar
+  collapses to its last state) and compared by name: stdout against stdout, stderr against
+  stderr. A warning on stderr is therefore a compared output; these tests forbid it anyway.
+- display_data and execute_result are flattened to their MIME types and compared as strings for
+  equality after sanitizing. NOT compared: image/png, image/jpeg (unless --nbdime is given),
+  application/vnd.jupyter.widget-view+json (random model ids), output metadata,
+  execution_count, traceback. COMPARED: text/plain (including a figure's
+  "<Figure size 640x480 with 1 Axes>" and a widget's repr), text/html, text/markdown,
+  text/latex, image/svg+xml, application/json and every other MIME type.
+- The SET of MIME types must match exactly ("Missing/Unexpected output fields") and so must the
+  number of outputs per MIME type; order only matters among outputs of the same type. So a
+  figure that appears in one run and not the next fails even though PNG bytes are not compared.
+- The regexes in tests/nbval_sanitize.cfg (addresses, uuids, 32-hex ids, timestamps, durations
+  such as "57.3 µs", temp paths, home folders, pids) are applied to both sides before comparing.
+
+WHAT THAT MEANS FOR A LESSON: seed every random generator; print numbers rounded to what is stable
+across runs (losses to 3-4 decimals); start any cell that prints timings, versions, machine
+details or random-state-dependent text with `# NBVAL_IGNORE_OUTPUT`; end a figure cell with
+`plt.show()` (or return the figure from the library) so the text/plain repr is the same every
+run; never print to stderr (silence warnings, disable tqdm). An interactive widget cell starts
+with `# NBVAL_IGNORE_OUTPUT` and the NEXT code cell stores a static figure (image/png).
+Loading SmolLM2: transformers 5 draws a "Loading weights" bar on stderr at every load (call
+`transformers.utils.logging.disable_progress_bar()` first), and the very first load on a machine
+converts the weights and reports it on stderr, so the cell that calls
+`lmcourse.pretrained.load_smollm2()` starts with `# NBVAL_IGNORE_OUTPUT` and prints nothing else.
+
+WHAT THESE TESTS CHECK, per lesson (each failure message names the lesson and what is missing):
+- exactly one file lessons/LM10-T<n>-<slug>.ipynb for n = 1..5, valid nbformat 4, kernelspec
+  "python3", under MAX_BYTES on disk;
+- markdown headings (lines starting with #) containing, in this order, case-insensitive:
+  "learning objectives", "idea", "mathematics", "worked example", "engineering implications",
+  "misconceptions", "takeaways", "knowledge check", "next";
+- at least 3 <details><summary>...</summary>...</details> blocks after the knowledge-check heading;
+- at least MIN_WORDS words of prose in markdown cells (words = runs of letters; code blocks, inline
+  code, LaTeX math, HTML tags and URLs are removed before counting);
+- every code cell executed, in order, in one fresh kernel (execution counts 1, 2, 3, ...);
+- at least one stored image/png output; no error outputs; no stderr stream outputs;
+- every cell that displays a widget starts with `# NBVAL_IGNORE_OUTPUT` and the next code cell
+  stores an image/png.
+"""
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbval.plugin import get_sanitize_patterns
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "lessons"
+SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
+
+LESSON_IDS = [f"LM10-T{n}" for n in range(1, 6)]
+MIN_WORDS = 1500
+MAX_BYTES = 1024 * 1024
+MIN_DETAILS = 3
+SECTIONS = [
+    ("Learning objectives", r"learning objectives"),
+    ("The idea", r"\bidea\b"),
+    ("The mathematics", r"mathematics"),
+    ("Worked example", r"worked example"),
+    ("Engineering implications", r"engineering implications"),
+    ("Common misconceptions", r"misconceptions"),
+    ("Takeaways", r"takeaways"),
+    ("Knowledge check", r"knowledge check"),
+    ("What comes next", r"\bnext\b"),
+]
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
+
+
+def lesson_path(lesson_id: str) -> Path:
+    matches = sorted(LESSONS.glob(f"{lesson_id}-*.ipynb"))
+    if len(matches) != 1:
+        pytest.fail(
+            f"expected exactly one notebook lessons/{lesson_id}-<slug>.ipynb, found "
+            f"{[m.name for m in matches] or 'none'}"
+        )
+    return matches[0]
+
+
+@pytest.fixture(params=LESSON_IDS)
+def lesson(request):
+    path = lesson_path(request.param)
+    nb = nbformat.read(path, as_version=4)
+    return path, nb
+
+
+def headings(nb) -> list[tuple[int, str]]:
+    """(cell index, heading text) for every markdown heading line, in notebook order."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        in_fence = False
+        for line in cell.source.splitlines():
+            if line.lstrip().startswith("```"):
+                in_fence = not in_fence
+            elif not in_fence and re.match(r"#{1,6}\s", line):
+                found.append((i, line.lstrip("#").strip()))
+    return found
+
+
+_NOT_PROSE = [
+    re.compile(r"```.*?```", re.S),  # fenced code
+    re.compile(r"\$\$.*?\$\$", re.S),  # display math
+    re.compile(r"\\\[.*?\\\]", re.S),  # display math, \[ ... \]
+    re.compile(r"\$[^$\n]+\$"),  # inline math
+    re.compile(r"`[^`\n]+`"),  # inline code
+    re.compile(r"<[^>\n]+>"),  # HTML tags (their text content stays)
+    re.compile(r"https?://\S+"),  # URLs
+]
+_WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
+
+
+def prose_words(nb) -> int:
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for pattern in _NOT_PROSE:
+        text = pattern.sub(" ", text)
+    return len(_WORD.findall(text))
+
+
+def outputs(nb):
+    """(code cell number, output) for every stored output."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for n, cell in enumerate(code):
+        for out in cell.get("outputs", []):
+            yield n, out
+
+
+def has_png(cell) -> bool:
+    return any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+
+
+def test_lesson_is_a_valid_python3_notebook_of_modest_size(lesson):
+    path, nb = lesson
+    nbformat.validate(nb)
+    spec = nb.metadata.get("kernelspec", {})
+    assert spec.get("name") == "python3", (
+        f"{path.name}: kernelspec name is {spec.get('name')!r}, nbval starts the kernel by this "
+        "name; it must be 'python3'"
+    )
+    size = path.stat().st_size
+    assert size <= MAX_BYTES, (
+        f"{path.name}: {size:,} bytes on disk, over the {MAX_BYTES:,}-byte limit by "
+        f"{size - MAX_BYTES:,}; lower the figures' dpi or drop stored widget state"
+    )
+
+
+def test_lesson_has_the_required_sections_in_order(lesson):
+    path, nb = lesson
+    titles = [t.lower() for _, t in headings(nb)]
+    position = -1
+    for name, pattern in SECTIONS:
+        later = [i for i, t in enumerate(titles) if i > position and re.search(pattern, t)]
+        assert later, (
+            f"{path.name}: no heading matching {name!r} (regex {pattern!r}) after the previous "
+            f"required section; headings found: {[t for _, t in headings(nb)]}"
+        )
+        position = later[0]
+
+
+def test_knowledge_check_hides_its_explanations_in_details_blocks(lesson):
+    path, nb = lesson
+    start = next((i for i, t in headings(nb) if re.search(r"knowledge check", t.lower())), None)
+    assert start is not None, f"{path.name}: no 'Knowledge check' heading"
+    text = "\n".join(c.source for c in nb.cells[start:] if c.cell_type == "markdown")
+    blocks = re.findall(r"<details>\s*<summary>(.+?)</summary>(.+?)</details>", text, re.S)
+    assert len(blocks) >= MIN_DETAILS, (
+        f"{path.name}: {len(blocks)} <details><summary>...</summary>...</details> blocks after "
+        f"the knowledge check heading, expected at least {MIN_DETAILS}"
+    )
+    empty = [summary.strip() for summary, body in blocks if not _WORD.search(body)]
+    assert not empty, f"{path.name}: <details> blocks with no explanation: {empty}"
+
+
+def test_lesson_has_enough_prose(lesson):
+    path, nb = lesson
+    words = prose_words(nb)
+    assert words >= MIN_WORDS, (
+        f"{path.name}: {words:,} words of markdown prose, {MIN_WORDS - words:,} short of "
+        f"{MIN_WORDS:,}"
+    )
+
+
+def test_every_code_cell_ran_once_in_order_in_a_fresh_kernel(lesson):
+    path, nb = lesson
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    expected = list(range(1, len(counts) + 1))
+    assert counts == expected, (
+        f"{path.name}: execution counts {counts}, expected {expected}; re-execute with "
+        "`jupyter nbconvert --to notebook --execute --inplace` (unrun cells are never compared)"
+    )
+
+
+def test_lesson_stores_a_figure_and_no_errors_or_stderr(lesson):
+    path, nb = lesson
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert any(has_png(c) for c in code), f"{path.name}: no stored image/png output"
+    errors = [(n, o.get("ename")) for n, o in outputs(nb) if o.output_type == "error"]
+    assert not errors, f"{path.name}: error outputs in code cells (number, exception): {errors}"
+    stderr = [
+        (n, o.text[:120])
+        for n, o in outputs(nb)
+        if o.output_type == "stream" and o.name == "stderr"
+    ]
+    assert not stderr, (
+        f"{path.name}: stderr output (code cell number, first characters): {stderr}; silence "
+        "warnings and progress bars, nbval compares stderr too"
+    )
+
+
+def test_every_widget_is_ignored_by_nbval_and_followed_by_a_static_figure(lesson):
+    path, nb = lesson
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for n, cell in enumerate(code):
+        if not any(WIDGET_MIME in o.get("data", {}) for o in cell.get("outputs", [])):
+            continue
+        first = cell.source.lstrip().splitlines()[0].strip()
+        assert first == IGNORE_MARKER, (
+            f"{path.name}: code cell {n} displays a widget but starts with {first!r}, not "
+            f"{IGNORE_MARKER!r}"
+        )
+        assert n + 1 < len(code) and has_png(code[n + 1]), (
+            f"{path.name}: code cell {n} displays a widget; the next code cell must store a "
+            "static image/png figure for readers who do not run the notebook"
+        )
+
+
+# The sanitize file itself: it must mask what changes between runs and nothing else.
+
+
+def sanitize(text: str) -> str:
+    for regex, replace in get_sanitize_patterns(SANITIZE.read_text()):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def test_sanitize_rules_all_compile():
+    pairs = get_sanitize_patterns(SANITIZE.read_text())
+    assert len(pairs) >= 5, f"only {len(pairs)} regex/replace pairs read from {SANITIZE.name}"
+    for regex, _ in pairs:
+        re.compile(regex)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("<Linear object at 0x7f3a2c1d0e50>", "<Linear object at 0x7fe0119ab2c0>"),
+        ("layer_norm 57.3 µs, rms_norm 112 µs", "layer_norm 61.0 µs, rms_norm 98.5 µs"),
+        ("CPU times: user 1.2 s, sys: 30 ms", "CPU times: user 2.5 s, sys: 12 ms"),
+        ("saved to /tmp/tmpa1b2c3/model.safetensors", "saved to /tmp/tmpzz9/model.safetensors"),
+        ("cache /home/alice/.cache/lmcourse", "cache /root/.cache/lmcourse"),
+        (
+            "model_id='3f2a9c0d11e24b5f8a7d6c5b4a392817'",
+            "model_id='0123456789abcdef0123456789abcdef'",
+        ),
+        ("run at 2026-11-29 21:04:05.123", "run at 2026-11-30T08:00:00"),
+    ],
+)
+def test_sanitize_rules_mask_what_changes_between_runs(first, second):
+    assert sanitize(first) == sanitize(second), (
+        f"{first!r} and {second!r} still differ after sanitizing: "
+        f"{sanitize(first)!r} != {sanitize(second)!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "loss 3.1240 -> 3.1752 (+1.64%)",
+        "134,515,008 parameters, 11,520 numbers per token",
+        "<Figure size 800x300 with 2 Axes>",
+        "ln(49152) = 10.8027",
+        "expert loads [12, 9, 15, 12] of 48 tokens",
+        "30 layers, 576 wide, 1536 hidden",
+    ],
+)
+def test_sanitize_rules_leave_results_alone(text):
+    assert sanitize(text) == text, f"sanitizing changed a result: {text!r} -> {sanitize(text)!r}"
+
+
+# benchmarks/lessons.py: the peak memory it reports is the kernel's, measured for real.
+
+
+def _load_bench():
+    path = ROOT / "benchmarks" / "lessons.py"
+    spec = importlib.util.spec_from_file_location("bench_lessons", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_reports_the_kernels_peak_memory_and_wall_time(tmp_path):
+    bench = _load_bench()
+    megabytes = 400
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
+    nb.cells = [  # touch every page so that it is resident
+        nbformat.v4.new_code_cell(f"block = bytearray({megabytes} * 2**20)"),
+        nbformat.v4.new_code_cell("block[::4096] = b'x' * len(block[::4096])\ndel block"),
+    ]
+    path = tmp_path / "LM10-T0-allocates.ipynb"
+    nbformat.write(nb, path)
+    result = bench.measure(path)
+    assert result.error is None, f"benchmark failed to execute a two-cell notebook: {result.error}"
+    peak_mb = result.peak_rss_bytes / 2**20
+    assert peak_mb >= megabytes, (
+        f"reported peak RSS {peak_mb:.0f} MiB, below the {megabytes} MiB the kernel touched"
+    )
+    assert peak_mb < megabytes + 400, (
+        f"reported peak RSS {peak_mb:.0f} MiB, far above the kernel's {megabytes} MiB plus an "
+        "interpreter: it is not measuring the kernel alone"
+    )
+    assert 0 < result.wall_s < 120, f"wall time {result.wall_s:.1f} s for a two-cell notebook"
