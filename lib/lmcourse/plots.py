@@ -1,0 +1,458 @@
+"""Matplotlib figures used by the lessons; each function returns the figure it draws."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from . import count
+from .spec import as_spec
+
+# ---- LM10-T1: where the parameters sit ---------------------------------------------------
+
+SHARE_GROUPS = {  # label -> components of count.breakdown
+    "token table and output head": ("embeddings", "output_head"),
+    "learned positions": ("positions",),
+    "attention": ("attention",),
+    "feed-forward (experts included)": ("feed_forward", "experts", "shared_experts", "router"),
+    "norms": ("norms",),
+}
+
+
+def parameter_shares(config) -> dict[str, float]:
+    """Share of all parameters in each group of `SHARE_GROUPS`; the shares sum to 1."""
+    parts = count.breakdown(config)
+    total = sum(parts.values())
+    return {label: sum(parts[p] for p in names) / total for label, names in SHARE_GROUPS.items()}
+
+
+def plot_parameter_shares(models: dict):
+    """Horizontal stacked bars: per model (name -> config), the share of each component."""
+    if not isinstance(models, dict) or not models:
+        raise ValueError("models must be a non-empty dict of name -> config")
+    fig, ax = plt.subplots(figsize=(8, 0.7 * len(models) + 1.6), dpi=80)
+    names = list(models)[::-1]  # first model on top
+    shares = [parameter_shares(models[name]) for name in names]
+    left = [0.0] * len(names)
+    for label in SHARE_GROUPS:
+        widths = [s[label] for s in shares]
+        bars = ax.barh(names, widths, left=left, label=label)
+        for bar, w in zip(bars, widths, strict=True):
+            if w >= 0.05:
+                ax.text(bar.get_x() + w / 2, bar.get_y() + bar.get_height() / 2, f"{w:.0%}",
+                        ha="center", va="center", fontsize=9, color="white")
+        left = [a + w for a, w in zip(left, widths, strict=True)]
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of all parameters")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, fontsize=8, frameon=False)
+    ax.set_title("Where the parameters sit")
+    fig.tight_layout()
+    return fig
+
+
+# ---- LM10-T2: rotary position embeddings ------------------------------------------------------
+
+
+def rope_rotate_pairs(x, inv_freq, positions):
+    """A head vector x [head_dim] ('half' layout) turned by lmcourse's rope code at each of
+    `positions`, returned as its pairs: [len(positions), head_dim/2, 2]."""
+    import torch
+
+    from .blocks.rope import apply_rotary
+
+    if x.dim() != 1 or x.shape[0] != 2 * inv_freq.shape[-1]:
+        raise ValueError(f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
+                         f"got shape {tuple(x.shape)}")
+    angles = torch.as_tensor(positions, dtype=torch.float)[:, None] * inv_freq  # [T, pairs]
+    angles = torch.cat((angles, angles), dim=-1)[None]  # [1, T, head_dim]
+    x = x.expand(1, 1, angles.shape[1], -1)  # [batch, heads, T, head_dim]
+    out = apply_rotary(x, angles.cos(), angles.sin())[0, 0]  # [T, head_dim]
+    return torch.stack(out.chunk(2, dim=-1), dim=-1)  # pair i is (x[i], x[i + head_dim/2])
+
+
+def plot_rope_pair(theta: float = 0.6, positions: int = 6, m: int = 4, n: int = 1, shift: int = 3):
+    """Two panels on one pair of numbers: (a) a vector turned by position * theta for positions
+    0..positions-1; (b) a query at m and a key at n, then both moved by `shift`: the angle
+    between them, (m - n) * theta, stays."""
+    import numpy as np
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 4.2), dpi=80)
+    base = np.array([1.0, 0.35])
+
+    def turned(v, angle):
+        c, s = np.cos(angle), np.sin(angle)
+        return np.array([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+
+    colours = plt.cm.viridis(np.linspace(0, 0.9, positions))
+    for p in range(positions):
+        x, y = turned(base, p * theta)
+        a.annotate("", (x, y), (0, 0), arrowprops=dict(arrowstyle="->", color=colours[p], lw=2))
+        a.text(1.12 * x, 1.12 * y, f"m={p}", ha="center", va="center", fontsize=9)
+    a.set_title(f"(a) one pair turned by m·θ, θ = {theta} rad")
+
+    q, k = np.array([0.9, 0.5]), np.array([0.8, -0.3])
+    for offset, style in ((0, "-"), (shift, "--")):
+        for v, pos, colour, name in ((q, m, "tab:blue", "q"), (k, n, "tab:orange", "k")):
+            x, y = turned(v, (pos + offset) * theta)
+            a_props = dict(arrowstyle="->", color=colour, lw=2, linestyle=style)
+            b.annotate("", (x, y), (0, 0), arrowprops=a_props)
+            b.text(1.15 * x, 1.15 * y, f"{name}@{pos + offset}", ha="center", va="center",
+                   fontsize=9, color=colour)
+    b.set_title(f"(b) q@{m}, k@{n} (solid) and both +{shift} (dashed)")
+    for ax in (a, b):
+        ax.set_xlim(-1.4, 1.4)
+        ax.set_ylim(-1.4, 1.4)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="0.85", lw=0.8)
+        ax.axvline(0, color="0.85", lw=0.8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_rope_wavelengths(wavelengths: dict, marks: dict | None = None, title: str = ""):
+    """Positions per full turn of each pair (log scale), one line per entry of `wavelengths`
+    (label -> 1-D tensor or array); `marks` (label -> length) draws horizontal reference lines."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7.5, 4), dpi=80)
+    for (label, values), style in zip(wavelengths.items(), ("o-", "s--", "^:"), strict=False):
+        values = np.asarray(values, dtype=float)
+        ax.plot(np.arange(len(values)), values, style, ms=3, label=label)
+    for i, (label, length) in enumerate((marks or {}).items()):
+        ax.axhline(length, color=f"C{i + 3}", lw=1, ls="-.", label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("wavelength 2π/θᵢ (positions per turn)")
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), pairs=()):
+    """For a fixed query and key, against the offset m - n: the score q̃·k̃ (left) and the cosine
+    between a few chosen `pairs` (right), once per shift of both positions (dashed: shifted).
+
+    Curves for different shifts lie on top of each other: the relative-position property.
+    """
+    import numpy as np
+    import torch
+
+    offsets = np.asarray(offsets)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True, dpi=80)
+    for j, shift in enumerate(shifts):
+        m = query_position + shift
+        qr = rope_rotate_pairs(q, inv_freq, [m] * len(offsets))  # [T, pairs, 2]
+        kr = rope_rotate_pairs(k, inv_freq, m - offsets)
+        cos = torch.nn.functional.cosine_similarity(qr, kr, dim=-1)  # [T, pairs]
+        style = dict(ls="-" if j == 0 else "--", lw=2.5 if j == 0 else 1.2)
+        a.plot(offsets, (qr * kr).sum((-1, -2)), label=f"query at {m}", **style)
+        for i in pairs:
+            b.plot(offsets, cos[:, i], color=f"C{i % 10}",
+                   label=f"pair {i}" if j == 0 else None, **style)
+    a.set_title("score q̃·k̃ (all pairs)")
+    a.set_ylabel("score")
+    b.set_title("one pair's share: cosine in [-1, 1]")
+    b.set_ylabel("cosine")
+    for ax in (a, b):
+        ax.set_xlabel("offset m − n (query position − key position)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# ---- LM10-T3: grouped-query attention ---------------------------------------------------------
+
+
+def plot_kv_groups(heads: int = 8, kv_heads=(8, 2, 1)):
+    """Which key-value head each query head reads (query head i reads kv head i // group), one
+    row per setting of the dial: MHA (kv_heads == heads), GQA, MQA (kv_heads == 1)."""
+    fig, axes = plt.subplots(1, len(kv_heads), figsize=(3.4 * len(kv_heads), 2.8), dpi=80)
+    for ax, kv in zip(axes, kv_heads, strict=True):
+        if heads % kv:
+            raise ValueError(f"kv_heads={kv} must divide heads={heads}")
+        group = heads // kv
+        xs_q = [i + 0.5 for i in range(heads)]
+        xs_kv = [(j + 0.5) * group for j in range(kv)]
+        for i, x in enumerate(xs_q):
+            ax.plot([x, xs_kv[i // group]], [1, 0], color=f"C{i // group % 10}", lw=1.2)
+        ax.scatter(xs_q, [1] * heads, s=60, color="tab:blue", zorder=3)
+        ax.scatter(xs_kv, [0] * kv, s=90, marker="s", color="tab:red", zorder=3)
+        name = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
+        ax.set_title(f"{name}: {kv} kv head{'s' * (kv > 1)}, group {group}", fontsize=10)
+        ax.set_yticks([0, 1], ["keys/values", "queries"])
+        ax.set_xticks([])
+        ax.set_ylim(-0.3, 1.3)
+        for side in ("top", "right", "bottom"):
+            ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_kv_head_sweep(rows, name: str, tokens: int):
+    """Parameters and key-value cache after `tokens` tokens against the number of key-value heads.
+
+    rows: dicts with 'kv_heads', 'total' (parameters) and 'cache_bytes', one per setting, as a
+    sweep over lmcourse.describe and lmcourse.cache_bytes gives them.
+    """
+    rows = sorted(rows, key=lambda r: r["kv_heads"])
+    kv = [r["kv_heads"] for r in rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
+    a.plot(kv, [r["total"] / 1e9 for r in rows], "o-")
+    a.set_ylabel("parameters (billions)")
+    a.set_title(f"{name}: parameters")
+    b.plot(kv, [r["cache_bytes"] / 1e9 for r in rows], "s-", color="tab:red")
+    b.set_ylabel("GB (10⁹ bytes)")
+    b.set_title(f"{name}: cache after {tokens:,} tokens")
+    for ax in (a, b):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(kv, [str(k) for k in kv])
+        ax.set_xlabel("key-value heads (1 = MQA, all = MHA)")
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return fig
+
+
+# ---- LM10-T4: RMSNorm, SwiGLU and mixture of experts -----------------------------------------
+
+
+def norm_input_mean_fractions(model, input_ids) -> dict:
+    """|mean| / RMS of each token's vector entering every residual-stream norm of a DecoderLM.
+
+    One forward pass over `input_ids` [batch, T] with a pre-hook on each block's two norms and
+    on the final norm. Returns {(block, 'attention' | 'feed-forward' | 'final'): tensor
+    [batch * T]}, in the order the model applies the norms (the final norm has block
+    `spec.layers`). Both statistics are taken over the d features of one token: 0.02 means the
+    vector's mean is 2% of its root mean square. LayerNorm removes that mean; RMSNorm keeps it.
+    """
+    import torch
+
+    norms = {}
+    for i, block in enumerate(model.blocks):
+        norms[(i, "attention")] = block.attn_norm
+        norms[(i, "feed-forward")] = block.ffn_norm
+    norms[(len(model.blocks), "final")] = model.norm
+    fractions, handles = {}, []
+
+    def keep(key):
+        def hook(module, args):
+            x = args[0].detach().float().reshape(-1, args[0].shape[-1])  # [tokens, d]
+            fractions[key] = x.mean(-1).abs() / x.pow(2).mean(-1).sqrt()  # [tokens]
+
+        return hook
+
+    try:
+        for key, module in norms.items():
+            handles.append(module.register_forward_pre_hook(keep(key)))
+        with torch.inference_mode():
+            model(input_ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return fractions
+
+
+def plot_norm_mean_fractions(fractions: dict, title: str = ""):
+    """Per norm layer, the median over tokens of |mean| / RMS (lines) and its 10th to 90th
+    percentile (band), in percent; `fractions` as `norm_input_mean_fractions` returns it."""
+    import torch
+
+    if not isinstance(fractions, dict) or not fractions:
+        raise ValueError("fractions must be a non-empty dict as norm_input_mean_fractions returns")
+    fig, ax = plt.subplots(figsize=(9, 3.8), dpi=80)
+    styles = (("attention", "tab:blue", "o", "before attention"),
+              ("feed-forward", "tab:orange", "s", "before feed-forward"),
+              ("final", "black", "D", "final norm"))
+    for kind, colour, marker, label in styles:
+        keys = [key for key in fractions if key[1] == kind]
+        if not keys:
+            continue
+        blocks = [block for block, _ in keys]
+        levels = torch.tensor([0.1, 0.5, 0.9])
+        q = 100 * torch.stack([torch.quantile(fractions[key], levels) for key in keys]).numpy()
+        if len(keys) == 1:  # the final norm: one point, its band as an error bar
+            ax.errorbar(blocks, q[:, 1], yerr=[q[:, 1] - q[:, 0], q[:, 2] - q[:, 1]],
+                        marker=marker, color=colour, ms=4, capsize=3, label=label)
+            continue
+        ax.plot(blocks, q[:, 1], marker=marker, color=colour, ms=4, label=label)
+        ax.fill_between(blocks, q[:, 0], q[:, 2], color=colour, alpha=0.15, lw=0)
+    ax.set_xlabel("block (band: 10th to 90th percentile over tokens)")
+    ax.set_ylabel("|mean| / RMS of a token (%)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or "What RMSNorm leaves uncentred: the mean of each input vector")
+    fig.tight_layout()
+    return fig
+
+
+def plot_ablation_losses(losses: dict, reference: float | None = None,
+                         reference_label: str = "uniform guess", title: str = ""):
+    """Horizontal bars of a loss per model variant (label -> loss, first on top), with the value
+    printed on each bar and an optional dashed reference line (e.g. ln V, a uniform guess)."""
+    if not isinstance(losses, dict) or not losses:
+        raise ValueError("losses must be a non-empty dict of label -> loss")
+    labels = list(losses)[::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(labels) + 1.4), dpi=80)
+    bars = ax.barh(labels, [losses[label] for label in labels], color="tab:blue")
+    for bar, label in zip(bars, labels, strict=True):
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {losses[label]:.3f}",
+                va="center", fontsize=9)
+    if reference is not None:
+        ax.axvline(reference, color="tab:red", ls="--", lw=1,
+                   label=f"{reference_label}: {reference:.2f}")
+        ax.legend(fontsize=8, loc="upper right")
+    ax.set_xlabel("loss on the evaluation text (nats per token)")
+    ax.set_xlim(0, 1.25 * max([*losses.values(), reference or 0.0]))
+    ax.set_title(title or "Loss of each variant")
+    fig.tight_layout()
+    return fig
+
+
+def plot_total_vs_active(models: dict):
+    """Total and active (per token) parameters of each model (name -> config), log scale."""
+    if not isinstance(models, dict) or not models:
+        raise ValueError("models must be a non-empty dict of name -> config")
+    names = list(models)[::-1]  # first model on top
+    rows = [count.describe(models[name]) for name in names]
+    fig, ax = plt.subplots(figsize=(8, 0.75 * len(names) + 1.4), dpi=80)
+    y = list(range(len(names)))
+    ax.barh([i + 0.2 for i in y], [r["total"] / 1e9 for r in rows], 0.4, color="0.75",
+            label="stored (total)")
+    ax.barh([i - 0.2 for i in y], [r["active"] / 1e9 for r in rows], 0.4, color="tab:blue",
+            label="used per token (active)")
+    for i, r in zip(y, rows, strict=True):
+        share = r["active"] / r["total"]
+        ax.text(r["total"] / 1e9, i + 0.2, f" {r['total'] / 1e9:.3g} B", va="center", fontsize=8)
+        ax.text(r["active"] / 1e9, i - 0.2, f" {r['active'] / 1e9:.3g} B ({share:.0%})",
+                va="center", fontsize=8)
+    ax.set_yticks(y, names)
+    ax.set_xscale("log")
+    ax.set_xlim(right=max(r["total"] for r in rows) / 1e9 * 20)
+    ax.set_xlabel("parameters (billions, log scale)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Mixture of experts: what is stored against what one token uses")
+    fig.tight_layout()
+    return fig
+
+
+def toy_moe(experts: int = 8, k: int = 2, d: int = 64, expert_hidden: int = 32, seed: int = 0):
+    """A small mixture-of-experts layer (lmcourse.blocks.moe.MoE: softmax router, top-k weights
+    renormalised to sum to one) with random weights drawn from `seed`, for demonstrations.
+
+    Every weight matrix ~ N(0, 1/fan_in), so a unit-variance token gets router logits of
+    variance about one.
+    """
+    import torch
+
+    from .blocks.moe import MoE
+    from .spec import ModelSpec
+
+    spec = ModelSpec(d=d, layers=1, vocab=1, heads=1, kv_heads=1, head_dim=d, ffn="swiglu",
+                     hidden=expert_hidden, norm="rms", experts=experts, experts_per_token=k,
+                     expert_hidden=expert_hidden, norm_topk=True)
+    moe = MoE(spec)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in moe.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator) * p.shape[-1] ** -0.5)
+    return moe.eval()
+
+
+def plot_expert_load(chosen, experts: int, title: str = ""):
+    """Tokens routed to each expert (`chosen` [tokens, k] expert indices, as the router returns
+    them), against the even share tokens * k / experts (dashed)."""
+    import torch
+
+    load = torch.bincount(chosen.flatten(), minlength=experts)
+    even = chosen.numel() / experts
+    fig, ax = plt.subplots(figsize=(8, 3.2), dpi=80)
+    ax.bar(range(experts), load.tolist(), color="tab:blue")
+    ax.axhline(even, color="tab:red", ls="--", lw=1, label=f"even share {even:,.0f}")
+    ax.set_xlabel("expert")
+    ax.set_ylabel("tokens routed to it")
+    if experts <= 32:
+        ax.set_xticks(range(experts))
+    ax.legend(fontsize=8)
+    ax.set_title(title or f"Load per expert: {chosen.shape[0]:,} tokens, top-{chosen.shape[1]} "
+                          f"of {experts}; busiest {load.max().item() / even:.2f}× the even share")
+    fig.tight_layout()
+    return fig
+
+
+# ---- LM10-T5: the key-value cache -------------------------------------------------------
+
+
+def trained_context(config) -> int | None:
+    """The longest context a transformers config declares (max_position_embeddings or, for
+    GPT-2, n_positions); None for seed-style dicts and specs without a learned table."""
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if value:
+            return int(value)
+    spec = as_spec(config)
+    return spec.positions or None
+
+
+def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
+    """Cache bytes of one sequence against context length, log-log, one line per model.
+
+    Each line stops at the model's trained context (`trained_context`) when it declares one,
+    and at `max_tokens` otherwise; sliding-window layers flatten the line once full.
+    """
+    if not isinstance(models, dict) or not models:
+        raise ValueError("models must be a non-empty dict of name -> config")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
+        raise ValueError(f"max_tokens must be an integer >= 2, got {max_tokens!r}")
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
+    for name, config in models.items():
+        end = min(max_tokens, trained_context(config) or max_tokens)
+        tokens = sorted({round(2 ** (e / 8)) for e in range(0, 8 * end.bit_length() + 1)
+                         if 2 ** (e / 8) <= end} | {end})
+        sizes = [count.cache_bytes(config, n, kv_bytes=kv_bytes) for n in tokens]
+        (line,) = ax.plot(tokens, sizes, label=name)
+        ax.plot(tokens[-1], sizes[-1], "o", color=line.get_color(), markersize=4)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens in the sequence (dot: trained context)")
+    ax.set_ylabel(f"cache bytes, one sequence, {kv_bytes} B per number")
+    ax.grid(True, which="major", alpha=0.3)
+    for gb in (1e6, 1e9):
+        ax.axhline(gb, color="grey", lw=0.8, ls=":")
+        ax.text(1, gb, {1e6: " 1 MB", 1e9: " 1 GB"}[gb], va="bottom", fontsize=8, color="grey")
+    ax.legend(fontsize=8)
+    ax.set_title("Key-value cache against context length")
+    fig.tight_layout()
+    return fig
+
+
+def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80e9,
+                           kv_bytes=2, weight_bytes=2):
+    """The static twin of `widgets.kv_cache_widget`: one sequence's cache (GB) for every valid
+    number of key-value heads, one line per context length, beside the weights and the GPU."""
+    import dataclasses
+
+    spec = as_spec(config)
+    options = [k for k in range(1, spec.heads + 1) if spec.heads % k == 0]
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
+    for n in contexts:
+        sizes = [count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / 1e9
+                 for k in options]
+        ax.plot(options, sizes, "o-", label=f"cache, {n:,} tokens")
+    weights = count.describe(spec)["total"] * weight_bytes / 1e9
+    ax.axhline(weights, color="black", ls="--", lw=1, label=f"weights ({weight_bytes} B each)")
+    ax.axhline(gpu_bytes / 1e9, color="red", ls=":", lw=1, label="GPU memory")
+    ax.axvline(spec.kv_heads, color="grey", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(options, [str(k) for k in options])
+    ax.set_xlabel(f"key-value heads (of {spec.heads} query heads; grey: the published choice)")
+    ax.set_ylabel("GB")
+    ax.legend(fontsize=8)
+    ax.set_title("Cache of one sequence against the number of key-value heads")
+    fig.tight_layout()
+    return fig

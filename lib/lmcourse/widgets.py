@@ -1,0 +1,201 @@
+"""ipywidgets interactives used by the lessons; each lesson stores a static figure beside them."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from . import count
+from .spec import as_spec
+
+# ---- LM10-T2: rotary position embeddings ------------------------------------------------------
+
+
+def rope_score_widget(q, k, inv_freq, query_position: int = 64, window: int = 64):
+    """Drag the key's position n (the query sits at `query_position`), then a shift that moves
+    both: the score q̃·k̃ follows n but not the shift. A third slider picks the pair drawn on
+    the right, its two rotated halves as arrows with their cosine."""
+    import numpy as np
+    import torch
+
+    from .plots import rope_rotate_pairs
+
+    pairs = inv_freq.shape[-1]
+
+    def show(key_position: int, shift: int, pair: int):
+        m = query_position + shift
+        keys = np.arange(query_position - window, query_position + 1) + shift  # candidate n
+        qr = rope_rotate_pairs(q, inv_freq, [m] * len(keys))  # [T, pairs, 2]
+        kr = rope_rotate_pairs(k, inv_freq, keys)
+        scores = (qr * kr).sum((-1, -2))
+        j = key_position - (query_position - window)  # index of the chosen key
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=80)
+        a.plot(keys, scores, color="0.6")
+        a.plot(keys[j], scores[j], "o", color="tab:red", ms=9)
+        a.set_xlabel("key position n")
+        a.set_ylabel("score q̃·k̃")
+        a.set_title(f"query at m = {m}, key at n = {keys[j]}: m − n = {m - keys[j]}, "
+                    f"score {scores[j].item():.4f}", fontsize=10)
+        a.grid(alpha=0.3)
+        cos = torch.nn.functional.cosine_similarity(qr[j, pair], kr[j, pair], dim=0).item()
+        arrows = ((qr[j, pair], "tab:blue", "q̃"), (kr[j, pair], "tab:orange", "k̃"))
+        for vec, colour, label in arrows:
+            v = (vec / vec.norm()).numpy()
+            b.annotate("", v, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
+            b.text(*(1.15 * v), label, color=colour, ha="center", va="center")
+        wavelength = 2 * np.pi / inv_freq[pair].item()
+        b.set_title(f"pair {pair} (one turn per {wavelength:,.1f} positions): cosine {cos:.3f}",
+                    fontsize=10)
+        b.set_xlim(-1.3, 1.3)
+        b.set_ylim(-1.3, 1.3)
+        b.set_aspect("equal")
+        b.set_xticks([])
+        b.set_yticks([])
+        fig.tight_layout()
+        plt.show()
+
+    style = dict(continuous_update=False, style={"description_width": "initial"})
+    return widgets.interactive(
+        show,
+        key_position=widgets.IntSlider(query_position - 7, query_position - window, query_position,
+                                       description="key position n (before shift)", **style),
+        shift=widgets.IntSlider(0, 0, 5000, 50, description="shift both by", **style),
+        pair=widgets.IntSlider(0, 0, pairs - 1, description="pair drawn", **style),
+    )
+
+
+# ---- LM10-T3: grouped-query attention ---------------------------------------------------------
+
+
+def kv_heads_widget(names=("SmolLM2-135M", "Llama-3.1-8B", "Llama-2-7B", "Mistral-7B-v0.1",
+                           "Qwen2.5-7B"), tokens: int = 8192, kv_bytes: int = 2):
+    """Pick a published model and a number of key-value heads (a divisor of its query heads):
+    parameters, cache per token and cache after `tokens` tokens, against the published setting."""
+    import dataclasses
+
+    from . import configs
+
+    specs = {name: as_spec(configs.load(name)) for name in names}
+    model = widgets.Dropdown(options=list(names), description="model")
+    kv = widgets.SelectionSlider(options=[1], description="kv heads", continuous_update=False)
+    out = widgets.Output()
+
+    def divisors(n):
+        return [d for d in range(1, n + 1) if n % d == 0]
+
+    def on_model(change=None):
+        spec = specs[model.value]
+        kv.options = divisors(spec.heads)
+        kv.value = spec.kv_heads
+
+    def show(change=None):
+        spec = specs[model.value]
+        if spec.heads % kv.value:
+            return  # options are being replaced; on_model sets a valid value next
+        chosen = dataclasses.replace(spec, kv_heads=kv.value)
+        rows = []
+        for label, s in (("published", spec), ("chosen", chosen)):
+            info = count.describe(s, kv_bytes=kv_bytes)
+            full = count.cache_bytes(s, tokens, kv_bytes=kv_bytes)
+            rows.append((f"{label} ({s.kv_heads} kv of {s.heads})", info["total"],
+                         info["cache_bytes_per_token"], full))
+        out.clear_output(wait=True)
+        with out:
+            print(f"{'':28}{'parameters':>16}{'cache/token':>14}{f'cache @ {tokens:,}':>16}")
+            for label, total, per_token, full in rows:
+                print(f"{label:28}{total:>16,}{per_token:>12,} B{full / 1e9:>13.2f} GB")
+            print(f"group size {spec.heads // kv.value}: query head i reads kv head "
+                  f"i // {spec.heads // kv.value}")
+
+    model.observe(on_model, names="value")
+    kv.observe(show, names="value")
+    model.observe(show, names="value")
+    on_model()
+    show()
+    return widgets.VBox([widgets.HBox([model, kv]), out])
+
+
+# ---- LM10-T4: RMSNorm, SwiGLU and mixture of experts -----------------------------------------
+
+
+def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed: int = 1):
+    """Choose the number of experts E and the top-k: a random router (`plots.toy_moe`, weights
+    from `seed`) sends `tokens` random tokens (from `token_seed`; a seed of their own, so that
+    no token copies a router row); the bars show each expert's load, the title the share of
+    expert parameters one token uses (k / E). The static twin is `plots.plot_expert_load`."""
+    import torch
+
+    from .plots import plot_expert_load, toy_moe
+
+    x = torch.randn(tokens, d, generator=torch.Generator().manual_seed(token_seed))  # [tokens, d]
+
+    def show(experts: int, k: int):
+        if k > experts:
+            print(f"experts per token k must be at most the number of experts ({experts})")
+            return
+        moe = toy_moe(experts, k, d=d, seed=seed)
+        with torch.no_grad():
+            _, chosen = moe.router(x)  # [tokens, k]
+        plot_expert_load(chosen, experts, title=f"top-{k} of {experts} experts: each token uses "
+                         f"{k / experts:.1%} of the expert parameters")
+        plt.show()
+
+    style = dict(continuous_update=False, style={"description_width": "initial"})
+    return widgets.interactive(
+        show,
+        experts=widgets.IntSlider(8, 2, 64, description="experts E", **style),
+        k=widgets.IntSlider(2, 1, 8, description="experts per token k", **style),
+    )
+
+
+# ---- LM10-T5: the key-value cache -------------------------------------------------------------
+
+
+def requests_that_fit(config, tokens: int, gpu_bytes: float, kv_bytes=2, weight_bytes=2) -> int:
+    """How many sequences of `tokens` tokens fit their caches beside the weights in `gpu_bytes`.
+
+    Weights take `weight_bytes` per parameter (every parameter, experts included); nothing is
+    reserved for activations or fragmentation, so real servers fit fewer.
+    """
+    if not gpu_bytes > 0:
+        raise ValueError(f"gpu_bytes must be > 0, got {gpu_bytes!r}")
+    free = gpu_bytes - count.describe(config)["total"] * weight_bytes
+    per_request = count.cache_bytes(config, tokens, kv_bytes=kv_bytes)
+    return max(0, int(free // per_request))
+
+
+def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_bytes=2):
+    """Sliders for the number of key-value heads, the context length and the GPU's memory:
+    one bar splits the GPU into weights, one sequence's cache and the rest, and the text says
+    how many such sequences fit (`requests_that_fit`)."""
+    import dataclasses
+
+    spec = as_spec(config)
+    style = dict(style={"description_width": "initial"}, continuous_update=False)
+    kv = widgets.SelectionSlider(options=[k for k in range(1, spec.heads + 1)
+                                          if spec.heads % k == 0],
+                                 value=spec.kv_heads, description="key-value heads", **style)
+    tokens = widgets.SelectionSlider(options=[2**e for e in range(10, 18)], value=2**13,
+                                     description="tokens per sequence", **style)
+    gpu = widgets.SelectionSlider(options=list(gpu_gb), value=gpu_gb[-2],
+                                  description="GPU memory (GB)", **style)
+
+    def show(kv_heads, tokens, gpu_gb):
+        chosen = dataclasses.replace(spec, kv_heads=kv_heads)
+        weights = count.describe(chosen)["total"] * weight_bytes / 1e9
+        cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / 1e9
+        fits = requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
+        fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
+        ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GB")
+        ax.barh([0], [cache], left=[weights], color="tab:red",
+                label=f"one sequence's cache {cache:.2f} GB")
+        ax.axvline(gpu_gb, color="grey", ls=":")
+        ax.set_xlim(0, max(gpu_gb, weights + cache) * 1.05)
+        ax.set_yticks([])
+        ax.set_xlabel("GB")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, frameon=False)
+        ax.set_title(f"{fits} sequence(s) of {tokens:,} tokens fit on a {gpu_gb} GB GPU")
+        fig.tight_layout()
+        plt.show()
+
+    return widgets.interactive(show, kv_heads=kv, tokens=tokens, gpu_gb=gpu)
