@@ -1,0 +1,183 @@
+"""A tiny GPT-2 that the course trains itself: learned positions you can watch break.
+
+GPT-2 adds one learned row per position to each token; a row that training never reached
+keeps its random initial values. This model is GPT-2's architecture at toy size (the course's
+`DecoderLM` with a GPT-2 spec: LayerNorm, GELU MLP, biases, tied token table, learned
+positions), trained for about a minute on 2 CPU cores on the course's text (`lmcourse.text`).
+Its tokens are CHARACTERS: the vocabulary is the sorted set of characters of the whole text,
+so the output layer is small and a minute of training buys hundreds of steps.
+
+    model = train_or_load()                 # trains once, then loads from the cache folder
+    ids = evaluation_ids(512)               # [1, 512]: the fixed evaluation slice
+    loss(model, ids)                        # positions 0..511: rows seen in training
+    loss(model, ids, 500 + positions)       # rows 500..1011: most of them never trained
+
+Losses (`lmcourse.evaluate.loss`) are in nats per character.
+
+Characters [EVAL_OFFSET, TRAIN_OFFSET) of the text are kept for evaluation; training windows
+are drawn from characters TRAIN_OFFSET.. only. Every training window is CONTEXT characters
+long, so rows 0..CONTEXT-1 of the position table are trained and rows CONTEXT..POSITIONS-1
+never receive a gradient; training uses AdamW without weight decay, so those rows stay exactly
+at their initial values. Training is seeded: the same arguments give the same weights on the
+same machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import text
+from .blocks.model import DecoderLM
+from .pretrained import cache_root
+from .spec import ModelSpec
+
+WIDTH, LAYERS, HEADS = 64, 2, 4
+CONTEXT = 512  # characters per training window: position rows 0..511 are trained
+POSITIONS = 1024  # rows of the position table: room for 512 characters shifted by 500
+BATCH = 4  # windows per step
+STEPS = 600
+LEARNING_RATE = 3e-3
+WARMUP = 20
+EVAL_OFFSET = 0  # evaluation slices start at this character of the text
+TRAIN_OFFSET = 20_000  # training windows lie in characters TRAIN_OFFSET.. (disjoint from eval)
+CACHE_VERSION = 2  # bump when training changes, so an old cached model is not reused
+
+
+@functools.cache
+def vocabulary() -> str:
+    """The model's tokens: every distinct character of the course's text, in sorted order."""
+    return "".join(sorted(set(text.load())))
+
+
+@functools.cache
+def _index() -> dict[str, int]:
+    return {ch: i for i, ch in enumerate(vocabulary())}
+
+
+def encode(s: str) -> torch.LongTensor:
+    """A string as a batch of one: LongTensor [1, len(s)] of character ids."""
+    if not isinstance(s, str) or not s:
+        raise ValueError(f"s must be a non-empty str, got {s!r:.60}")
+    index = _index()
+    unknown = sorted(set(s) - index.keys())
+    if unknown:
+        raise ValueError(f"s contains characters outside the vocabulary: {unknown[:10]} "
+                         f"(valid: the {len(index)} characters of tinygpt.vocabulary())")
+    return torch.tensor([[index[ch] for ch in s]], dtype=torch.long)
+
+
+def decode(ids: torch.Tensor) -> str:
+    """Character ids [n] or [1, n] back to the string."""
+    if ids.dtype != torch.long or ids.dim() not in (1, 2) or (ids.dim() == 2 and len(ids) != 1):
+        raise ValueError("ids must be a LongTensor [n] or [1, n], got "
+                         f"{ids.dtype} of shape {tuple(ids.shape)}")
+    chars = vocabulary()
+    flat = ids.flatten().tolist()
+    bad = [i for i in flat if not 0 <= i < len(chars)]
+    if bad:
+        raise ValueError(f"ids must be in [0, {len(chars)}), got {bad[:10]}")
+    return "".join(chars[i] for i in flat)
+
+
+def evaluation_ids(n: int = 512) -> torch.LongTensor:
+    """The fixed evaluation slice: characters EVAL_OFFSET..EVAL_OFFSET+n, encoded: [1, n]."""
+    limit = TRAIN_OFFSET - EVAL_OFFSET
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= limit:
+        raise ValueError(f"n must be an int in [2, {limit}] (the evaluation region), got {n!r}")
+    return encode(text.load()[EVAL_OFFSET : EVAL_OFFSET + n])
+
+
+def unigram_loss(input_ids: torch.Tensor) -> float:
+    """The baseline a model must beat: mean cross-entropy, in nats per character, of predicting
+    input_ids[:, 1:] from character frequencies of the training region alone (add-one
+    smoothed), the same targets `lmcourse.evaluate.loss` scores."""
+    if input_ids.dim() != 2 or input_ids.shape[1] < 2 or input_ids.dtype != torch.long:
+        raise ValueError("input_ids must be a LongTensor [batch, tokens] with at least 2 tokens, "
+                         f"got {input_ids.dtype} of shape {tuple(input_ids.shape)}")
+    data = encode(text.load()[TRAIN_OFFSET:])[0]  # [n_train]
+    counts = torch.bincount(data, minlength=len(vocabulary())).double() + 1.0  # [vocab]
+    log_p = (counts / counts.sum()).log()
+    return -log_p[input_ids[:, 1:]].mean().item()
+
+
+def spec() -> ModelSpec:
+    """GPT-2's architecture at toy size, over the character vocabulary."""
+    from transformers import GPT2Config
+
+    config = GPT2Config(vocab_size=len(vocabulary()), n_positions=POSITIONS, n_embd=WIDTH,
+                        n_layer=LAYERS, n_head=HEADS, bos_token_id=None, eos_token_id=None)
+    return ModelSpec.from_transformers(config)
+
+
+def _learning_rate(step: int, steps: int) -> float:
+    """Linear warm-up, then cosine decay to zero."""
+    if step < WARMUP:
+        return LEARNING_RATE * (step + 1) / WARMUP
+    progress = (step - WARMUP) / max(1, steps - WARMUP)
+    return LEARNING_RATE * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def train(steps: int = STEPS, seed: int = 0, verbose: bool = True) -> DecoderLM:
+    """Train a fresh model for `steps` steps of BATCH random CONTEXT-character windows."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    data = encode(text.load()[TRAIN_OFFSET:])[0]  # [n_train]
+    torch.manual_seed(seed)
+    model = DecoderLM(spec())
+    sampler = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, betas=(0.9, 0.95),
+                                  weight_decay=0.0)
+    start = time.perf_counter()
+    model.train()
+    for step in range(steps):
+        starts = torch.randint(0, len(data) - CONTEXT, (BATCH,), generator=sampler)
+        window = torch.stack([data[s : s + CONTEXT + 1] for s in starts.tolist()])
+        inputs, targets = window[:, :-1], window[:, 1:]  # [BATCH, CONTEXT] each
+        logits = model(inputs)  # [BATCH, CONTEXT, vocab]
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        for group in optimizer.param_groups:
+            group["lr"] = _learning_rate(step, steps)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if verbose and (step + 1) % max(1, steps // 4) == 0:
+            print(f"step {step + 1}/{steps}: training loss {loss.item():.3f} nats/char "
+                  f"({time.perf_counter() - start:.0f} s)", flush=True)
+    return model.eval()
+
+
+def cache_path(steps: int = STEPS, seed: int = 0, folder: Path | None = None) -> Path:
+    """Where `train_or_load(steps, seed, folder)` keeps its model (folder: the cache folder)."""
+    name = (f"tinygpt-v{CACHE_VERSION}-char-d{WIDTH}-l{LAYERS}-h{HEADS}-ctx{CONTEXT}"
+            f"-pos{POSITIONS}-b{BATCH}-lr{LEARNING_RATE:g}-steps{steps}-seed{seed}.safetensors")
+    return Path(folder or cache_root()) / name
+
+
+def train_or_load(steps: int = STEPS, seed: int = 0, verbose: bool = True,
+                  folder: Path | None = None) -> DecoderLM:
+    """The trained model: read from `folder` (default: the course's cache folder), or trained
+    and saved there on first use."""
+    from safetensors.torch import load_model, save_model
+
+    path = cache_path(steps, seed, folder)
+    if path.is_file():
+        model = DecoderLM(spec())
+        load_model(model, path)
+        return model.eval()
+    if verbose:
+        print(f"Training the tiny GPT-2 once ({steps} steps, about a minute); "
+              f"it will be cached in {path}", flush=True)
+    model = train(steps, seed, verbose)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(f".{path.name}.{time.time_ns()}")
+    save_model(model, str(scratch))
+    scratch.replace(path)  # atomic: a reader never sees half a file
+    return model
