@@ -15,6 +15,7 @@ from lmcourse.ablations import (
     without_gate,
 )
 from lmcourse.blocks import DecoderLM
+from test_blocks import random_model
 
 SPEC = ModelSpec(d=48, layers=2, vocab=64, heads=6, kv_heads=2, head_dim=8, ffn="swiglu",
                  hidden=64, act="silu", norm="rms", tied=True, rope_theta=100000.0)
@@ -23,14 +24,7 @@ IDS = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(0))
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    m = DecoderLM(SPEC).eval()
-    m.reset_parameters(std=0.3)
-    with torch.no_grad():
-        for name, p in m.named_parameters():
-            if "norm" in name:
-                p.add_(0.2 * torch.randn_like(p))
-    return m
+    return random_model(SPEC)
 
 
 def logits(m):
