@@ -75,8 +75,9 @@ def main() -> None:
             return ours(ids)
 
     def hf_generate(use_cache):
+        config = GenerationConfig(**{**greedy.to_diff_dict(), "use_cache": use_cache})
         with torch.inference_mode():
-            return theirs.generate(ids, generation_config=greedy, use_cache=use_cache)
+            return theirs.generate(ids, generation_config=config)
 
     def our_generate(use_cache):
         return ours.generate(ids, max_new_tokens=n, use_cache=use_cache)
