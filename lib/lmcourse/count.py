@@ -248,3 +248,16 @@ def _cell(value) -> str:
     if _is_number(value):
         return f"{value:,}"
     return str(value)
+
+
+def requests_that_fit(config, tokens: int, gpu_bytes: float, kv_bytes=2, weight_bytes=2) -> int:
+    """How many sequences of `tokens` tokens fit their caches beside the weights in `gpu_bytes`.
+
+    Weights take `weight_bytes` per parameter (every parameter, experts included); nothing is
+    reserved for activations or fragmentation, so real servers fit fewer.
+    """
+    if not gpu_bytes > 0:
+        raise ValueError(f"gpu_bytes must be > 0, got {gpu_bytes!r}")
+    free = gpu_bytes - describe(config)["total"] * weight_bytes
+    per_request = cache_bytes(config, tokens, kv_bytes=kv_bytes)
+    return max(0, int(free // per_request))

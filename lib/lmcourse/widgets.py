@@ -151,23 +151,10 @@ def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed
 # ---- LM10-T5: the key-value cache -------------------------------------------------------------
 
 
-def requests_that_fit(config, tokens: int, gpu_bytes: float, kv_bytes=2, weight_bytes=2) -> int:
-    """How many sequences of `tokens` tokens fit their caches beside the weights in `gpu_bytes`.
-
-    Weights take `weight_bytes` per parameter (every parameter, experts included); nothing is
-    reserved for activations or fragmentation, so real servers fit fewer.
-    """
-    if not gpu_bytes > 0:
-        raise ValueError(f"gpu_bytes must be > 0, got {gpu_bytes!r}")
-    free = gpu_bytes - count.describe(config)["total"] * weight_bytes
-    per_request = count.cache_bytes(config, tokens, kv_bytes=kv_bytes)
-    return max(0, int(free // per_request))
-
-
 def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_bytes=2):
     """Sliders for the number of key-value heads, the context length and the GPU's memory:
     one bar splits the GPU into weights, one sequence's cache and the rest, and the text says
-    how many such sequences fit (`requests_that_fit`)."""
+    how many such sequences fit (`count.requests_that_fit`)."""
     import dataclasses
 
     spec = as_spec(config)
@@ -184,7 +171,7 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
         chosen = dataclasses.replace(spec, kv_heads=kv_heads)
         weights = count.describe(chosen)["total"] * weight_bytes / 1e9
         cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / 1e9
-        fits = requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
+        fits = count.requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
         fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
         ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GB")
         ax.barh([0], [cache], left=[weights], color="tab:red",
