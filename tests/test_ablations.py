@@ -7,6 +7,7 @@ import torch
 from lmcourse import ModelSpec
 from lmcourse.ablations import (
     expand_kv_heads,
+    mean_pool_kv_heads,
     rope_pairs_side_by_side,
     tile_kv_heads,
     with_activation,
@@ -112,3 +113,24 @@ def test_bad_ablation_arguments_raise_value_error(model):
         without_gate(gpt2_like)
     with pytest.raises(ValueError, match="rotary"):
         rope_pairs_side_by_side(gpt2_like)
+
+
+def test_mean_pooling_the_expanded_heads_gives_back_the_model_exactly(model):
+    pooled = mean_pool_kv_heads(expand_kv_heads(model), SPEC.kv_heads)
+    assert pooled.spec == model.spec
+    with torch.no_grad():
+        diff = (model(IDS) - pooled(IDS)).abs().max().item()
+    assert diff == 0.0, f"pooling copies back changed the logits by {diff:.2e}"
+
+
+def test_mean_pooling_distinct_heads_to_one_averages_them(model):
+    mqa = mean_pool_kv_heads(model, 1)
+    assert mqa.spec.kv_heads == 1
+    k = model.state_dict()["blocks.0.attn.k_proj.weight"].view(SPEC.kv_heads, SPEC.head_dim, -1)
+    assert torch.allclose(mqa.state_dict()["blocks.0.attn.k_proj.weight"], k.mean(0))
+
+
+@pytest.mark.parametrize("kv_heads", [0, 3, 1.0, True])
+def test_mean_pooling_refuses_a_count_that_does_not_divide_the_heads(model, kv_heads):
+    with pytest.raises(ValueError, match=r"kv_heads must divide the model's 2 key-value heads"):
+        mean_pool_kv_heads(model, kv_heads)

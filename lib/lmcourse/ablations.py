@@ -44,6 +44,32 @@ def expand_kv_heads(model: DecoderLM) -> DecoderLM:
     return _rebuild(model, state, dataclasses.replace(spec, kv_heads=spec.heads))
 
 
+def mean_pool_kv_heads(model: DecoderLM, kv_heads: int) -> DecoderLM:
+    """Fewer key-value heads by averaging, the GQA paper's way to convert a checkpoint.
+
+    Each new key (value) head is the mean of a group of kv_heads_old // kv_heads consecutive
+    old ones. Pooling copies back (after `expand_kv_heads`) is exact; pooling distinct heads
+    is an approximation that the paper repairs with some further training.
+    """
+    spec = model.spec
+    if spec.kv_lora_rank:
+        raise ValueError("mean_pool_kv_heads needs grouped-query attention; this model uses "
+                         "latent attention (kv_lora_rank > 0)")
+    if isinstance(kv_heads, bool) or not isinstance(kv_heads, int) or kv_heads < 1 \
+            or spec.kv_heads % kv_heads:
+        valid = [n for n in range(1, spec.kv_heads + 1) if spec.kv_heads % n == 0]
+        raise ValueError(f"kv_heads must divide the model's {spec.kv_heads} key-value heads "
+                         f"(valid: {valid}), got {kv_heads!r}")
+    group = spec.kv_heads // kv_heads
+    state = model.state_dict()
+    for name, tensor in state.items():
+        if ".attn.k_proj." in name or ".attn.v_proj." in name:
+            heads = tensor.view(kv_heads, group, spec.head_dim, *tensor.shape[1:])
+            mean = heads.double().mean(1).to(tensor.dtype)  # float64: copies average exactly
+            state[name] = mean.reshape(kv_heads * spec.head_dim, *tensor.shape[1:])
+    return _rebuild(model, state, dataclasses.replace(spec, kv_heads=kv_heads))
+
+
 def tile_kv_heads(model: DecoderLM) -> DecoderLM:
     """The silent porting bug: query head i reads kv head i % kv_heads instead of i // group."""
     return _rebuild(model, kv_grouping="tile")
