@@ -6,8 +6,10 @@ import torch
 from lmcourse import evaluate, text, tinygpt
 from lmcourse.blocks.model import DecoderLM
 
-MIN_GAIN = 0.5  # nats per character: how much better than the unigram baseline the model must be
+MIN_GAIN = 1.0  # nats per character: how much better than the unigram baseline the model must be
+MIN_LOST = 0.8  # share of that gain the shift of 500 must destroy for the lesson's "breaks"
 SHIFT = 500  # the lesson's shift of every position id
+RECENT = 4  # the lesson's "last four characters", offsets 0..3
 
 
 def max_difference(a: DecoderLM, b: DecoderLM) -> float:
@@ -49,11 +51,12 @@ def test_the_vocabulary_is_every_character_of_the_text_and_round_trips():
     assert tinygpt.decode(ids[0, :5]) == whole[:5], "decode of a 1-d tensor differs"
 
 
-def test_the_evaluation_slice_is_the_start_of_the_text_and_outside_training():
+def test_the_evaluation_slice_is_the_start_of_the_text_in_windows_outside_training():
     ids = tinygpt.evaluation_ids(512)
-    start = tinygpt.EVAL_OFFSET
-    assert ids.shape == (1, 512)
-    assert tinygpt.decode(ids) == text.load()[start : start + 512]
+    start, window = tinygpt.EVAL_OFFSET, tinygpt.CONTEXT
+    assert ids.shape == (512 // window, window)
+    assert tinygpt.decode(ids.flatten()) == text.load()[start : start + 512], (
+        "the windows are not the text's first 512 characters, in order")
     assert start + 512 <= tinygpt.TRAIN_OFFSET, "evaluation and training characters overlap"
     assert torch.equal(ids, tinygpt.evaluation_ids()), "the default slice is not 512 characters"
 
@@ -77,9 +80,11 @@ def test_decode_refuses_bad_input(ids, match):
         tinygpt.decode(ids)
 
 
-@pytest.mark.parametrize("n", [0, 1, 2.5, True, tinygpt.TRAIN_OFFSET + 1])
+@pytest.mark.parametrize("n", [0, 1, tinygpt.CONTEXT + 1, 500, 2.5, True,
+                               tinygpt.TRAIN_OFFSET + tinygpt.CONTEXT])
 def test_bad_evaluation_lengths_are_refused(n):
-    with pytest.raises(ValueError, match="n must be an int in"):
+    valid = r"n must be a multiple of CONTEXT \(64\) in \[64, 19968\]"
+    with pytest.raises(ValueError, match=valid):
         tinygpt.evaluation_ids(n)
 
 
@@ -95,18 +100,104 @@ def test_bad_seeds_are_refused(seed):
         tinygpt.train(steps=1, seed=seed, verbose=False)
 
 
-def test_shifting_positions_moves_the_loss_of_the_learned_position_table():
-    """The lesson's claim: unlike SmolLM2's rotation, the learned table is not shift-invariant:
-    512 characters read at positions 500..1011 (rows training never reached) score worse than
-    at positions 0..511. (This small model leans on its positions only a little: no collapse.)"""
+def random_gpt(seed: int = 0) -> DecoderLM:
+    """An untrained tinygpt with large random weights, so that attention is far from uniform."""
+    torch.manual_seed(seed)
+    model = DecoderLM(tinygpt.spec()).eval()
+    model.reset_parameters(std=0.3)
+    return model
+
+
+@torch.no_grad()
+def test_attention_weights_reproduce_the_layers_own_output():
+    """Weights times values, through o_proj, must equal what the model's attention computed."""
+    model = random_gpt()
+    ids = torch.randint(0, len(tinygpt.vocabulary()), (3, 20))
+    positions = torch.arange(20).expand(3, 20) + torch.tensor([[0], [7], [500]])
+    for layer, block in enumerate(model.blocks):
+        seen = {}
+        hook = block.attn.register_forward_hook(
+            lambda module, args, out, seen=seen: seen.update(h=args[0], out=out))
+        model(ids, position_ids=positions)
+        hook.remove()
+        weights = tinygpt.attention_weights(model, ids, positions, layer)
+        attn = block.attn
+        assert weights.shape == (3, attn.heads, 20, 20)
+        assert torch.allclose(weights.sum(-1), torch.ones(3, attn.heads, 20))
+        assert weights.triu(1).abs().max() == 0.0, "a query attends to a later key"
+        v = attn.v_proj(seen["h"]).view(3, 20, attn.heads, attn.head_dim).transpose(1, 2)
+        out = attn.o_proj((weights @ v).transpose(1, 2).reshape(3, 20, -1))
+        diff = (out - seen["out"]).abs().max().item()
+        assert diff < 1e-5, f"layer {layer}: weights @ values differ from the output by {diff:.1e}"
+
+
+def test_attention_by_offset_averages_each_diagonal_over_the_same_queries():
+    model = random_gpt(seed=1)
+    ids = torch.randint(0, len(tinygpt.vocabulary()), (2, 12))
+    weights = tinygpt.attention_weights(model, ids, layer=1)  # [2, heads, 12, 12]
+    by_offset = tinygpt.attention_by_offset(model, ids, layer=1, offsets=5)
+    assert by_offset.shape == (model.spec.heads, 5)
+    for head in range(model.spec.heads):
+        for d in range(5):
+            values = [weights[b, head, q, q - d] for b in range(2) for q in range(4, 12)]
+            expected = torch.stack(values).mean()
+            assert torch.isclose(by_offset[head, d], expected), (head, d)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m, ids: tinygpt.attention_weights(torch.nn.Linear(2, 2), ids), "GPT-2-style DecoderLM"),
+    (lambda m, ids: tinygpt.attention_weights(m, ids.float()), "input_ids must be a LongTensor"),
+    (lambda m, ids: tinygpt.attention_weights(m, ids[0]), "input_ids must be a LongTensor"),
+    (lambda m, ids: tinygpt.attention_weights(m, ids, layer=tinygpt.LAYERS),
+     "layer must be an int"),
+    (lambda m, ids: tinygpt.attention_weights(m, ids, layer=-1), "layer must be an int"),
+    (lambda m, ids: tinygpt.attention_weights(m, ids, torch.arange(5)[None]),
+     "position_ids must have the shape"),
+    (lambda m, ids: tinygpt.attention_by_offset(m, ids, offsets=0), r"offsets must be .* \[1, 6\]"),
+    (lambda m, ids: tinygpt.attention_by_offset(m, ids, offsets=7), r"offsets must be .* \[1, 6\]"),
+])
+def test_attention_inspection_refuses_bad_input(call, match):
+    model = random_gpt()
+    with pytest.raises(ValueError, match=match):
+        call(model, torch.zeros(2, 6, dtype=torch.long))
+
+
+def test_attention_inspection_refuses_a_rotary_model():
+    from lmcourse import configs
+    from lmcourse.spec import as_spec
+
+    rotary = DecoderLM(as_spec(configs.tiny("SmolLM2-135M")))
+    with pytest.raises(ValueError, match="GPT-2-style DecoderLM"):
+        tinygpt.attention_weights(rotary, torch.zeros(1, 4, dtype=torch.long))
+
+
+def test_shifting_positions_breaks_the_learned_position_table():
+    """The lesson's claim: unlike SmolLM2's rotation, the learned table is not shift-invariant.
+    The 512 evaluation characters, read as windows at positions 500..563 (rows training never
+    reached), lose at least MIN_LOST of everything the model gained over the unigram baseline."""
     model = tinygpt.train_or_load(verbose=False)  # the lesson's model, in the cache folder
     ids = tinygpt.evaluation_ids(512)
-    shifted = torch.arange(SHIFT, SHIFT + 512).unsqueeze(0)
+    shifted = torch.arange(SHIFT, SHIFT + tinygpt.CONTEXT).expand_as(ids)
     plain, moved = evaluate.loss(model, ids), evaluate.loss(model, ids, shifted)
     baseline = tinygpt.unigram_loss(ids)
     assert plain < baseline - MIN_GAIN, (
         f"the trained model scores {plain:.3f} nats/char, the unigram baseline {baseline:.3f}; "
         f"expected the model better by more than {MIN_GAIN}")
-    assert moved > plain, (
-        f"loss {plain:.3f} nats/char at positions 0.., {moved:.3f} shifted by {SHIFT}; "
-        "expected the shifted loss to be higher")
+    lost = (moved - plain) / (baseline - plain)
+    assert lost > MIN_LOST, (
+        f"loss {plain:.3f} nats/char at positions 0.., {moved:.3f} shifted by {SHIFT}: the shift "
+        f"took {lost:.0%} of the gain over the unigram baseline ({baseline:.3f}), "
+        f"expected more than {MIN_LOST:.0%}")
+
+
+def test_the_first_layer_looks_back_a_few_characters_only_at_trained_positions():
+    """The lesson's mechanism: at positions 0..63 the first layer's heads put most of their
+    weight on the last RECENT characters; at 500..563 that focus is gone."""
+    model = tinygpt.train_or_load(verbose=False)
+    ids = tinygpt.evaluation_ids(512)
+    shifted = torch.arange(SHIFT, SHIFT + tinygpt.CONTEXT).expand_as(ids)
+    recent = tinygpt.attention_by_offset(model, ids, offsets=RECENT).sum(-1)  # [heads]
+    recent_shifted = tinygpt.attention_by_offset(model, ids, shifted, offsets=RECENT).sum(-1)
+    assert recent.min() > 0.6, f"trained positions: weight on the last {RECENT} is {recent}"
+    assert (recent_shifted < recent / 2).all(), (
+        f"shifted positions keep the focus: {recent_shifted} against {recent}")

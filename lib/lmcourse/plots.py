@@ -164,6 +164,29 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
     return fig
 
 
+def plot_attention_by_offset(curves: dict, title: str = ""):
+    """Mean attention weight against how many characters back the key is, one line per entry of
+    `curves` (label -> [heads, offsets] from `tinygpt.attention_by_offset`): the mean over heads,
+    with the band from the least to the most focused head."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=80)
+    for i, (label, weights) in enumerate(curves.items()):
+        weights = np.asarray(weights, dtype=float)  # [heads, offsets]
+        offsets = np.arange(weights.shape[1])
+        ax.plot(offsets, weights.mean(0), "o-", color=f"C{i}", ms=4,
+                label=f"{label} (mean of {weights.shape[0]} heads)")
+        ax.fill_between(offsets, weights.min(0), weights.max(0), color=f"C{i}", alpha=0.2)
+    ax.set_xlabel("offset: how many characters back the key is (0 = the character itself)")
+    ax.set_ylabel("mean attention weight")
+    ax.set_title(title)
+    ax.set_ylim(0, None)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 # ---- LM10-T3: grouped-query attention ---------------------------------------------------------
 
 

@@ -12,8 +12,10 @@ Token slices are fixed, so that a loss printed in a lesson is reproducible:
     ids = token_ids(tokenizer, 512, offset=TRAIN_OFFSET) # a slice of the training region
 
 Tokens [EVAL_OFFSET, EVAL_OFFSET + EVAL_TOKENS) are the evaluation region: lessons measure
-losses there. The small models the course trains itself (`lmcourse.tinygpt`) only ever see
-tokens from TRAIN_OFFSET on, so training and evaluation never overlap.
+SmolLM2's losses there; TRAIN_OFFSET marks where a model trained on this text should start. The
+small character-level model the course trains itself (`lmcourse.tinygpt`) splits the text in
+characters instead: it is evaluated on the first tinygpt.TRAIN_OFFSET characters and trained only
+on the rest, so its training and evaluation never overlap.
 """
 
 from __future__ import annotations

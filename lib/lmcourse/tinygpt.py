@@ -5,12 +5,12 @@ keeps its random initial values. This model is GPT-2's architecture at toy size 
 `DecoderLM` with a GPT-2 spec: LayerNorm, GELU MLP, biases, tied token table, learned
 positions), trained for about a minute on 2 CPU cores on the course's text (`lmcourse.text`).
 Its tokens are CHARACTERS: the vocabulary is the sorted set of characters of the whole text,
-so the output layer is small and a minute of training buys hundreds of steps.
+so the output layer is small and a minute of training buys a thousand steps.
 
     model = train_or_load()                 # trains once, then loads from the cache folder
-    ids = evaluation_ids(512)               # [1, 512]: the fixed evaluation slice
-    loss(model, ids)                        # positions 0..511: rows seen in training
-    loss(model, ids, 500 + positions)       # rows 500..1011: most of them never trained
+    ids = evaluation_ids(512)               # [8, 64]: 512 characters as 8 windows of CONTEXT
+    loss(model, ids)                        # positions 0..63: rows seen in training
+    loss(model, ids, 500 + positions)       # rows 500..563: rows training never reached
 
 Losses (`lmcourse.evaluate.loss`) are in nats per character.
 
@@ -18,8 +18,10 @@ Characters [EVAL_OFFSET, TRAIN_OFFSET) of the text are kept for evaluation; trai
 are drawn from characters TRAIN_OFFSET.. only. Every training window is CONTEXT characters
 long, so rows 0..CONTEXT-1 of the position table are trained and rows CONTEXT..POSITIONS-1
 never receive a gradient; training uses AdamW without weight decay, so those rows stay exactly
-at their initial values. Training is seeded: the same arguments give the same weights on the
-same machine.
+at their initial values. Short windows are what make the model lean on its positions: each
+trained row gets a gradient from every window, so within a minute the rows learn to tell
+"one character back" from "five back", and the model falls apart without them. Training is
+seeded: the same arguments give the same weights on the same machine.
 """
 
 from __future__ import annotations
@@ -33,20 +35,21 @@ import torch
 import torch.nn.functional as F
 
 from . import text
+from .blocks.attention import Attention
 from .blocks.model import DecoderLM
 from .pretrained import cache_root
 from .spec import ModelSpec
 
 WIDTH, LAYERS, HEADS = 64, 2, 4
-CONTEXT = 512  # characters per training window: position rows 0..511 are trained
-POSITIONS = 1024  # rows of the position table: room for 512 characters shifted by 500
-BATCH = 4  # windows per step
-STEPS = 600
-LEARNING_RATE = 3e-3
+CONTEXT = 64  # characters per training window: position rows 0..63 are trained
+POSITIONS = 1024  # rows of the position table, as in GPT-2: room for a shift of 500
+BATCH = 32  # windows per step
+STEPS = 1000
+LEARNING_RATE = 1e-2
 WARMUP = 20
 EVAL_OFFSET = 0  # evaluation slices start at this character of the text
 TRAIN_OFFSET = 20_000  # training windows lie in characters TRAIN_OFFSET.. (disjoint from eval)
-CACHE_VERSION = 2  # bump when training changes, so an old cached model is not reused
+CACHE_VERSION = 3  # bump when training changes, so an old cached model is not reused
 
 
 @functools.cache
@@ -86,11 +89,15 @@ def decode(ids: torch.Tensor) -> str:
 
 
 def evaluation_ids(n: int = 512) -> torch.LongTensor:
-    """The fixed evaluation slice: characters EVAL_OFFSET..EVAL_OFFSET+n, encoded: [1, n]."""
-    limit = TRAIN_OFFSET - EVAL_OFFSET
-    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= limit:
-        raise ValueError(f"n must be an int in [2, {limit}] (the evaluation region), got {n!r}")
-    return encode(text.load()[EVAL_OFFSET : EVAL_OFFSET + n])
+    """The fixed evaluation slice: characters EVAL_OFFSET..EVAL_OFFSET+n, encoded and cut into
+    windows of the model's context, in order: LongTensor [n // CONTEXT, CONTEXT]."""
+    limit = (TRAIN_OFFSET - EVAL_OFFSET) // CONTEXT * CONTEXT
+    if (isinstance(n, bool) or not isinstance(n, int) or not CONTEXT <= n <= limit
+            or n % CONTEXT):
+        raise ValueError(f"n must be a multiple of CONTEXT ({CONTEXT}) in [{CONTEXT}, {limit}] "
+                         f"(the evaluation region), got {n!r}")
+    ids = encode(text.load()[EVAL_OFFSET : EVAL_OFFSET + n])  # [1, n]
+    return ids.view(n // CONTEXT, CONTEXT)
 
 
 def unigram_loss(input_ids: torch.Tensor) -> float:
@@ -104,6 +111,79 @@ def unigram_loss(input_ids: torch.Tensor) -> float:
     counts = torch.bincount(data, minlength=len(vocabulary())).double() + 1.0  # [vocab]
     log_p = (counts / counts.sum()).log()
     return -log_p[input_ids[:, 1:]].mean().item()
+
+
+def _check_batch(model: DecoderLM, input_ids, position_ids, layer: int) -> torch.Tensor:
+    """Validate attention_weights' arguments; return the position ids [batch, T]."""
+    plain = isinstance(model, DecoderLM) and model.pos_embed is not None and all(
+        isinstance(b.attn, Attention) and b.attn.group == 1
+        and not (b.attn.rotary or b.attn.qk_norm or b.attn.clip or b.attn.softcap or b.attn.window)
+        for b in model.blocks)
+    if not plain:
+        raise ValueError("model must be a GPT-2-style DecoderLM (learned position table, plain "
+                         "multi-head attention), such as tinygpt.train_or_load(); got "
+                         f"{type(model).__name__}")
+    if (not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2
+            or input_ids.dtype != torch.long or input_ids.shape[1] < 1):
+        raise ValueError("input_ids must be a LongTensor [batch, tokens], got "
+                         f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} of shape "
+                         f"{tuple(getattr(input_ids, 'shape', ()))}")
+    layers = len(model.blocks)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < layers:
+        raise ValueError(f"layer must be an int in [0, {layers}), got {layer!r}")
+    if position_ids is None:
+        return torch.arange(input_ids.shape[1]).expand_as(input_ids)
+    if position_ids.shape != input_ids.shape:
+        raise ValueError(f"position_ids must have the shape of input_ids "
+                         f"{tuple(input_ids.shape)}, got {tuple(position_ids.shape)}")
+    return position_ids
+
+
+@torch.no_grad()
+def attention_weights(model: DecoderLM, input_ids: torch.Tensor,
+                      position_ids: torch.Tensor | None = None, layer: int = 0) -> torch.Tensor:
+    """How much each query attends to each key in one layer: the softmax of the scaled scores,
+    FloatTensor [batch, heads, T, T], each row summing to 1, zero above the diagonal.
+
+    Computed from the layer's own projections on the hidden states the model's forward pass
+    feeds that layer (a GPT-2 layer: no rotation, one key-value head per query head).
+    """
+    position_ids = _check_batch(model, input_ids, position_ids, layer)
+    captured = {}
+    block = model.blocks[layer]
+    hook = block.register_forward_pre_hook(lambda module, args: captured.update(x=args[0]))
+    try:
+        model.hidden_states(input_ids, position_ids)
+    finally:
+        hook.remove()
+    attn = block.attn
+    h = block.attn_norm(captured["x"])  # [batch, T, d]
+    B, T, _ = h.shape
+    q = attn.q_proj(h).view(B, T, attn.heads, attn.head_dim).transpose(1, 2)
+    k = attn.k_proj(h).view(B, T, attn.heads, attn.head_dim).transpose(1, 2)
+    scores = (q @ k.transpose(-2, -1)) * attn.scale  # [batch, heads, T, T]
+    later = torch.ones(T, T, dtype=torch.bool).triu(1)  # keys after the query
+    return scores.masked_fill(later, float("-inf")).softmax(-1)
+
+
+def attention_by_offset(model: DecoderLM, input_ids: torch.Tensor,
+                        position_ids: torch.Tensor | None = None, layer: int = 0,
+                        offsets: int = 8) -> torch.Tensor:
+    """Where a layer's heads look: the mean attention weight on the key `d` characters back,
+    for d = 0 (the character itself) .. offsets-1, FloatTensor [heads, offsets].
+
+    Averaged over every batch row and every query with at least `offsets` keys behind it
+    (window index >= offsets - 1), so each offset is averaged over the same queries.
+    """
+    _check_batch(model, input_ids, position_ids, layer)
+    T = input_ids.shape[1]
+    if isinstance(offsets, bool) or not isinstance(offsets, int) or not 1 <= offsets <= T:
+        raise ValueError(f"offsets must be an int in [1, {T}] (the tokens per row), "
+                         f"got {offsets!r}")
+    probs = attention_weights(model, input_ids, position_ids, layer)  # [batch, heads, T, T]
+    first = offsets - 1  # the first query that has `offsets` keys to look at
+    return torch.stack([probs.diagonal(-d, dim1=-2, dim2=-1)[..., first - d :].mean((0, 2))
+                        for d in range(offsets)], dim=-1)
 
 
 def spec() -> ModelSpec:
@@ -171,6 +251,8 @@ def train_or_load(steps: int = STEPS, seed: int = 0, verbose: bool = True,
     if path.is_file():
         model = DecoderLM(spec())
         load_model(model, path)
+        if verbose:
+            print(f"Loaded the trained tiny GPT-2 from {path}", flush=True)
         return model.eval()
     if verbose:
         print(f"Training the tiny GPT-2 once ({steps} steps, about a minute); "
