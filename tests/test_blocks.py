@@ -16,6 +16,7 @@ from lmcourse.blocks import (
     inverse_frequencies,
     llama3_scaled,
 )
+from lmcourse.blocks.rope import rope_amplitude, rope_frequencies
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.gemma2.modeling_gemma2 import Gemma2RMSNorm
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -82,6 +83,47 @@ def test_rope_frequencies_match_transformers_default_and_llama3():
     got = llama3_scaled(plain, 8.0, 1.0, 4.0, 64)
     assert torch.allclose(got, expected, rtol=1e-6, atol=0), f"llama3 scaling: {got} vs {expected}"
     assert (got < plain).any() and (got == plain).any(), "scaling should slow some pairs, not all"
+
+
+YARN_CASES = {  # rope_parameters beyond rope_type and rope_theta
+    "deepseek-v3": dict(factor=40.0, beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0,
+                        original_max_position_embeddings=4096),
+    "mscale-ratio": dict(factor=16.0, mscale=0.707, mscale_all_dim=1.0,
+                         original_max_position_embeddings=512),
+    "factor-only": dict(factor=4.0, original_max_position_embeddings=2048),
+    "untruncated": dict(factor=8.0, beta_fast=16.0, beta_slow=2.0, truncate=False,
+                        original_max_position_embeddings=1024),
+    "explicit-attention-factor": dict(factor=4.0, attention_factor=0.9,
+                                      original_max_position_embeddings=256),
+}
+
+
+@pytest.mark.parametrize("name", YARN_CASES)
+def test_yarn_frequencies_and_amplitude_match_transformers(name):
+    params = {"rope_type": "yarn", "rope_theta": 10000.0, **YARN_CASES[name]}
+    config = transformers.LlamaConfig(hidden_size=128, num_attention_heads=2,
+                                      max_position_embeddings=16384, rope_parameters=params)
+    expected, amplitude = ROPE_INIT_FUNCTIONS["yarn"](config)
+    s = ModelSpec.from_transformers(config)
+    got = rope_frequencies(s)
+    assert torch.equal(got, expected), f"{name}: yarn inv_freq {got} vs {expected}"
+    assert rope_amplitude(s) == pytest.approx(amplitude, rel=1e-12)
+    plain = inverse_frequencies(10000.0, 64)
+    assert (got < plain).any() and (got == plain).any(), "yarn should slow some pairs, not all"
+
+
+def test_yarn_without_a_factor_is_refused():
+    s = spec(head_dim=16, heads=1, kv_heads=1, d=16, rope_theta=10000.0, rope_scaling=(
+        ("original_max_position_embeddings", 64), ("rope_type", "yarn")))
+    with pytest.raises(ValueError, match="yarn needs a 'factor'"):
+        rope_frequencies(s)
+
+
+def test_unknown_rope_types_are_refused_naming_the_valid_ones():
+    s = spec(head_dim=16, heads=1, kv_heads=1, d=16, rope_theta=10000.0,
+             rope_scaling=(("rope_type", "longrope"),))
+    with pytest.raises(ValueError, match="'default', 'llama3' or 'yarn', got 'longrope'"):
+        rope_frequencies(s)
 
 
 def test_rope_score_depends_only_on_relative_position():

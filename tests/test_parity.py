@@ -66,8 +66,8 @@ def gemma2(d, layers, heads, kv_heads, head_dim, hidden, window):
         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)  # small caps so they bite
 
 
-def deepseek_v3(d, layers, heads, q_lora, experts, n_group, topk_group, interleave):
-    return transformers.DeepseekV3Config(
+def deepseek_v3(d, layers, heads, q_lora, experts, n_group, topk_group, interleave, **extra):
+    return transformers.DeepseekV3Config(**extra,
         hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
         num_key_value_heads=heads, intermediate_size=2 * d, moe_intermediate_size=d // 2,
         vocab_size=VOCAB, n_routed_experts=experts, num_experts_per_tok=2, n_group=n_group,
@@ -175,6 +175,38 @@ def test_position_ids_match_transformers(name):
     diff = max_diff(got, expected)
     assert diff < TOL, f"{name}: with position_ids, max abs logit difference {diff:.2e}"
     assert max_diff(got, default) > 1e-3, f"{name}: position_ids had no effect on the logits"
+
+
+YARN = {  # long-context rotary scaling, read at positions far beyond the original context (16)
+    "deepseek_v3-yarn": deepseek_v3(  # DeepSeek-V3's own rule: mscale² in the score scale
+        32, 2, 4, q_lora=16, experts=8, n_group=2, topk_group=1, interleave=True,
+        max_position_embeddings=640, rope_parameters={
+            "rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "beta_fast": 32.0,
+            "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 16}),
+    "qwen2-yarn": transformers.Qwen2Config(  # factor alone: cos and sin scaled by 1 + 0.1 ln 4
+        **_SMALL, max_position_embeddings=64, rope_parameters={
+            "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+            "original_max_position_embeddings": 16}),
+}
+
+
+@pytest.mark.parametrize("name", YARN)
+def test_yarn_scaled_models_match_transformers_beyond_the_original_context(name):
+    hf = random_hf_model(YARN[name])
+    ours = DecoderLM.from_transformers(hf)
+    assert ours.rotary.amplitude == pytest.approx(hf.model.rotary_emb.attention_scaling)
+    ids = torch.randint(0, VOCAB, (2, 9), generator=torch.Generator().manual_seed(4))
+    positions = torch.tensor([[0, 1, 2, 3, 15, 16, 17, 30, 60], [5, 9, 20, 33, 34, 40, 47, 50, 63]])
+    with torch.no_grad():
+        expected = hf(ids, position_ids=positions).logits
+        got = ours(ids, position_ids=positions)
+    diff = max_diff(got, expected)
+    assert diff < TOL, f"{name}: max abs logit difference {diff:.2e} >= {TOL}"
+    prompt = ids[:1, :5]
+    hf.generation_config.eos_token_id = None
+    expected_tokens = hf.generate(prompt, max_new_tokens=20, do_sample=False, pad_token_id=0)
+    assert torch.equal(ours.generate(prompt, 20), expected_tokens), "greedy tokens differ"
 
 
 @pytest.mark.parametrize("name", ["gpt2", "qwen3", "deepseek_v3"])

@@ -415,6 +415,12 @@ def _olmo(c) -> dict:
                             qkv_clip=float(c.clip_qkv or 0.0))
 
 
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's magnitude correction for a context stretched by `factor`: 1 + 0.1 mscale ln(factor)
+    (1 when nothing is stretched)."""
+    return 0.1 * mscale * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
 def _deepseek_v3(c) -> dict:
     spec = _llama(c)
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
@@ -422,9 +428,7 @@ def _deepseek_v3(c) -> dict:
     rope = c.rope_parameters or {}
     if rope.get("rope_type", "default") != "default" and rope.get("mscale_all_dim"):
         # transformers' yarn_apply_mscale: the score scale grows with the context extension
-        factor = rope["factor"]
-        mscale = 0.1 * rope["mscale_all_dim"] * math.log(factor) + 1.0 if factor > 1 else 1.0
-        scale *= mscale * mscale
+        scale *= yarn_mscale(rope["factor"], rope["mscale_all_dim"]) ** 2
     return spec | dict(
         kv_heads=c.num_attention_heads, head_dim=qk, attn_scale=scale,
         rope_interleave=bool(c.rope_interleave),

@@ -16,6 +16,8 @@ import math
 import torch
 from torch import nn
 
+from ..spec import yarn_mscale
+
 
 def inverse_frequencies(base: float, dim: int) -> torch.Tensor:
     """inv_freq[i] = base^(-2i/dim) for i < dim/2: the angle per position of each pair."""
@@ -40,18 +42,68 @@ def llama3_scaled(inv_freq: torch.Tensor, factor: float, low_freq_factor: float,
     return torch.where(~fast & ~slow, blended, scaled)
 
 
+def yarn_scaled(base: float, dim: int, factor: float, original_max_position_embeddings: int,
+                beta_fast: float = 32.0, beta_slow: float = 1.0,
+                truncate: bool = True) -> torch.Tensor:
+    """YaRN's frequency scaling (DeepSeek-V3): like llama3's, fast pairs kept, slow pairs slowed
+    by `factor`, a linear blend between; the boundaries are the pairs that make `beta_fast` and
+    `beta_slow` full turns within the original context.
+
+    Returns inv_freq [dim/2], computed in transformers' order of operations, so that the angles
+    (and logits) agree to the last bit.
+    """
+    def pair_making(turns: float) -> float:  # fractional pair index with `turns` turns
+        return dim * math.log(original_max_position_embeddings / (turns * 2 * math.pi)) / (
+            2 * math.log(base))
+
+    low, high = pair_making(beta_fast), pair_making(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # a one-pair ramp would divide by zero
+    ramp = ((torch.arange(dim // 2, dtype=torch.float) - low) / (high - low)).clamp(0, 1)
+    powers = base ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)  # [dim/2]
+    kept, slowed = 1.0 / powers, 1.0 / (factor * powers)
+    keep = 1 - ramp  # 1 for the fast pairs, 0 for the slow ones
+    return slowed * (1 - keep) + kept * keep
+
+
 def rope_frequencies(spec) -> torch.Tensor:
     """inv_freq for a spec: the base, then the scaling its `rope_scaling` names (if any)."""
     dim = spec.rotary_dim or spec.head_dim
-    inv_freq = inverse_frequencies(spec.rope_theta, dim)
     params = dict(spec.rope_scaling)
     kind = params.get("rope_type", "default")
     if kind == "default":
-        return inv_freq
+        return inverse_frequencies(spec.rope_theta, dim)
     if kind == "llama3":
-        return llama3_scaled(inv_freq, params["factor"], params["low_freq_factor"],
-                             params["high_freq_factor"], params["original_max_position_embeddings"])
-    raise ValueError(f"rope_scaling: rope_type must be 'default' or 'llama3', got {kind!r}")
+        return llama3_scaled(inverse_frequencies(spec.rope_theta, dim), params["factor"],
+                             params["low_freq_factor"], params["high_freq_factor"],
+                             params["original_max_position_embeddings"])
+    if kind == "yarn":
+        if not params.get("factor"):
+            raise ValueError("rope_scaling: yarn needs a 'factor' (the context extension), "
+                             f"got {params}")
+        return yarn_scaled(spec.rope_theta, dim, params["factor"],
+                           params["original_max_position_embeddings"],
+                           params.get("beta_fast") or 32.0, params.get("beta_slow") or 1.0,
+                           params.get("truncate", True))
+    raise ValueError(f"rope_scaling: rope_type must be 'default', 'llama3' or 'yarn', got {kind!r}")
+
+
+def rope_amplitude(spec) -> float:
+    """The factor cos and sin are multiplied by: 1, except under yarn, where it is the
+    configuration's `attention_factor` or, failing that, YaRN's mscale ratio."""
+    params = dict(spec.rope_scaling)
+    if params.get("rope_type", "default") != "yarn":
+        return 1.0
+    if params.get("attention_factor") is not None:
+        return float(params["attention_factor"])
+    factor, mscale, mscale_all_dim = (params["factor"], params.get("mscale"),
+                                      params.get("mscale_all_dim"))
+    if mscale and mscale_all_dim:
+        return float(yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim))
+    return yarn_mscale(factor)
 
 
 class RotaryEmbedding(nn.Module):
@@ -63,11 +115,14 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, spec):
         super().__init__()
         self.register_buffer("inv_freq", rope_frequencies(spec), persistent=False)
+        self.amplitude = rope_amplitude(spec)  # 1 except under yarn
 
     def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         angles = position_ids[..., None].float() * self.inv_freq  # [batch, T, dim/2]
         angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # [batch, 1, T, dim]
-        return angles.cos(), angles.sin()
+        if self.amplitude == 1.0:
+            return angles.cos(), angles.sin()
+        return angles.cos() * self.amplitude, angles.sin() * self.amplitude
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
