@@ -5,6 +5,7 @@ import pytest
 import torch
 from lmcourse import evaluate, text, tinygpt
 from lmcourse.blocks.model import DecoderLM
+from test_blocks import random_model
 
 MIN_GAIN = 1.0  # nats per character: how much better than the unigram baseline the model must be
 MIN_LOST = 0.8  # share of that gain the shift of 500 must destroy for the lesson's "breaks"
@@ -102,10 +103,7 @@ def test_bad_seeds_are_refused(seed):
 
 def random_gpt(seed: int = 0) -> DecoderLM:
     """An untrained tinygpt with large random weights, so that attention is far from uniform."""
-    torch.manual_seed(seed)
-    model = DecoderLM(tinygpt.spec()).eval()
-    model.reset_parameters(std=0.3)
-    return model
+    return random_model(tinygpt.spec(), seed)
 
 
 @torch.no_grad()
@@ -171,13 +169,20 @@ def test_attention_inspection_refuses_a_rotary_model():
         tinygpt.attention_weights(rotary, torch.zeros(1, 4, dtype=torch.long))
 
 
-def test_shifting_positions_breaks_the_learned_position_table():
+@pytest.fixture(scope="module")
+def lesson_case():
+    """T2's measurement: the lesson's model (in the cache folder), the 512 evaluation characters
+    as windows, and their positions shifted by SHIFT."""
+    model = tinygpt.train_or_load(verbose=False)
+    ids = tinygpt.evaluation_ids(512)
+    return model, ids, torch.arange(SHIFT, SHIFT + tinygpt.CONTEXT).expand_as(ids)
+
+
+def test_shifting_positions_breaks_the_learned_position_table(lesson_case):
     """The lesson's claim: unlike SmolLM2's rotation, the learned table is not shift-invariant.
     The 512 evaluation characters, read as windows at positions 500..563 (rows training never
     reached), lose at least MIN_LOST of everything the model gained over the unigram baseline."""
-    model = tinygpt.train_or_load(verbose=False)  # the lesson's model, in the cache folder
-    ids = tinygpt.evaluation_ids(512)
-    shifted = torch.arange(SHIFT, SHIFT + tinygpt.CONTEXT).expand_as(ids)
+    model, ids, shifted = lesson_case
     plain, moved = evaluate.loss(model, ids), evaluate.loss(model, ids, shifted)
     baseline = tinygpt.unigram_loss(ids)
     assert plain < baseline - MIN_GAIN, (
@@ -190,12 +195,10 @@ def test_shifting_positions_breaks_the_learned_position_table():
         f"expected more than {MIN_LOST:.0%}")
 
 
-def test_the_first_layer_looks_back_a_few_characters_only_at_trained_positions():
+def test_the_first_layer_looks_back_a_few_characters_only_at_trained_positions(lesson_case):
     """The lesson's mechanism: at positions 0..63 the first layer's heads put most of their
     weight on the last RECENT characters; at 500..563 that focus is gone."""
-    model = tinygpt.train_or_load(verbose=False)
-    ids = tinygpt.evaluation_ids(512)
-    shifted = torch.arange(SHIFT, SHIFT + tinygpt.CONTEXT).expand_as(ids)
+    model, ids, shifted = lesson_case
     recent = tinygpt.attention_by_offset(model, ids, offsets=RECENT).sum(-1)  # [heads]
     recent_shifted = tinygpt.attention_by_offset(model, ids, shifted, offsets=RECENT).sum(-1)
     assert recent.min() > 0.6, f"trained positions: weight on the last {RECENT} is {recent}"

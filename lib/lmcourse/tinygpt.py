@@ -139,7 +139,6 @@ def _check_batch(model: DecoderLM, input_ids, position_ids, layer: int) -> torch
     return position_ids
 
 
-@torch.no_grad()
 def attention_weights(model: DecoderLM, input_ids: torch.Tensor,
                       position_ids: torch.Tensor | None = None, layer: int = 0) -> torch.Tensor:
     """How much each query attends to each key in one layer: the softmax of the scaled scores,
@@ -149,6 +148,13 @@ def attention_weights(model: DecoderLM, input_ids: torch.Tensor,
     feeds that layer (a GPT-2 layer: no rotation, one key-value head per query head).
     """
     position_ids = _check_batch(model, input_ids, position_ids, layer)
+    return _attention_weights(model, input_ids, position_ids, layer)
+
+
+@torch.no_grad()
+def _attention_weights(model: DecoderLM, input_ids: torch.Tensor, position_ids: torch.Tensor,
+                       layer: int) -> torch.Tensor:
+    """attention_weights on arguments _check_batch has accepted."""
     captured = {}
     block = model.blocks[layer]
     hook = block.register_forward_pre_hook(lambda module, args: captured.update(x=args[0]))
@@ -175,12 +181,12 @@ def attention_by_offset(model: DecoderLM, input_ids: torch.Tensor,
     Averaged over every batch row and every query with at least `offsets` keys behind it
     (window index >= offsets - 1), so each offset is averaged over the same queries.
     """
-    _check_batch(model, input_ids, position_ids, layer)
+    position_ids = _check_batch(model, input_ids, position_ids, layer)
     T = input_ids.shape[1]
     if isinstance(offsets, bool) or not isinstance(offsets, int) or not 1 <= offsets <= T:
         raise ValueError(f"offsets must be an int in [1, {T}] (the tokens per row), "
                          f"got {offsets!r}")
-    probs = attention_weights(model, input_ids, position_ids, layer)  # [batch, heads, T, T]
+    probs = _attention_weights(model, input_ids, position_ids, layer)  # [batch, heads, T, T]
     first = offsets - 1  # the first query that has `offsets` keys to look at
     return torch.stack([probs.diagonal(-d, dim1=-2, dim2=-1)[..., first - d :].mean((0, 2))
                         for d in range(offsets)], dim=-1)
