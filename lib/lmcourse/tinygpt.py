@@ -7,7 +7,7 @@ positions), trained for about a minute on 2 CPU cores on the course's text (`lmc
 Its tokens are CHARACTERS: the vocabulary is the sorted set of characters of the whole text,
 so the output layer is small and a minute of training buys a thousand steps.
 
-    model = train_or_load()                 # trains once, then loads from the cache folder
+    model = load()                          # the trained weights shipped with the course
     ids = evaluation_ids(512)               # [8, 64]: 512 characters as 8 windows of CONTEXT
     loss(model, ids)                        # positions 0..63: rows seen in training
     loss(model, ids, 500 + positions)       # rows 500..563: rows training never reached
@@ -20,13 +20,20 @@ long, so rows 0..CONTEXT-1 of the position table are trained and rows CONTEXT..P
 never receive a gradient; training uses AdamW without weight decay, so those rows stay exactly
 at their initial values. Short windows are what make the model lean on its positions: each
 trained row gets a gradient from every window, so within a minute the rows learn to tell
-"one character back" from "five back", and the model falls apart without them. Training is
-seeded: the same arguments give the same weights on the same machine.
+"one character back" from "five back", and the model falls apart without them.
+
+Training is seeded: the same arguments give the same weights on the same machine, but not
+bit for bit on another CPU, whose float kernels round differently over a thousand steps. So the
+course ships the weights of `train()` (seed 0) in lmcourse/data/tinygpt.safetensors, with the
+settings that produced them in tinygpt.json beside it, and every lesson loads those: the same
+numbers on every machine. `train()` retrains from scratch in about a minute;
+`python -m lmcourse.tinygpt` rewrites the shipped files.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import time
 from pathlib import Path
@@ -37,7 +44,6 @@ import torch.nn.functional as F
 from . import text
 from .blocks.attention import Attention
 from .blocks.model import DecoderLM
-from .pretrained import cache_root
 from .spec import ModelSpec
 
 WIDTH, LAYERS, HEADS = 64, 2, 4
@@ -49,7 +55,7 @@ LEARNING_RATE = 1e-2
 WARMUP = 20
 EVAL_OFFSET = 0  # evaluation slices start at this character of the text
 TRAIN_OFFSET = 20_000  # training windows lie in characters TRAIN_OFFSET.. (disjoint from eval)
-CACHE_VERSION = 3  # bump when training changes, so an old cached model is not reused
+SHIPPED = Path(__file__).parent / "data" / "tinygpt.safetensors"  # train() with seed 0
 
 
 @functools.cache
@@ -121,7 +127,7 @@ def _check_batch(model: DecoderLM, input_ids, position_ids, layer: int) -> torch
         for b in model.blocks)
     if not plain:
         raise ValueError("model must be a GPT-2-style DecoderLM (learned position table, plain "
-                         "multi-head attention), such as tinygpt.train_or_load(); got "
+                         "multi-head attention), such as tinygpt.load(); got "
                          f"{type(model).__name__}")
     if (not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2
             or input_ids.dtype != torch.long or input_ids.shape[1] < 1):
@@ -240,32 +246,51 @@ def train(steps: int = STEPS, seed: int = 0, verbose: bool = True) -> DecoderLM:
     return model.eval()
 
 
-def cache_path(steps: int = STEPS, seed: int = 0, folder: Path | None = None) -> Path:
-    """Where `train_or_load(steps, seed, folder)` keeps its model (folder: the cache folder)."""
-    name = (f"tinygpt-v{CACHE_VERSION}-char-d{WIDTH}-l{LAYERS}-h{HEADS}-ctx{CONTEXT}"
-            f"-pos{POSITIONS}-b{BATCH}-lr{LEARNING_RATE:g}-steps{steps}-seed{seed}.safetensors")
-    return Path(folder or cache_root()) / name
+def settings(steps: int = STEPS, seed: int = 0) -> dict[str, int | float]:
+    """Everything that decides the weights `train(steps, seed)` produces (with the text and
+    torch's kernels): recorded beside the shipped weights and checked when they are loaded."""
+    return {"width": WIDTH, "layers": LAYERS, "heads": HEADS, "context": CONTEXT,
+            "positions": POSITIONS, "batch": BATCH, "steps": steps, "learning_rate": LEARNING_RATE,
+            "warmup": WARMUP, "weight_decay": 0.0, "train_offset": TRAIN_OFFSET,
+            "vocabulary_size": len(vocabulary()), "seed": seed}
 
 
-def train_or_load(steps: int = STEPS, seed: int = 0, verbose: bool = True,
-                  folder: Path | None = None) -> DecoderLM:
-    """The trained model: read from `folder` (default: the course's cache folder), or trained
-    and saved there on first use."""
-    from safetensors.torch import load_model, save_model
+def save(model: DecoderLM, path: Path, steps: int = STEPS, seed: int = 0) -> None:
+    """Write `model` to path (.safetensors) and, beside it (.json), the settings it was trained
+    with and the torch version that trained it."""
+    from safetensors.torch import save_model
 
-    path = cache_path(steps, seed, folder)
-    if path.is_file():
-        model = DecoderLM(spec())
-        load_model(model, path)
-        if verbose:
-            print(f"Loaded the trained tiny GPT-2 from {path}", flush=True)
-        return model.eval()
-    if verbose:
-        print(f"Training the tiny GPT-2 once ({steps} steps, about a minute); "
-              f"it will be cached in {path}", flush=True)
-    model = train(steps, seed, verbose)
+    path = Path(path)
+    record = {"settings": settings(steps, seed), "torch": torch.__version__,
+              "trained_by": "lmcourse.tinygpt.train(steps, seed)"}
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.name}.{time.time_ns()}")
-    save_model(model, str(scratch))
-    scratch.replace(path)  # atomic: a reader never sees half a file
-    return model
+    save_model(model, str(path))
+    path.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+def load(path: Path = SHIPPED) -> DecoderLM:
+    """The trained model: by default the weights shipped with the course (the same on every
+    machine); `path` reads a model written by `save`. The settings recorded beside the weights
+    must be this module's settings: a model trained otherwise is refused, not silently used."""
+    from safetensors.torch import load_model
+
+    path = Path(path)
+    if not path.is_file() or not path.with_suffix(".json").is_file():
+        raise FileNotFoundError(f"{path} and its .json record must both exist; write them with "
+                                "tinygpt.save(model, path) or `python -m lmcourse.tinygpt`")
+    recorded = json.loads(path.with_suffix(".json").read_text())["settings"]
+    expected = settings(recorded.get("steps", STEPS), recorded.get("seed", 0))
+    if recorded != expected:
+        changed = sorted(k for k in expected.keys() | recorded.keys()
+                         if recorded.get(k) != expected.get(k))
+        raise ValueError(f"{path} was trained with other settings ({', '.join(changed)} differ "
+                         f"from lmcourse.tinygpt's); retrain it with `python -m lmcourse.tinygpt`")
+    model = DecoderLM(spec())
+    load_model(model, str(path))
+    return model.eval()
+
+
+if __name__ == "__main__":  # python -m lmcourse.tinygpt: retrain and rewrite the shipped weights
+    start = time.perf_counter()
+    save(train(), SHIPPED)
+    print(f"wrote {SHIPPED} and its .json record in {time.perf_counter() - start:.0f} s")

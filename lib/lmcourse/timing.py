@@ -1,0 +1,144 @@
+"""Timings that survive a shared machine: interleaved, repeated, one thread by default.
+
+A single stopwatch reading says as much about what else the machine was doing as about the code.
+`compare` times several contestants the way a fair race is run:
+
+    result = compare({"layer_norm": f, "rms_norm": g}, repeats=50)          # one thread
+    result = compare({"layer_norm": f, "rms_norm": g}, threads=None)        # every core
+    print(result.report(unit="µs", baseline="layer_norm"))
+
+- the contestants are **interleaved**: round r calls each of them once, in an order that rotates
+  from round to round, so a burst of background load hits all of them rather than one;
+- each gets a warm-up call first (caches, lazy initialisation), then `repeats` timed calls;
+- each is summarised by its **median** and its **spread**, the interquartile range divided by the
+  median; a spread above `BUSY_SPREAD` means the machine was busy and the report says so;
+- torch runs on `threads` threads (default 1: the same work on every machine, no thread start-up
+  in the measurement), restored afterwards.
+
+`Comparison.median_of(name)` and `ratio(a, b)` give the numbers to compute with.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+BUSY_SPREAD = 0.25  # interquartile range / median above which a measurement is called noisy
+UNITS = {"s": 1.0, "ms": 1e3, "µs": 1e6}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The repeated wall times of one contestant, in seconds."""
+
+    name: str
+    seconds: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range divided by the median (0 when there are fewer than 4 samples,
+        too few for quartiles)."""
+        if len(self.seconds) < 4:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.seconds, n=4)
+        return (q3 - q1) / self.median
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Timings of several contestants measured together by `compare`."""
+
+    timings: tuple[Timing, ...]
+    threads: int
+
+    def _get(self, name: str) -> Timing:
+        for timing in self.timings:
+            if timing.name == name:
+                return timing
+        names = [t.name for t in self.timings]
+        raise ValueError(f"no contestant named {name!r}; the contestants are {names}")
+
+    def median_of(self, name: str) -> float:
+        """Median seconds of one call of contestant `name`."""
+        return self._get(name).median
+
+    def ratio(self, name: str, baseline: str) -> float:
+        """Median time of `name` divided by the median time of `baseline`."""
+        return self.median_of(name) / self.median_of(baseline)
+
+    @property
+    def busy(self) -> bool:
+        """Whether any contestant's spread exceeds BUSY_SPREAD: the machine was not quiet."""
+        return any(t.spread > BUSY_SPREAD for t in self.timings)
+
+    def report(self, unit: str = "ms", baseline: str | None = None, per: int = 1,
+               per_label: str = "") -> str:
+        """One line per contestant: median, spread and repeats, its ratio to `baseline`, and,
+        with `per` items per call, items per second; then a warning line when `busy`."""
+        if unit not in UNITS:
+            raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
+        if baseline is not None:
+            self._get(baseline)
+        width = max(len(t.name) for t in self.timings)
+        lines = []
+        for t in self.timings:
+            line = (f"{t.name:<{width}}  median {t.median * UNITS[unit]:9.1f} {unit}  "
+                    f"spread {t.spread:4.0%}  ({len(t.seconds)} runs, {self.threads} "
+                    f"thread{'s' if self.threads > 1 else ''})")
+            if per_label:
+                line += f"  {per / t.median:6.1f} {per_label}/s"
+            if baseline is not None:
+                line += f"  {self.ratio(t.name, baseline):5.2f}x {baseline}"
+            lines.append(line)
+        if self.busy:
+            lines.append(f"warning: a spread above {BUSY_SPREAD:.0%} means the machine was busy "
+                         "while timing; rerun on a quiet machine before trusting the ratios")
+        return "\n".join(lines)
+
+
+def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
+            threads: int | None = 1, sync: Callable[[], None] | None = None) -> Comparison:
+    """Time each zero-argument callable `repeats` times, interleaved, after one warm-up call each.
+
+    threads: torch CPU threads during the measurement (None: leave torch's setting alone, which is
+    every core by default). sync: called after each call and before reading the clock, for
+    example torch.cuda.synchronize, so that asynchronous GPU work is counted.
+    """
+    if not isinstance(contestants, dict) or not contestants or not all(
+            isinstance(k, str) and callable(v) for k, v in contestants.items()):
+        raise ValueError("contestants must be a non-empty dict of name -> zero-argument callable, "
+                         f"got {contestants!r:.80}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ValueError(f"threads must be a positive int or None (torch's setting), "
+                         f"got {threads!r}")
+    sync = sync or (lambda: None)
+    names = list(contestants)
+    saved = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        used = torch.get_num_threads()
+        for fn in contestants.values():  # warm-up
+            fn()
+        sync()
+        samples = {name: [] for name in names}
+        for r in range(repeats):
+            for name in names[r % len(names):] + names[: r % len(names)]:  # rotate the order
+                start = time.perf_counter()
+                contestants[name]()
+                sync()
+                samples[name].append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(saved)
+    return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used)

@@ -1,0 +1,109 @@
+"""lmcourse.timing: interleaved, repeated timings with their spread, on a fixed thread count.
+
+These tests check what the timings are made of (order, counts, statistics, thread handling,
+the busy warning), never how fast anything is: speed is measured by `make bench`."""
+
+import statistics
+
+import pytest
+import torch
+from lmcourse import timing
+
+
+def test_contestants_alternate_in_a_rotating_order_after_one_warm_up_each():
+    calls = []
+    contestants = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    result = timing.compare(contestants, repeats=4)
+    assert calls[:3] == ["a", "b", "c"], "each contestant is warmed up once, in order"
+    rounds = [calls[3 + 3 * r: 6 + 3 * r] for r in range(4)]
+    assert rounds == [list("abc"), list("bca"), list("cab"), list("abc")]
+    assert [len(t.seconds) for t in result.timings] == [4, 4, 4]
+
+
+def test_median_and_spread_are_those_of_the_recorded_samples():
+    t = timing.Timing("x", (1.0, 2.0, 3.0, 4.0, 100.0))
+    assert t.median == 3.0
+    q1, _, q3 = statistics.quantiles(t.seconds, n=4)
+    assert t.spread == pytest.approx((q3 - q1) / 3.0)
+    assert timing.Timing("x", (1.0, 5.0, 9.0)).spread == 0.0, "too few runs for quartiles"
+
+
+def test_one_thread_by_default_and_the_callers_setting_is_restored():
+    before = torch.get_num_threads()
+    seen = []
+    result = timing.compare({"f": lambda: seen.append(torch.get_num_threads())}, repeats=2)
+    assert set(seen) == {1} and result.threads == 1
+    assert torch.get_num_threads() == before
+    seen.clear()
+    result = timing.compare({"f": lambda: seen.append(torch.get_num_threads())}, repeats=2,
+                            threads=None)
+    assert set(seen) == {before} and result.threads == before
+
+
+def test_the_thread_setting_is_restored_when_a_contestant_raises():
+    before = torch.get_num_threads()
+
+    def fails():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        timing.compare({"f": fails}, threads=1)
+    assert torch.get_num_threads() == before
+
+
+def test_sync_runs_after_every_timed_call():
+    synced = []
+    timing.compare({"a": lambda: None, "b": lambda: None}, repeats=3,
+                   sync=lambda: synced.append(1))
+    assert len(synced) == 1 + 2 * 3, "one sync after the warm-ups, then one per timed call"
+
+
+def quiet_and_busy():
+    quiet = timing.Timing("layer_norm", (1e-4,) * 7 + (1.02e-4,))
+    busy = timing.Timing("rms_norm", (1e-4, 1e-4, 2e-4, 3e-4, 1e-4, 4e-4, 1e-4, 2e-4))
+    return quiet, busy
+
+
+def test_report_gives_median_spread_runs_threads_and_ratio():
+    quiet, _ = quiet_and_busy()
+    slow = timing.Timing("rms_norm", (2e-4,) * 8)
+    result = timing.Comparison((quiet, slow), threads=1)
+    lines = result.report(unit="µs", baseline="layer_norm").splitlines()
+    assert len(lines) == 2 and not result.busy
+    assert lines[1].split() == ["rms_norm", "median", "200.0", "µs", "spread", "0%", "(8", "runs,",
+                                "1", "thread)", "2.00x", "layer_norm"]
+    assert result.ratio("rms_norm", "layer_norm") == pytest.approx(2.0)
+    per_token = result.report(unit="s", per=8, per_label="tokens").splitlines()[1]
+    assert "40000.0 tokens/s" in per_token
+
+
+def test_a_busy_machine_is_reported_below_the_table():
+    quiet, busy = quiet_and_busy()
+    result = timing.Comparison((quiet, busy), threads=2)
+    assert busy.spread > timing.BUSY_SPREAD and result.busy
+    report = result.report(unit="µs")
+    assert report.splitlines()[-1].startswith("warning: a spread above 25% means the machine")
+    assert "(8 runs, 2 threads)" in report
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(contestants={}), "contestants must be a non-empty dict"),
+    (dict(contestants={"a": 1}), "contestants must be a non-empty dict"),
+    (dict(contestants={"a": print}, repeats=0), "repeats must be a positive int"),
+    (dict(contestants={"a": print}, repeats=True), "repeats must be a positive int"),
+    (dict(contestants={"a": print}, threads=0), "threads must be a positive int or None"),
+])
+def test_compare_refuses_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        timing.compare(**kwargs)
+
+
+def test_report_and_ratio_refuse_unknown_names_and_units():
+    quiet, busy = quiet_and_busy()
+    result = timing.Comparison((quiet, busy), threads=1)
+    with pytest.raises(ValueError, match=r"no contestant named 'gelu'; the contestants are"):
+        result.ratio("gelu", "layer_norm")
+    with pytest.raises(ValueError, match="unit must be one of"):
+        result.report(unit="minutes")
+    with pytest.raises(ValueError, match="no contestant named"):
+        result.report(baseline="gelu")
