@@ -1,42 +1,62 @@
-"""Autograde every submission of one lab in parallel, surviving broken submissions.
+"""Autograde every submission of one lab in parallel, each in a sandbox, and report honestly.
 
-    python grading/autograde.py LM10-L2 [--jobs N] [--timeout S] [--retries R] [--student ID ...]
+    python grading/autograde.py LM10-L2 [--jobs N] [--timeout S] [--cell-timeout S]
+                                        [--retries R] [--student ID ...]
 
 `nbgrader autograde` grades one submission after another in one process, and one bad notebook
 stops the run. This script starts one `nbgrader autograde LAB --student ID` process per
 submission, `--jobs` at a time (default: every core), so a crash, a notebook that does not
-parse or one that runs past `--timeout` seconds affects only its own student.
+parse or one that runs past `--timeout` seconds affects only its own student. Inside each, the
+student's code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py):
+only these grader processes read submissions and write the gradebook.
+
+Before grading, each submission folder must hold the lab's notebook: a single notebook under
+another name (`LM10-L2 (1).ipynb`) is graded as the lab's, with a note; none, several, or a
+link instead of a file is reported with the reason.
+
+A submission's status comes from the gradebook, not from words in a log: `graded` when every
+autograded cell has a score, `flagged` when it is graded but its code reaches past the lab
+(IPython hooks, files, processes, redefined references: see submission_checks.py; a person
+should read it), `timeout` when it ran past --timeout, `error` otherwise. Submissions not
+graded get zero in the gradebook (so exports and feedback never miss a student). Every line of
+the report says why: the first failing test and its message, cells stopped, stderr, flags.
 
 The gradebook is one SQLite file and every process writes to it. Writers take turns:
-nbgrader_config.py gives SQLite a busy timeout (a writer waits for the lock instead of failing),
-a process that still fails on a locked database is retried, and at the end this script reads
-the gradebook back and checks that every submission it reports as graded has a score for every
-autograded cell. Submissions that could not be graded get zero in the gradebook (so exports
-and feedback never miss a student) and an `error` or `timeout` line in the report.
+nbgrader_config.py gives SQLite a busy timeout, a process that still fails on a locked
+database is retried, and at the end this script reads the gradebook back.
 
-The report, one line per submission, is printed and written to grading/autograde-LAB.csv.
+The report is printed, with a progress line per submission on stderr, and merged into
+grading/autograde-LAB.csv: a rerun replaces the rows of the students it graded and keeps the
+others, so grading one student again never loses the batch's report.
 """
 
 import argparse
 import csv
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+import nbformat
+
 GRADING = Path(__file__).resolve().parent
 LOCKED = "database is locked"
+SLACK = 120  # seconds the grader process gets beyond the sandbox's --timeout
 
 
 @dataclass
 class Result:
     student: str
-    status: str  # graded | error | timeout
+    status: str  # graded | flagged | error | timeout
     score: float = 0.0
     max_score: float = 0.0
     attempts: int = 0
@@ -45,12 +65,15 @@ class Result:
 
 
 def course_paths(grading=GRADING):
-    """Submitted folder, gradebook URL and course id, read from the course's nbgrader_config.py."""
+    """Course root, submitted and autograded folders, gradebook URL and course id, read from
+    the course's nbgrader_config.py."""
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(grading)).load_config()
     course = config.CourseDirectory
-    return Path(course.root) / course.submitted_directory, course.db_url, course.course_id
+    root = Path(course.root)
+    return (root / course.submitted_directory, root / course.autograded_directory,
+            course.db_url, course.course_id, root)
 
 
 def submitted_students(submitted, lab):
@@ -60,10 +83,70 @@ def submitted_students(submitted, lab):
     return sorted(p.name for p in submitted.iterdir() if (p / lab).is_dir())
 
 
-def last_error(log, lines=3):
-    """The last few ERROR lines of an nbgrader log, for the report."""
-    errors = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
-    return " | ".join(line.strip() for line in (errors or log.splitlines())[-lines:])[:500]
+def find_notebook(folder, lab):
+    """(note, problem) for a submission folder: the lab's notebook must be there as a plain
+    file; a single notebook under another name is copied to the lab's name and noted."""
+    want = folder / f"{lab}.ipynb"
+    notebooks = sorted(p for p in folder.iterdir() if p.suffix == ".ipynb")
+    links = [p.name for p in notebooks if p.is_symlink()]
+    if links:
+        return "", f"{', '.join(links)} is a link, not a notebook file: not graded"
+    if want.is_file():
+        # Graded before under another name: say so again, so a rerun reports the same.
+        same = [p.name for p in notebooks if p != want and p.read_bytes() == want.read_bytes()]
+        return (f"graded {same[0]} as {lab}.ipynb" if len(same) == 1 else ""), ""
+    if not notebooks:
+        others = sorted(p.name for p in folder.iterdir())[:5]
+        return "", (f"no notebook in the submission folder (expected {lab}.ipynb; found "
+                    f"{', '.join(others) if others else 'nothing'})")
+    if len(notebooks) > 1:
+        names = ", ".join(p.name for p in notebooks[:5])
+        return "", (f"{len(notebooks)} notebooks ({names}) and none named {lab}.ipynb: "
+                    f"rename the one to grade to {lab}.ipynb")
+    shutil.copyfile(notebooks[0], want)
+    return f"graded {notebooks[0].name} as {lab}.ipynb", ""
+
+
+def notebook_problem(path, answer_ids):
+    """Why the notebook at `path` cannot be graded, or "" (nbgrader's own errors are cryptic)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as error:  # noqa: BLE001 (nbformat raises many kinds on bad input)
+        return f"not a readable notebook: {type(error).__name__}: {first_line(error, 300)}"
+    present = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb.cells}
+    missing = [grade_id for grade_id in answer_ids if grade_id not in present]
+    if answer_ids and len(missing) == len(answer_ids):
+        return (f"none of the lab's answer cells ({', '.join(missing)}) is in the notebook: "
+                "was it emptied or replaced by another notebook?")
+    if missing:
+        return (f"answer cell{'s' if len(missing) > 1 else ''} {', '.join(missing)} deleted: "
+                "put the cell back (copy it from the released notebook) and grade again")
+    return ""
+
+
+def answer_cells(release):
+    """grade_ids of the answer cells of the released notebook."""
+    try:
+        nb = nbformat.read(release, as_version=4)
+    except OSError:
+        return []
+    return [c.metadata.nbgrader["grade_id"] for c in nb.cells
+            if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+
+def log_reason(log):
+    """Why nbgrader failed, from its log: the exception line of the last traceback, else the
+    first ERROR line that is not nbgrader's generic wrapper."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    generic = ("There was an error processing", "Please see the", "Traceback (most recent",
+               "nbgrader.", "ERROR | Failed", "Interrupting kernel", "Timeout waiting")
+    exceptions = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*:",
+                                                     line)]
+    if exceptions:
+        return exceptions[-1][:400]
+    errors = [line for line in lines if ("ERROR" in line or "WARNING" in line)
+              and not any(g in line for g in generic)]
+    return (errors[0] if errors else (lines[-1] if lines else "no output"))[:400]
 
 
 def environment(threads=None):
@@ -76,32 +159,51 @@ def environment(threads=None):
     return env
 
 
-def run_nbgrader(lab, student, timeout, retries, grading=GRADING, threads=None):
-    """Autograde one submission in its own process; retry only when the gradebook was locked."""
+def run_nbgrader(lab, student, timeout, retries, grading=GRADING, threads=None,
+                 cell_timeout=None):
+    """Autograde one submission in its own process; retry only when the gradebook was locked.
+
+    Returns (Result, notes): notes are what the sandboxed execution reported (flags, cells
+    stopped, stderr), read from a file the grader process writes."""
     env = environment(threads)
     command = [sys.executable, "-m", "nbgrader", "autograde", lab, "--student", student,
-               "--force"]
+               "--force", f"--SandboxedExecute.total_timeout={timeout}"]
+    if cell_timeout:
+        command.append(f"--Execute.timeout={cell_timeout}")
     start = time.monotonic()
-    for attempt in range(1, retries + 2):
-        # A session of its own, so that a timeout stops the kernel nbgrader started as well.
-        process = subprocess.Popen(command, cwd=grading, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        try:
-            log, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return Result(student, "timeout", attempts=attempt,
-                          seconds=time.monotonic() - start,
-                          message=f"still running after {timeout} s; stopped")
-        if process.returncode == 0 and "ERROR" not in log:
-            return Result(student, "graded", attempts=attempt, seconds=time.monotonic() - start)
-        if LOCKED not in log:
-            return Result(student, "error", attempts=attempt, seconds=time.monotonic() - start,
-                          message=last_error(log))
-        time.sleep(attempt * 2.0)  # the lock holder finishes a short transaction meanwhile
-    return Result(student, "error", attempts=attempt, seconds=time.monotonic() - start,
-                  message=f"{LOCKED} after {attempt} attempts")
+    descriptor, notes_path = tempfile.mkstemp(prefix="lm10-notes-", suffix=".json")
+    os.close(descriptor)
+    env["LM10_NOTES"] = notes_path
+    try:
+        for attempt in range(1, retries + 2):
+            Path(notes_path).write_text("{}")
+            # A session of its own, so that a timeout stops the sandbox it started as well.
+            process = subprocess.Popen(command, cwd=grading, env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True,
+                                       start_new_session=True)
+            try:
+                log, _ = process.communicate(timeout=timeout + SLACK)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                return Result(student, "timeout", attempts=attempt,
+                              seconds=time.monotonic() - start,
+                              message=f"still running after {timeout} s; stopped"), {}
+            notes = json.loads(Path(notes_path).read_text() or "{}")
+            if notes.get("timeout"):
+                return Result(student, "timeout", attempts=attempt,
+                              seconds=time.monotonic() - start,
+                              message=f"still running after {timeout} s; stopped"), notes
+            if process.returncode == 0 or LOCKED not in log:
+                status = "graded" if process.returncode == 0 else "error"
+                return Result(student, status, attempts=attempt,
+                              seconds=time.monotonic() - start,
+                              message="" if status == "graded" else log_reason(log)), notes
+            time.sleep(attempt * 2.0)  # the lock holder finishes a short transaction meanwhile
+        return Result(student, "error", attempts=attempt, seconds=time.monotonic() - start,
+                      message=f"{LOCKED} after {attempt} attempts"), notes
+    finally:
+        os.unlink(notes_path)
 
 
 def check_released(lab, db_url, course_id):
@@ -114,6 +216,59 @@ def check_released(lab, db_url, course_id):
         except MissingEntry:
             raise ValueError(f"lab {lab} is not in the gradebook: run `make release LAB={lab}` "
                              "first") from None
+
+
+def first_line(text, limit=160):
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(text)).strip()
+    return (text.splitlines() or [""])[0][:limit]
+
+
+def failures(notebook_path):
+    """(grade_id, reason) of each autograded test cell that failed, in notebook order."""
+    try:
+        nb = nbformat.read(notebook_path, as_version=4)
+    except Exception:  # noqa: BLE001 (no autograded notebook: nothing to explain)
+        return []
+    found = []
+    for cell in nb.cells:
+        m = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or not m.get("grade") or m.get("solution"):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            error = errors[-1] if errors[-1].get("ename") != "KeyboardInterrupt" else errors[0]
+            reason = f"{error.get('ename')}: {first_line(error.get('evalue', ''))}".rstrip(": ")
+            found.append((m.get("grade_id"), reason))
+    return found
+
+
+def explain(result, notes, note, autograded_notebook):
+    """The report message: why the submission scored what it did, most important first."""
+    parts = [note] if note else []
+    if result.status in ("graded", "flagged"):
+        failed = failures(autograded_notebook)
+        if notes.get("stopped"):
+            parts.append(f"stopped {notes['stopped']}")
+        timed = [c for c in notes.get("timed_out_cells", [])]
+        if timed:
+            parts.append(f"cell{'s' if len(timed) > 1 else ''} {', '.join(timed)} stopped "
+                         "after the per-cell time limit")
+        if failed:
+            grade_id, reason = failed[0]
+            more = f" (+{len(failed) - 1} more failed)" if len(failed) > 1 else ""
+            parts.append(f"first failure {grade_id}: {reason}{more}")
+        elif result.score < result.max_score and not failed:
+            parts.append("all autograded tests passed; the rest is graded by hand")
+        if notes.get("stderr"):
+            parts.append(f"stderr (not penalised) in {', '.join(notes['stderr'][:3])}")
+    elif result.message:
+        parts.append(result.message)
+    if notes.get("flags"):
+        parts.append("FLAGGED for review: " + "; ".join(notes["flags"][:4]) + (
+            f" (+{len(notes['flags']) - 4} more)" if len(notes["flags"]) > 4 else ""))
+    if notes and notes.get("isolated") is False:
+        parts.append("NOT ISOLATED (bubblewrap missing)")
+    return " | ".join(parts)[:1000]
 
 
 def record(results, lab, db_url, course_id):
@@ -129,42 +284,127 @@ def record(results, lab, db_url, course_id):
                 submission = gradebook.add_submission(lab, result.student)
             grades = [g for n in submission.notebooks for g in n.grades]
             missing = [g.name for g in grades if g.auto_score is None and not g.needs_manual_grade]
-            if result.status == "graded" and missing:
+            if result.status in ("graded", "flagged") and (missing or not grades):
                 result.status = "error"
-                result.message = f"no score in the gradebook for {', '.join(missing)}"
-            if result.status != "graded":
+                result.message = (f"no score in the gradebook for {', '.join(missing)}"
+                                  if missing else "no grades in the gradebook")
+            if result.status not in ("graded", "flagged"):
                 for grade in grades:
                     grade.auto_score, grade.needs_manual_grade = 0.0, False
+                    grade.manual_score = None
                 gradebook.db.commit()
             result.score = float(sum(g.score for g in grades))
             result.max_score = float(sum(g.max_score for g in grades))
 
 
-def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRADING):
+def keep_only_notebook(folder, lab):
+    """Leave nothing in the autograded folder but the notebook and nbgrader's timestamp, so
+    feedback never carries other files."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if path.name in (f"{lab}.ipynb", "timestamp.txt") and path.is_file():
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def write_report(path, results):
+    """Merge `results` into the CSV at `path`: their rows replace the students' old ones."""
+    names = [f.name for f in fields(Result)]
+    rows = {}
+    if path.is_file():
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("student"):
+                    rows[row["student"]] = [row.get(name, "") for name in names]
+    for r in results:
+        rows[r.student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f)
+                           for f in names]
+    scratch = path.with_suffix(".csv.tmp")
+    with open(scratch, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        for student in sorted(rows):
+            writer.writerow(rows[student])
+    scratch.replace(path)
+
+
+def progress(done, total, result, stream=sys.stderr):
+    width = 20
+    bar = "#" * (width * done // total) + "-" * (width - width * done // total)
+    print(f"[{bar}] {done}/{total} {result.student}: {result.status} "
+          f"({result.seconds:.0f} s)", file=stream, flush=True)
+
+
+def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRADING,
+              cell_timeout=None, show_progress=True):
     """Autograde `students` (default: every submission of `lab`); return one Result each."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", lab):
         raise ValueError(f"lab must be a folder name such as LM10-L2, got {lab!r}")
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    submitted, db_url, course_id = course_paths(grading)
+    submitted, autograded, db_url, course_id, root = course_paths(grading)
     students = students or submitted_students(submitted, lab)
     if not students:
         raise ValueError(f"no submissions of {lab} under {submitted}/<student>/{lab}/")
+    unknown = [s for s in students if not (submitted / s / lab).is_dir()]
+    if unknown:
+        raise ValueError(f"no folder {submitted}/<student>/{lab}/ for {', '.join(unknown)}")
     os.environ.update(PATH=environment()["PATH"])  # for the gradebook opened here too
     check_released(lab, db_url, course_id)
+    sys.path.insert(0, str(grading))
+    try:
+        import sandbox
+    finally:
+        sys.path.remove(str(grading))
+    if sandbox.bwrap() is None:
+        print(sandbox.NOT_ISOLATED, file=sys.stderr, flush=True)
+    source = root / "solutions" / lab / f"{lab}.ipynb"
+    if source.is_file() and "pretrained" in source.read_text():
+        # The sandbox reads the SmolLM2 cache read-only: convert it here, once, if needed.
+        subprocess.run([sys.executable, "-c", "from lmcourse.pretrained import convert; "
+                        "convert()"], env=environment(), check=True)
     threads = max(1, (os.cpu_count() or 1) // min(jobs, len(students)))
+    lock, done, results, notes, extra = threading.Lock(), [0], {}, {}, {}
+
+    answer_ids = answer_cells(root / "labs" / lab / f"{lab}.ipynb")
+
+    def grade(student):
+        note, problem = find_notebook(submitted / student / lab, lab)
+        if not problem:
+            problem = notebook_problem(submitted / student / lab / f"{lab}.ipynb", answer_ids)
+        if problem:
+            result, found = Result(student, "error", attempts=0, message=problem), {}
+        else:
+            result, found = run_nbgrader(lab, student, timeout, retries, grading, threads,
+                                         cell_timeout)
+        keep_only_notebook(autograded / student / lab, lab)
+        with lock:
+            done[0] += 1
+            if show_progress:
+                progress(done[0], len(students), result)
+        return result, found, note
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(
-            lambda s: run_nbgrader(lab, s, timeout, retries, grading, threads), students))
-    record(results, lab, db_url, course_id)
-    with open(grading / f"autograde-{lab}.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([f.name for f in fields(Result)])
-        for r in results:
-            r.seconds = round(r.seconds, 1)
-            writer.writerow([getattr(r, f.name) for f in fields(Result)])
-    return results
+        for future in as_completed([pool.submit(grade, s) for s in students]):
+            result, found, note = future.result()
+            results[result.student], notes[result.student] = result, found
+            extra[result.student] = note
+    ordered = [results[s] for s in students]
+    record(ordered, lab, db_url, course_id)
+    for r in ordered:
+        found = notes[r.student]
+        if r.status == "graded" and found.get("flags"):
+            r.status = "flagged"
+        r.message = explain(r, found, extra[r.student],
+                            autograded / r.student / lab / f"{lab}.ipynb")
+        r.seconds = round(r.seconds, 1)
+    write_report(grading / f"autograde-{lab}.csv", ordered)
+    return ordered
 
 
 def main(argv=None):
@@ -173,19 +413,27 @@ def main(argv=None):
     parser.add_argument("--student", nargs="*", help="grade only these students")
     parser.add_argument("--jobs", type=int, help="parallel submissions (default: every core)")
     parser.add_argument("--timeout", type=int, default=900,
-                        help="seconds one submission may take in all (default 900)")
+                        help="seconds one submission may run in all (default 900)")
+    parser.add_argument("--cell-timeout", type=int,
+                        help="seconds one cell may run (default: Execute.timeout, 120)")
     parser.add_argument("--retries", type=int, default=5,
                         help="retries of a submission that met a locked gradebook (default 5)")
     args = parser.parse_args(argv)
     start = time.monotonic()
-    results = autograde(args.lab, args.student, args.jobs, args.timeout, args.retries)
+    try:
+        results = autograde(args.lab, args.student, args.jobs, args.timeout, args.retries,
+                            cell_timeout=args.cell_timeout)
+    except ValueError as error:
+        parser.exit(2, f"autograde: {error}\n")
     for r in results:
         line = (f"{r.student:<24} {r.status:<8} {r.score:5.1f} / {r.max_score:<5.1f} "
                 f"{r.seconds:6.1f} s")
         print(line + (f"  {r.message}" if r.message else ""))
-    failed = sum(r.status != "graded" for r in results)
+    failed = sum(r.status in ("error", "timeout") for r in results)
+    flagged = sum(r.status == "flagged" for r in results)
     print(f"{len(results)} submissions of {args.lab} in {time.monotonic() - start:.0f} s, "
-          f"{failed} not graded (zero recorded); report: grading/autograde-{args.lab}.csv")
+          f"{failed} not graded (zero recorded), {flagged} flagged for review; "
+          f"report: grading/autograde-{args.lab}.csv")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,18 @@
-"""Two fixes to nbgrader 0.9.6, installed by nbgrader_config.py.
+"""The course's grading steps around nbgrader 0.9.6, installed by nbgrader_config.py.
+
+`SandboxedExecute` replaces nbgrader's `Execute` in autograding: the grader process prepares
+the notebook, the student's code runs in a sandbox (grading/sandbox.py) that returns only the
+executed notebook, and the grader takes nothing from it but the outputs of the cells it sent,
+checked and size-capped; nbgrader's own preprocessors then score those outputs and write the
+gradebook, outside the sandbox. Before every test cell it runs the setup cells' definitions
+again and puts IPython's input hooks back (submission_checks.restore_source), so a test always
+compares against the lab's own references. Text a cell writes to stderr (warnings, logging)
+stays visible but is moved to stdout with a note, so it never costs points. What it found
+(suspicious constructs, cells stopped, stderr, whether the run was isolated) goes to the JSON
+file named by $LM10_NOTES for grading/autograde.py's report.
+
+`StripHiddenTests` removes hidden tests from the feedback, and every output line of any cell
+that quotes one (a student can print what the kernel ran).
 
 `StripHiddenTests` keeps hidden tests out of the feedback students receive. nbgrader 0.9.6
 puts the hidden tests back into every autograded notebook (OverwriteCells restores test cells
@@ -15,16 +29,23 @@ metadata and the whole submission fails with `KeyError: 'grade_id'`. This versio
 emptied metadata instead, so the copies become ordinary cells.
 """
 
+import json
+import os
 import re
 
-from nbformat.v4 import new_output
+import nbformat
+import sandbox
+import submission_checks
+from nbformat.v4 import new_code_cell, new_output
 from nbgrader import utils
-from nbgrader.preprocessors import ClearHiddenTests
+from nbgrader.preprocessors import ClearHiddenTests, Execute
 from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
+from traitlets import Integer
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
 CONTEXT_LINE = re.compile(r"^\s*(?:-*>\s*)?(\d+)\s")  # a numbered source line in a frame
+QUOTE_REMOVED = "[line removed by the grader: it quotes a hidden test]"
 HIDDEN_MESSAGE = (
     "A hidden test failed: it checks your answer on inputs that are not shown in the notebook."
 )
@@ -71,7 +92,41 @@ def scrub_error(output, hidden):
 
 
 class StripHiddenTests(ClearHiddenTests):
-    """Remove hidden tests, and every trace of them in errors, from autograded test cells."""
+    """Remove hidden tests, and every trace of them in errors, from autograded test cells, and
+    every output line that quotes a hidden test line from any cell."""
+
+    def preprocess(self, nb, resources):
+        hidden, visible = set(), set()
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            numbers = hidden_line_numbers(cell.source, self.begin_test_delimeter,
+                                          self.end_test_delimeter)
+            for number, line in enumerate(cell.source.split("\n"), start=1):
+                (hidden if number in numbers else visible).add(line.strip())
+        self.leaks = {line for line in hidden - visible if len(line) >= 12
+                      and self.begin_test_delimeter not in line
+                      and self.end_test_delimeter not in line}
+        nb, resources = super().preprocess(nb, resources)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [self.scrub_quotes(o) for o in cell.outputs]
+        return nb, resources
+
+    def scrub_quotes(self, output):
+        def clean(text):
+            if not isinstance(text, str) or not any(leak in text for leak in self.leaks):
+                return text
+            return "\n".join(QUOTE_REMOVED if any(leak in line for leak in self.leaks) else line
+                             for line in text.split("\n"))
+        if "text" in output:
+            output.text = clean(output.text)
+        for key in list(output.get("data", {})):
+            output.data[key] = clean(output.data[key])
+        if "traceback" in output:
+            output.traceback = [clean(line) for line in output.traceback]
+            output.evalue = clean(output.evalue)
+        return output
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type != "code" or not utils.is_grade(cell):
@@ -95,3 +150,123 @@ class DeduplicateIds(NbgraderDeduplicateIds):
         if cell.metadata.get("nbgrader") == {}:
             del cell.metadata["nbgrader"]
         return cell, resources
+
+
+STDERR_NOTE = ("[written to stderr: shown here, never costs points]\n")
+KEEP_MIME = ("text/plain", "image/png", "image/jpeg")  # no HTML or script from student code
+
+
+class SandboxError(RuntimeError):
+    pass
+
+
+def clean_output(raw, limit):
+    """A checked copy of one output the sandbox returned, or None to drop it."""
+    if not isinstance(raw, dict):
+        return None
+
+    def text(value):
+        value = "".join(map(str, value)) if isinstance(value, list) else str(value)
+        return value if len(value) <= limit else value[:limit] + "\n[output cut by the grader]\n"
+    kind = raw.get("output_type")
+    if kind == "stream":
+        name = raw.get("name") if raw.get("name") in ("stdout", "stderr") else "stdout"
+        return new_output("stream", name=name, text=text(raw.get("text", "")))
+    if kind == "error":
+        trace = raw.get("traceback") if isinstance(raw.get("traceback"), list) else []
+        return new_output("error", ename=text(raw.get("ename", "Error"))[:200],
+                          evalue=text(raw.get("evalue", "")),
+                          traceback=[text(line) for line in trace[:200]])
+    if kind in ("display_data", "execute_result"):
+        data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
+        data = {k: text(v) for k, v in data.items() if k in KEEP_MIME}
+        if not data:
+            return None
+        if kind == "execute_result":
+            count = raw.get("execution_count")
+            return new_output(kind, data=data,
+                              execution_count=count if isinstance(count, int) else None)
+        return new_output(kind, data=data)
+    return None
+
+
+def write_notes(notes):
+    path = os.environ.get("LM10_NOTES")
+    if path:
+        with open(path, "w") as handle:
+            json.dump(notes, handle)
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute, with the student's code run in grading/sandbox.py."""
+
+    total_timeout = Integer(
+        900, help="Seconds the whole notebook may run in the sandbox before it is stopped."
+    ).tag(config=True)
+    output_chars = Integer(20_000, help="Characters kept of each output.").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        notes = {"flags": submission_checks.flags(nb), "isolated": sandbox.bwrap() is not None}
+        write_notes(notes)
+        restore = submission_checks.restore_source(nb)
+        prepared, origin = nbformat.from_dict(json.loads(json.dumps(nb))), []
+        prepared.cells = []
+        for index, cell in enumerate(nb.cells):
+            if submission_checks.is_test(cell):
+                prepared.cells.append(new_code_cell(restore, metadata={"lm10": "restore"}))
+                origin.append(None)
+            copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+            if copy.cell_type == "code":
+                copy.outputs, copy.execution_count = [], None
+            prepared.cells.append(copy)
+            origin.append(index)
+        if not notes["isolated"]:
+            self.log.warning(sandbox.NOT_ISOLATED)
+        limits = sandbox.Limits(output_chars=self.output_chars)
+        run = sandbox.execute(nbformat.writes(prepared), self.timeout, self.total_timeout,
+                              limits)
+        if run.timed_out:
+            notes["timeout"] = self.total_timeout
+            write_notes(notes)
+            raise SandboxError(f"still running after {self.total_timeout} s; stopped")
+        try:
+            executed = json.loads(run.notebook)
+            cells = executed["cells"]
+            assert isinstance(cells, list) and len(cells) == len(prepared.cells)
+        except (ValueError, KeyError, TypeError, AssertionError):
+            last = run.log.strip().splitlines()[-1:] or ["(nothing)"]
+            raise SandboxError(f"the sandbox returned no executed notebook (exit status "
+                               f"{run.returncode}; last line it printed: {last[0][:200]!r})"
+                               ) from None
+        stopped = executed.get("metadata", {}).get("lm10_stopped")
+        for sent, back, index in zip(prepared.cells, cells, origin, strict=True):
+            if index is None or sent.cell_type != "code":
+                continue
+            if not isinstance(back, dict) or back.get("source") not in (
+                    sent.source, sent.source.splitlines(keepends=True)):
+                raise SandboxError(f"the sandbox changed cell {index + 1}")
+            cell = nb.cells[index]
+            outputs = back.get("outputs") if isinstance(back.get("outputs"), list) else []
+            cell.outputs = [o for o in (clean_output(r, self.output_chars) for r in outputs[:100])
+                            if o is not None]
+            count = back.get("execution_count")
+            cell.execution_count = count if isinstance(count, int) else None
+            if any(o.output_type == "stream" and o.name == "stderr" for o in cell.outputs):
+                notes.setdefault("stderr", []).append(
+                    submission_checks.meta(cell).get("grade_id") or f"cell {index + 1}")
+                for o in cell.outputs:
+                    if o.output_type == "stream" and o.name == "stderr":
+                        o.name, o.text = "stdout", STDERR_NOTE + o.text
+        if isinstance(stopped, dict):
+            position = stopped.get("cell")
+            index = origin[position] if isinstance(position, int) and 0 <= position < len(
+                origin) else None
+            name = "a grader cell" if index is None else (
+                submission_checks.meta(nb.cells[index]).get("grade_id") or f"cell {index + 1}")
+            notes["stopped"] = f"{name}: {str(stopped.get('reason'))[:300]}"
+        notes["timed_out_cells"] = [
+            submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
+            for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+                o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)]
+        write_notes(notes)
+        return nb, resources

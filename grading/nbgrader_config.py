@@ -12,14 +12,24 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # for course_preprocessors below
 
-from course_preprocessors import DeduplicateIds, StripHiddenTests  # noqa: E402
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from course_preprocessors import (  # noqa: E402
+    DeduplicateIds,
+    SandboxedExecute,
+    StripHiddenTests,
+)
+from nbconvert.preprocessors import (  # noqa: E402
+    ClearMetadataPreprocessor,
+    CSSHTMLHeaderPreprocessor,
+)
 from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties,
     CheckCellMetadata,
     ClearOutput,
     GetGrades,
+    LimitOutput,
     OverwriteCells,
     OverwriteKernelspec,
+    SaveAutoGrades,
 )
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -43,13 +53,18 @@ c.Autograde.sanitize_preprocessors = [
     ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata,
 ]
 
+# Student code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py):
+# it replaces nbgrader's Execute, and its stderr never costs points, so nbgrader's
+# IgnorePattern is not needed. The rest is nbgrader's default autograding pipeline.
+c.Autograde.autograde_preprocessors = [
+    SandboxedExecute, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata,
+]
 # Seconds per cell (nbgrader's default is 30). Each lab's setup cell imports torch and
-# transformers, which took 30 s on a loaded 2-core machine; a cell that runs forever still
-# stops here, and grading/autograde.py bounds a whole submission (--timeout).
+# transformers, which took 30 s on a loaded 2-core machine; a cell still running after this is
+# interrupted and scores as an error, and the rest of the notebook is graded.
+# grading/autograde.py bounds a whole submission (--timeout, SandboxedExecute.total_timeout).
 c.Execute.timeout = 120
-# Second line of defence behind each lab's setup cell: stderr from a graded cell scores 0.
-c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"(Warning|warnings\.warn|TRANSFORMERS|huggingface)"
 
 # Feedback is what students see: remove the hidden tests (and any output that quotes them).
 c.GenerateFeedback.preprocessors = [GetGrades, StripHiddenTests, CSSHTMLHeaderPreprocessor]

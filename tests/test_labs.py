@@ -27,7 +27,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
-GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py"]
+GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
+                 "sandbox_exec.py", "submission_checks.py"]
 LABS = sorted(p.name for p in (ROOT / "solutions").glob("LM10-L*")
               if (p / f"{p.name}.ipynb").is_file())
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"

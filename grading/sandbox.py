@@ -1,0 +1,227 @@
+"""Run one prepared notebook in a sandbox and return the executed notebook; nothing else leaves.
+
+The grader process (nbgrader autograde, with `SandboxedExecute` from course_preprocessors.py)
+prepares the notebook, hidden tests restored, and calls `execute`. With bubblewrap (`bwrap`,
+Debian package `bubblewrap`) the notebook runs in new user, PID, network, IPC, UTS and mount
+namespaces that see only, read-only: the system's /usr (and /lib*, /bin), the Python
+installation, this virtual environment, the course library's source folder, the executor
+script and the SmolLM2 weight cache; writable: a private home (the working folder) and /tmp,
+both size-capped memory file systems that vanish at the end. No gradebook, no solutions/, no
+submissions, no network. When the executor ends, the PID namespace ends and the kernel takes
+every process the student started with it, detached or not. Resource limits apply to every
+process in it: file size, address space, process count, CPU time.
+
+Where bwrap is missing, or LM10_NO_SANDBOX=1 is set (the tests use it to try that path), the
+same executor runs as a plain process in a temporary folder with the same resource limits and
+a loud warning: the student's code can then read and write everything the grader's user can.
+"""
+
+import contextlib
+import importlib.util
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXECUTOR = HERE / "sandbox_exec.py"
+PYTHON = os.path.normpath(os.path.abspath(sys.executable))  # the venv's, not resolved
+NOT_ISOLATED = ("WARNING: bubblewrap (bwrap) is not installed: submissions run WITHOUT "
+                "isolation and can read and change the gradebook, the solutions and other "
+                "submissions. Install it: apt-get install bubblewrap")
+
+
+@dataclass
+class Limits:
+    memory_bytes: int = 8 << 30  # address space per process (torch reserves a lot)
+    file_bytes: int = 64 << 20  # largest file a process may write
+    processes: int = 512  # threads count: torch starts one per core
+    cpu_seconds: int = 3600
+    home_bytes: int = 256 << 20  # the private home and /tmp, each
+    output_chars: int = 20_000  # per output of a cell
+
+
+def bwrap():
+    """Path of bwrap, or None where it is missing or LM10_NO_SANDBOX=1 pretends so."""
+    if os.environ.get("LM10_NO_SANDBOX") == "1":
+        return None
+    return shutil.which("bwrap")
+
+
+def library_folders():
+    """Read-only folders the kernel needs: Python, this environment, the course library, the
+    SmolLM2 cache. Each is bound alone, so the repository around them stays invisible."""
+    folders = {Path(sys.base_prefix), Path(sys.prefix)}
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        folders.add(Path(sysconfig.get_paths()[name]))
+    spec = importlib.util.find_spec("lmcourse")
+    if spec and spec.origin:
+        folders.add(Path(spec.origin).resolve().parent)
+    folders = {f.resolve() for f in folders if f.exists()}
+    # Keep the outermost of nested folders only.
+    return sorted(f for f in folders if not any(o != f and o in f.parents for o in folders))
+
+
+def weight_cache():
+    """The course's SmolLM2 cache folder, if present (bound read-only for lab L3)."""
+    try:
+        from lmcourse.pretrained import cache_root
+    except ImportError:
+        return None
+    root = cache_root()
+    return root.resolve() if root.is_dir() else None
+
+
+def bwrap_command(bwrap_path, limits):
+    home = "/home/student"
+    command = [bwrap_path, "--unshare-all", "--die-with-parent", "--new-session",
+               "--cap-drop", "ALL", "--hostname", "sandbox", "--clearenv",
+               "--proc", "/proc", "--dev", "/dev",
+               "--size", str(limits.home_bytes), "--tmpfs", "/tmp",
+               "--size", str(limits.home_bytes), "--tmpfs", home]
+    finish = ["--remount-ro", "/"]  # the sandbox's own root: nothing to fill there
+    for system in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
+        path = Path(system)
+        if path.is_symlink():
+            command += ["--symlink", os.readlink(path), system]
+        elif path.is_dir():
+            command += ["--ro-bind", system, system]
+    if Path("/etc/ld.so.cache").exists():
+        command += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    for folder in library_folders():
+        command += ["--ro-bind", str(folder), str(folder)]
+    cache = weight_cache()
+    if cache:
+        command += ["--ro-bind", str(cache), "/opt/lmcourse-cache",
+                    "--setenv", "LMCOURSE_CACHE", "/opt/lmcourse-cache"]
+    command += ["--ro-bind", str(EXECUTOR), "/opt/grader/sandbox_exec.py",
+                "--chdir", home,
+                "--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp",
+                "--setenv", "PATH", f"{Path(PYTHON).parent}:/usr/bin:/bin",
+                "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+                "--setenv", "MPLBACKEND", "agg"]
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if name in os.environ:
+            command += ["--setenv", name, os.environ[name]]
+    return command + finish + ["--", PYTHON, "/opt/grader/sandbox_exec.py"]
+
+
+class ProcessGroup:
+    """A pids cgroup for one run, where the grader may make one (root, cgroup v1 or v2): it
+    caps the number of processes and threads (RLIMIT_NPROC does not bind root) and lets the
+    grader kill every process of the run, however detached. Elsewhere RLIMIT_NPROC alone."""
+
+    def __init__(self, limit):
+        self.path = None
+        for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+            if not (parent / "cgroup.procs").exists() or not os.access(parent, os.W_OK):
+                continue
+            path = parent / f"lm10-grade-{os.getpid()}-{id(self):x}"
+            try:
+                path.mkdir()
+                (path / "pids.max").write_text(str(limit))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            self.path = path
+            break
+
+    def join(self):
+        """In the child, before exec: move into the cgroup."""
+        if self.path:
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def close(self):
+        """Kill every process still in the cgroup, then remove it."""
+        if not self.path:
+            return
+        for _ in range(50):
+            pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+def set_limits(limits, group=None):
+    def apply():
+        if group:
+            group.join()
+        for name, value in ((resource.RLIMIT_AS, limits.memory_bytes),
+                            (resource.RLIMIT_FSIZE, limits.file_bytes),
+                            (resource.RLIMIT_NPROC, limits.processes),
+                            (resource.RLIMIT_CPU, limits.cpu_seconds),
+                            (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(name, (value, value))
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    return apply
+
+
+@dataclass
+class Execution:
+    notebook: str  # the executed notebook's JSON, "" when none came back
+    returncode: int
+    log: str  # the tail of what the sandbox printed (untrusted: the kernel writes there too)
+    isolated: bool
+    timed_out: bool = False  # still running after total_timeout: stopped
+
+
+def execute(notebook_json, cell_timeout, total_timeout, limits=None):
+    """Run `notebook_json` (the prepared notebook) in the sandbox; return an Execution."""
+    limits = limits or Limits()
+    path = bwrap()
+    with tempfile.TemporaryDirectory(prefix="lm10-grade-") as scratch:
+        scratch = Path(scratch)
+        if path:
+            command = bwrap_command(path, limits)
+            cwd, env = "/", {}
+        else:
+            home = scratch / "home"
+            home.mkdir()
+            command = [PYTHON, str(EXECUTOR)]
+            cwd = str(home)
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LMCOURSE_CACHE",
+                                                                  "OMP_NUM_THREADS")}
+            env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg")
+        result_path, log_path = scratch / "result.json", scratch / "log.txt"
+        with open(result_path, "w+b") as result, open(log_path, "w+b") as log:
+            command += [str(cell_timeout), str(limits.output_chars), str(result.fileno())]
+            group = ProcessGroup(limits.processes)
+            process = subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=log,
+                stderr=subprocess.STDOUT, pass_fds=(result.fileno(),),
+                preexec_fn=set_limits(limits, group), start_new_session=True)
+            try:
+                process.stdin.write(notebook_json.encode())
+                process.stdin.close()
+            except BrokenPipeError:
+                pass
+            timed_out = False
+            try:
+                returncode = process.wait(timeout=total_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                returncode, timed_out = -signal.SIGKILL, True
+            if not path:  # no PID namespace: stop what the student left behind ourselves
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            group.close()
+            result.seek(0)
+            notebook = result.read(limits.file_bytes + 1).decode("utf-8", "replace")
+            log.seek(max(0, log_path.stat().st_size - 4000))
+            tail = log.read().decode("utf-8", "replace")
+    return Execution(notebook, returncode, tail, isolated=bool(path), timed_out=timed_out)
+

@@ -1,0 +1,220 @@
+"""Read a prepared submission before it runs: flags for the report, references to restore.
+
+`flags(nb)` lists what in the student's cells (answer cells and cells they added) reaches past
+the lab: IPython's hooks (`get_ipython`, input and AST transformers, magics and shell escapes),
+code that runs strings (`exec`, `eval`, `compile`, `__import__`), files, processes and the
+interpreter (`open`, `os`, `subprocess`, `sqlite3`, `ctypes`, `sys`, ...), the kernel's input
+history (`In`, `_ih`), comparison methods that can claim equality with anything (`__eq__`), and
+any rebinding of a name that a locked setup cell defines (the references the tests compare
+against) or of an attribute of one (`torch.allclose = ...`). The parent reads the source, so
+no code in the kernel can hide a flag from it; obfuscation itself needs one of the flagged
+constructs. A flag costs no points: the report marks the submission for a person to read.
+
+`restore_source(nb)` is the code the grader runs before every test cell: the imports,
+functions and classes of the locked setup cells (so a test compares against the lab's own
+reference even if the student redefined it) and IPython's input and AST transformers and
+event callbacks put back as they were before the first cell ran.
+"""
+
+import ast
+import re
+
+from nbgrader import utils
+
+SUSPICIOUS_MODULES = {
+    "os", "sys", "subprocess", "sqlite3", "socket", "ctypes", "importlib", "builtins", "inspect",
+    "gc", "signal", "shutil", "pathlib", "glob", "io", "base64", "codecs", "pickle", "marshal",
+    "threading", "multiprocessing", "IPython", "ipykernel", "traitlets", "zmq", "jupyter_client",
+    "nbformat", "nbclient", "nbgrader", "urllib", "http", "requests", "asyncio", "pty", "fcntl",
+    "resource", "mmap", "tempfile", "runpy", "code", "dis", "types", "atexit", "sysconfig",
+}
+SUSPICIOUS_CALLS = {
+    "get_ipython": "uses get_ipython (IPython's hooks)",
+    "exec": "runs code from a string (exec)", "eval": "runs code from a string (eval)",
+    "compile": "compiles code from a string", "__import__": "imports by name (__import__)",
+    "open": "opens a file", "globals": "reaches the notebook's globals()",
+    "vars": "reaches a namespace with vars()", "setattr": "sets attributes by name (setattr)",
+    "delattr": "deletes attributes by name", "breakpoint": "calls breakpoint()",
+    "input": "reads input()", "exit": "calls exit()", "quit": "calls quit()",
+}
+HISTORY = re.compile(r"^(In|Out|_ih|_oh|_dh|_i\d*|_ii+|__builtins__|__builtin__|__loader__|"
+                     r"__spec__)$")
+DUNDER_DEFS = {"__eq__", "__ne__", "__hash__", "__bool__", "__lt__", "__le__", "__gt__",
+               "__ge__", "__instancecheck__", "__subclasscheck__", "__class__", "__getattr__",
+               "__getattribute__", "__float__", "__int__", "__index__", "__abs__", "__sub__",
+               "__rsub__", "__format__", "__len__", "__iter__", "__contains__", "__del__"}
+
+
+def meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_setup(cell):
+    """A locked code cell that is neither an answer nor a test: the lab's own code."""
+    m = meta(cell)
+    return cell.cell_type == "code" and m.get("locked") and not m.get("grade") and not m.get(
+        "solution")
+
+
+def is_student(cell):
+    """A code cell the student writes: an answer cell, or any cell they added."""
+    return cell.cell_type == "code" and not meta(cell).get("locked")
+
+
+def is_test(cell):
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def python_source(source):
+    """The cell as IPython runs it (magics and shell escapes become get_ipython calls)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 (IPython raises many kinds on broken input)
+        return source
+
+
+def parse(source):
+    try:
+        return ast.parse(python_source(source))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def bound_names(tree):
+    """Top-level names a module binds (imports, functions, classes, assignments)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def setup_names(nb):
+    names = set()
+    for cell in nb.cells:
+        if is_setup(cell) and (tree := parse(cell.source)):
+            names |= bound_names(tree)
+    return names
+
+
+def root_name(node):
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def cell_flags(tree, protected):
+    """(line, reason) for every suspicious construct in one parsed cell."""
+    found = []
+    local_names = set()  # names bound inside functions shadow nothing at the top level
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            local_names |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+                node.module or ""]
+            for module in modules:
+                if module.split(".")[0] in SUSPICIOUS_MODULES:
+                    found.append((line, f"imports {module}"))
+            for alias in node.names:
+                if (alias.asname or "") in protected:
+                    found.append((line, f"rebinds {alias.asname}, defined by the setup cell"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                node.func.id in SUSPICIOUS_CALLS):
+            found.append((line, SUSPICIOUS_CALLS[node.func.id]))
+        elif isinstance(node, ast.Name) and HISTORY.match(node.id):
+            found.append((line, f"reads {node.id} (the kernel's history or internals)"))
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr in (
+                DUNDER_DEFS | {"__dict__", "__globals__", "__code__", "__builtins__",
+                               "__subclasses__", "__closure__"}):
+            found.append((line, f"uses {node.attr}"))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                node.name in DUNDER_DEFS):
+            found.append((line, f"defines {node.name} (it can make a wrong answer compare "
+                                "equal)"))
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                if name in protected:
+                    found.append((line, f"rebinds {name}, defined by the setup cell"))
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+            targets = (node.targets if isinstance(node, ast.Assign | ast.Delete)
+                       else [node.target])
+            for target in targets:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Attribute | ast.Subscript) and (
+                            root_name(part) in protected):
+                        found.append((line, f"changes {ast.unparse(part)}, part of the "
+                                            "setup cell's "
+                                            f"{root_name(part)}"))
+                        break
+    for node in tree.body:  # top-level definitions that replace a setup name
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                node.name in protected):
+            found.append((node.lineno, f"redefines {node.name}, defined by the setup cell"))
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in protected:
+                    found.append((node.lineno, f"rebinds {target.id}, defined by the setup "
+                                               "cell"))
+    del local_names
+    return found
+
+
+def flags(nb):
+    """Suspicious constructs in the student's cells, as report phrases, in notebook order."""
+    protected = setup_names(nb)
+    phrases = []
+    for index, cell in enumerate(nb.cells):
+        if not is_student(cell):
+            continue
+        where = meta(cell).get("grade_id") or f"cell {index + 1}"
+        tree = parse(cell.source)
+        if tree is None:
+            continue  # a syntax error is the student's loss, not a flag
+        seen = set()
+        for line, reason in sorted(cell_flags(tree, protected)):
+            if reason not in seen:
+                seen.add(reason)
+                phrases.append(f"{where} line {line}: {reason}")
+    return phrases
+
+
+RESET = '''
+import IPython.core.inputtransformer2 as _lm10_it2
+_lm10_shell = get_ipython()
+_lm10_shell.input_transformer_manager = _lm10_it2.TransformerManager()
+_lm10_shell.ast_transformers[:] = []
+for _lm10_callbacks in _lm10_shell.events.callbacks.values():
+    _lm10_callbacks[:] = [c for c in _lm10_callbacks
+                          if getattr(c, "__module__", None) != "__main__"]
+del _lm10_it2, _lm10_shell, _lm10_callbacks
+'''
+
+
+def restore_source(nb):
+    """Code run before each test cell: the setup cells' definitions and IPython's hooks."""
+    parts = ["# grader: the lab's references and IPython's hooks, as the setup cell made them"]
+    for cell in nb.cells:
+        if not is_setup(cell) or (tree := parse(cell.source)) is None:
+            continue
+        source = python_source(cell.source)
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef
+                          | ast.AsyncFunctionDef | ast.ClassDef):
+                first = min([node.lineno] + [d.lineno for d in getattr(
+                    node, "decorator_list", [])])
+                lines = source.split("\n")[first - 1:node.end_lineno]
+                parts.append("\n".join(lines))
+    parts.append(RESET.strip())
+    return "\n".join(parts) + "\n"
