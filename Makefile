@@ -16,7 +16,7 @@ TORCH_INDEX ?=
 # Jupyter refuses to run as root (containers, CI) without this flag.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup lab test lint notebooks release autograde feedback grades bench clean
+.PHONY: setup lab test test-perturbed lint notebooks release autograde feedback grades bench clean
 
 setup: $(STAMP)
 
@@ -37,9 +37,22 @@ lab: setup
 lint: setup
 	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
 
+# Strict nbval: re-execute every lesson and compare its stored outputs.
+NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
 test: setup lint
 	$(RUN) $(BIN)/python -m pytest tests
-	$(RUN) $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+	$(RUN) $(NBVAL)
+	$(MAKE) --no-print-directory test-perturbed
+
+# The stored outputs must hold on other machines too. Here they are compared again as another
+# machine would present them: torch's generic CPU kernels instead of this CPU's vector ones, one
+# thread, and an empty course cache (the SmolLM2 weights converted afresh).
+test-perturbed: setup
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	echo "strict nbval, perturbed: ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 LMCOURSE_CACHE=$$scratch" && \
+	$(RUN) ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 LMCOURSE_CACHE="$$scratch" $(NBVAL)
+
 
 # Re-execute every lesson in place and store its outputs (what strict nbval compares).
 notebooks: setup

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 BUSY_SPREAD = 0.25  # interquartile range / median above which a measurement is called noisy
-UNITS = {"s": 1.0, "ms": 1e3, "µs": 1e6}
+UNITS = {"s": (1.0, 3), "ms": (1e3, 2), "µs": (1e6, 1)}  # unit: (scale, decimals)
 
 
 @dataclass(frozen=True)
@@ -87,10 +87,11 @@ class Comparison:
             raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
         if baseline is not None:
             self._get(baseline)
+        scale, decimals = UNITS[unit]
         width = max(len(t.name) for t in self.timings)
         lines = []
         for t in self.timings:
-            line = (f"{t.name:<{width}}  median {t.median * UNITS[unit]:9.1f} {unit}  "
+            line = (f"{t.name:<{width}}  median {t.median * scale:9.{decimals}f} {unit}  "
                     f"spread {t.spread:4.0%}  ({len(t.seconds)} runs, {self.threads} "
                     f"thread{'s' if self.threads > 1 else ''})")
             if per_label:
