@@ -53,7 +53,6 @@ test-perturbed: setup
 	echo "strict nbval, perturbed: ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 LMCOURSE_CACHE=$$scratch" && \
 	$(RUN) ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 LMCOURSE_CACHE="$$scratch" $(NBVAL)
 
-
 # Re-execute every lesson in place and store its outputs (what strict nbval compares).
 notebooks: setup
 	$(RUN) $(BIN)/jupyter nbconvert --to notebook --execute --inplace lessons/*.ipynb
@@ -69,15 +68,18 @@ release: setup
 	$(NEED_LAB)
 	$(NBGRADER) generate_assignment $(LAB) --force
 
-# Every grading/submitted/<student>/$(LAB)/, in parallel (JOBS=n, default every core).
+# Every grading/submitted/<student>/$(LAB)/, in parallel (JOBS=n, default every core), each in
+# a bubblewrap sandbox (grading/README.md).
 autograde: setup
 	$(NEED_LAB)
 	$(RUN) $(BIN)/python grading/autograde.py $(LAB) $(if $(JOBS),--jobs $(JOBS))
 
-# HTML feedback in grading/feedback/<student>/$(LAB)/, hidden tests removed.
+# HTML feedback in grading/feedback/<student>/$(LAB)/, hidden tests removed; nothing but the
+# HTML pages is handed back (nbgrader copies every file of the autograded folder).
 feedback: setup
 	$(NEED_LAB)
 	$(NBGRADER) generate_feedback $(LAB) --force
+	test ! -d grading/feedback || find grading/feedback -path '*/$(LAB)/*' ! -type d ! -name '*.html' -print -delete
 
 # One line per student and lab: grading/grades.csv.
 grades: setup

@@ -1,0 +1,507 @@
+"""Hostile and broken submissions of LM10-L2, graded end to end in one real batch.
+
+A temporary course (this repository's grading tools and lab sources) receives honest, broken
+and hostile submissions: students reading and rewriting the gradebook, reading the solutions
+and classmates' work, leaving detached processes behind, writing outside their folder,
+neutralising tests through IPython's hooks, returning objects equal to anything, redefining
+the reference a test compares against, looping forever, flooding the output, writing to stderr,
+renaming their notebook, and notebooks that do not parse, are missing or are links. One
+`grading/autograde.py` batch grades them all in sandboxes (bubblewrap; .ci/run installs it),
+then feedback is generated. The tests check every student's status, score and report reason;
+that no correct answer lost a point; that the gradebook, the solutions, the other submissions
+and every file outside the autograded and feedback folders are unchanged, and nothing was
+readable; that feedback holds only HTML pages without hidden tests; and that no process
+outlived the batch. A second, one-student run without the sandbox (LM10_NO_SANDBOX=1) must
+still grade, warn loudly, and merge its line into the batch's report.
+"""
+
+import copy
+import csv
+import hashlib
+import html
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from lab_cases import fill, solution_answers
+from nbgrader.api import Gradebook
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = "LM10-L2"
+GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
+                 "sandbox_exec.py", "submission_checks.py"]
+MARKER = "lm10hostile"  # in the command line of every process a hostile submission starts
+CELL_TIMEOUT = 40  # the setup cell imports transformers: allow for a loaded machine
+BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+PRIVATE_TMP = "/tmp/lm10-planted.txt"  # writable in the sandbox (its own /tmp), never here
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sandbox_installed():
+    """CI (.ci/run sets LM10_REQUIRE_SANDBOX=1) must have bubblewrap; elsewhere, skip loudly."""
+    if shutil.which("bwrap") is None:
+        message = "bubblewrap is not installed: apt-get install bubblewrap (.ci/run does)"
+        if os.environ.get("LM10_REQUIRE_SANDBOX") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+WRONG_FLOPS = '''
+def attention_flops_per_token(d, heads, kv_heads, layers, context):
+    head_dim = d // heads
+    projections = 2 * attention_parameters(d, heads, kv_heads)
+    return layers * (projections + 2 * 2 * kv_heads * head_dim * context)  # kv_heads: wrong
+'''
+
+
+def answers(**extra):
+    """The solution's answers, with `extra` code appended to the named answer cells."""
+    found = solution_answers(LAB, ROOT)
+    for grade_id, code in extra.items():
+        found[grade_id] = found[grade_id] + "\n" + code
+    return found
+
+
+def attacks(course):
+    """Answer-cell code for every hostile submission; `course` is the temporary course."""
+    grading, db = course / "grading", course / "grading" / "gradebook.db"
+    paths = [str(db), "../../../gradebook.db", "../../gradebook.db",
+             str(course / "solutions" / LAB / f"{LAB}.ipynb"),
+             str(ROOT / "solutions" / LAB / f"{LAB}.ipynb"),
+             str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb"),
+             str(ROOT / "grading" / "gradebook.db")]
+    probe = f'''
+for path in {paths!r}:
+    try:
+        with open(path, "rb") as handle:
+            handle.read(100)
+        print("READ-OK", path)
+    except OSError as error:
+        print("READ-DENIED", path, type(error).__name__)
+'''
+    tamper = f'''
+import sqlite3
+import subprocess
+import sys
+for path in {[str(db), "../../../gradebook.db"]!r}:
+    try:
+        con = sqlite3.connect("file:" + path + "?mode=rw", uri=True, timeout=1)
+        con.execute("UPDATE grade SET manual_score = max_score")
+        con.commit()
+        print("WRITE-OK", path)
+    except Exception as error:
+        print("WRITE-DENIED", path, type(error).__name__)
+later = {f"""
+import sqlite3, time  # {MARKER}
+for _ in range(60):
+    time.sleep(1)
+    try:
+        con = sqlite3.connect("file:{db}?mode=rw", uri=True, timeout=1)
+        con.execute("UPDATE grade SET auto_score = 0")
+        con.commit()
+    except Exception:
+        pass
+"""!r}
+subprocess.Popen([sys.executable, "-c", later], start_new_session=True)
+for path in {[str(course / "solutions" / "planted.txt"), str(grading / "planted.txt"),
+              "../../planted.txt", PRIVATE_TMP]!r}:
+    try:
+        with open(path, "w") as handle:
+            handle.write("planted")
+        print("WRITE-OK", path)
+    except OSError as error:
+        print("WRITE-DENIED", path, type(error).__name__)
+'''
+    leak = f'''
+import shutil
+for path in {[str(db), str(course / "solutions" / LAB / f"{LAB}.ipynb")]!r}:
+    try:
+        shutil.copy(path, ".")
+        print("COPY-OK", path)
+    except OSError as error:
+        print("COPY-DENIED", path, type(error).__name__)
+with open("stolen.txt", "w") as handle:
+    handle.write("anything a student writes stays in the sandbox")
+print("\\n".join(In))  # every cell the kernel ran so far, hidden tests included
+'''
+    peek = f'''
+import json
+source = json.load(open({str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb")!r}))
+for cell in source["cells"]:
+    if cell["metadata"].get("nbgrader", {{}}).get("solution") and cell["cell_type"] == "code":
+        exec("".join(cell["source"]), globals())
+'''
+    hog = f'''
+try:
+    memory = bytearray(64 << 30)
+except MemoryError:
+    print("64 GB: MemoryError")
+try:
+    with open("big.bin", "wb") as handle:
+        for _ in range(1024):
+            handle.write(b"x" * (1 << 20))
+except OSError as error:
+    print("1 GB file:", error)
+import subprocess
+subprocess.Popen(["sh", "-c", "sleep 600 # {MARKER}"], start_new_session=True)
+children = []
+try:
+    for _ in range(5000):
+        children.append(subprocess.Popen(["sleep", "300"]))
+except OSError as error:
+    print(len(children), "processes, then", error)
+for child in children:
+    child.kill()
+    child.wait()
+'''
+    return {"probe": probe, "tamper": tamper, "leak": leak, "peek": peek, "hog": hog}
+
+
+TRANSFORMER = '''
+def _neutralise(lines):
+    if lines and lines[0].startswith("# Tests for"):
+        body = ["    " + line for line in lines]
+        return ["try:\\n"] + body + ["\\nexcept BaseException:\\n    pass\\n"]
+    return lines
+get_ipython().input_transformers_cleanup.append(_neutralise)
+'''
+AST_CHEAT = '''
+import ast
+class _DropAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+    def visit_Raise(self, node):
+        return ast.Pass()
+get_ipython().ast_transformers.append(_DropAsserts())
+'''
+ALWAYS_EQUAL = '''
+class Anything(int):
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    def __gt__(self, other):
+        return True
+    def __hash__(self):
+        return 0
+    def __format__(self, spec):
+        return "0"
+def attention_parameters(d, heads, kv_heads):
+    return Anything()
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    return Anything()
+def attention_flops_per_token(d, heads, kv_heads, layers, context):
+    return Anything()
+def compare_variants(d, heads, layers, gqa_kv_heads, context):
+    row = {"parameters": Anything(), "cache_bytes": Anything(), "flops": Anything()}
+    return {"MHA": row, "GQA": row, "MQA": row}
+def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    return Anything()
+'''
+REDEFINE_REFERENCE = '''
+def measured_attention_flops(d, heads, kv_heads, context):
+    return attention_flops_per_token(d, heads, kv_heads, 1, context)
+'''
+STDERR = '''
+import logging
+_solution_cache_bytes = cache_bytes_per_token
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    if bytes_per_number != 2:
+        logging.warning("cache_bytes_per_token: %d bytes per number", bytes_per_number)
+    return _solution_cache_bytes(layers, kv_heads, head_dim, bytes_per_number)
+'''
+HARD_LOOP = '''
+while True:
+    try:
+        while True:
+            pass
+    except KeyboardInterrupt:
+        pass
+'''
+EXIT_KERNEL = "import os\nos._exit(0)\n"
+FLOOD = 'print("x" * 50_000_000)\nfor i in range(200_000):\n    print(i)\n'
+
+
+def submissions(released, course):
+    """{student: notebook, or a callable that fills the student's folder}."""
+    attack = attacks(course)
+    stubs = copy.deepcopy(released)
+    subs = {
+        "ok": fill(released, answers()),
+        "stderr": fill(released, answers(l2_cache=STDERR)),
+        "sysexit": fill(released, answers(l2_serving="raise SystemExit(1)")),
+        "flood": fill(released, answers(l2_attention=FLOOD)),
+        "blank": stubs,
+        "wrong": fill(released, dict(answers(), l2_flops=WRONG_FLOPS)),
+        "refpatch": fill(released, dict(answers(), l2_flops=WRONG_FLOPS + REDEFINE_REFERENCE)),
+        "alwayseq": fill(released, {"l2_attention": ALWAYS_EQUAL}),
+        "transformer": fill(released, {"l2_attention": TRANSFORMER + released.cells[3].source}),
+        "astcheat": fill(released, {"l2_attention": AST_CHEAT + released.cells[3].source}),
+        "loop": fill(released, dict(answers(), l2_flops="while True:\n    pass\n"
+                                    + answers()["l2_flops"])),
+        "hardloop": fill(released, answers(l2_serving=HARD_LOOP)),
+        "exitkernel": fill(released, answers(l2_serving=EXIT_KERNEL)),
+        "tamper": fill(released, answers(l2_attention=attack["tamper"])),
+        "leak": fill(released, answers(l2_attention=attack["probe"], l2_serving=attack["leak"])),
+        "peek": fill(released, {"l2_attention": attack["peek"]}),
+        "hog": fill(released, answers(l2_cache=attack["hog"])),
+    }
+    kernel = fill(released, answers())
+    kernel.metadata["kernelspec"] = {"name": "no-such-kernel", "display_name": "nothing",
+                                     "language": "python"}
+    subs["badkernel"] = kernel
+    deleted = copy.deepcopy(released)
+    deleted.cells = []
+    subs["nocells"] = deleted
+    return subs
+
+
+def tree_digest(folder, skip=()):
+    """{relative path: sha256} of every file under `folder`, except under `skip` prefixes."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if any(relative.startswith(s) for s in skip):
+            continue
+        if path.is_symlink():
+            found[relative] = f"link to {os.readlink(path)}"
+        elif path.is_file():
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def marked_processes():
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if MARKER in command and "pytest" not in command:
+                found.append(f"{entry.name}: {command[:120]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory, sandbox_installed):
+    course = tmp_path_factory.mktemp("hostile-course")
+    grading = course / "grading"
+    grading.mkdir()
+    for name in GRADING_FILES:
+        shutil.copy(ROOT / "grading" / name, grading / name)
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", LAB,
+                           "--force"], cwd=grading, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    released = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    submitted = grading / "submitted"
+    for student, nb in submissions(released, course).items():
+        (submitted / student / LAB).mkdir(parents=True)
+        nbformat.write(nb, submitted / student / LAB / f"{LAB}.ipynb")
+    folder = lambda student: (submitted / student / LAB).mkdir(parents=True) or (  # noqa: E731
+        submitted / student / LAB)
+    nbformat.write(fill(released, answers()), folder("renamed") / f"{LAB} (1).ipynb")
+    (folder("badjson") / f"{LAB}.ipynb").write_text('{"cells": [ this is not json')
+    (folder("emptydir") / "notes.txt").write_text("I forgot to attach it")
+    nbformat.write(released, folder("twonotebooks") / "draft.ipynb")
+    nbformat.write(released, submitted / "twonotebooks" / LAB / "final.ipynb")
+    (folder("link") / f"{LAB}.ipynb").symlink_to(grading / "gradebook.db")
+
+    with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
+        source_cells = {c.name: c.source for c in gradebook.find_notebook(LAB, LAB).source_cells}
+    outside = {PRIVATE_TMP: Path(PRIVATE_TMP).exists()}
+    skip = ("grading/autograded/", "grading/feedback/", "grading/gradebook.db",
+            "grading/autograde-", "grading/__pycache__/")
+    before = tree_digest(course, skip)
+    repository_before = tree_digest(ROOT / "solutions")
+
+    sys.path.insert(0, str(grading))
+    try:
+        autograde = importlib.import_module("autograde")
+        importlib.reload(autograde)
+    finally:
+        sys.path.pop(0)
+    results = {r.student: r for r in autograde.autograde(
+        LAB, grading=grading, jobs=2, timeout=400, cell_timeout=CELL_TIMEOUT)}
+    survivors = marked_processes()
+    after = tree_digest(course, skip)
+
+    with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
+        scores = {}
+        manual = {}
+        for student in results:
+            notebook = gradebook.find_submission_notebook(LAB, LAB, student)
+            scores[student] = sum(g.score for g in notebook.grades)
+            manual[student] = [g.name for g in notebook.grades if g.manual_score is not None]
+        source_after = {c.name: c.source for c in gradebook.find_notebook(LAB, LAB).source_cells}
+    feedback = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", LAB,
+                               "--force"], cwd=grading, env=env, capture_output=True,
+                              text=True)
+    return {"course": course, "results": results, "scores": scores, "manual": manual,
+            "survivors": survivors, "before": before, "after": after,
+            "repository_before": repository_before, "outside": outside,
+            "source_cells": source_cells, "source_after": source_after,
+            "feedback": feedback, "autograde": autograde, "env": env}
+
+
+EXPECTED = {  # student: (status, autograded points of 10, words the report must contain)
+    "ok": ("graded", 10, "all autograded tests passed"),
+    "renamed": ("graded", 10, f"graded {LAB} (1).ipynb as {LAB}.ipynb"),
+    "badkernel": ("graded", 10, "all autograded tests passed"),
+    "stderr": ("graded", 10, "stderr (not penalised) in l2_test_cache"),
+    "sysexit": ("graded", 10, "all autograded tests passed"),
+    "flood": ("graded", 10, "all autograded tests passed"),
+    "blank": ("graded", 0, "first failure l2_test_attention: NotImplementedError"),
+    "wrong": ("graded", 6, "first failure l2_test_flops: AssertionError"),
+    "refpatch": ("flagged", 6, "redefines measured_attention_flops"),
+    "alwayseq": ("flagged", 0, "must give exactly type int, got __main__.Anything"),
+    "transformer": ("flagged", 0, "uses get_ipython"),
+    "astcheat": ("flagged", 0, "uses get_ipython"),
+    "loop": ("graded", 6, "l2_flops stopped after the per-cell time limit"),
+    "hardloop": ("graded", 8, "stopped l2_serving: it ran past"),
+    "exitkernel": ("flagged", 8, "stopped l2_serving: the kernel died"),
+    "tamper": ("flagged", 10, "imports sqlite3"),
+    "leak": ("flagged", 10, "reads In"),
+    "peek": ("flagged", 0, "opens a file"),
+    "hog": ("flagged", 10, "imports subprocess"),
+    "badjson": ("error", 0, "NotJSONError"),
+    "emptydir": ("error", 0, "no notebook in the submission folder"),
+    "twonotebooks": ("error", 0, f"2 notebooks (draft.ipynb, final.ipynb) and none named "
+                                 f"{LAB}.ipynb"),
+    "link": ("error", 0, "is a link, not a notebook file"),
+    "nocells": ("error", 0, "none of the lab's answer cells"),
+}
+
+
+def test_every_submission_scores_what_it_earned(batch):
+    results, scores = batch["results"], batch["scores"]
+    assert set(results) == set(EXPECTED), sorted(set(results) ^ set(EXPECTED))
+    wrong = {}
+    for student, (status, points, reason) in EXPECTED.items():
+        r = results[student]
+        if (r.status, r.score, scores[student]) != (status, points, points) or (
+                reason not in r.message) or not r.message:
+            wrong[student] = (r.status, r.score, scores[student], r.message)
+    assert not wrong, "\n".join(f"{s}: got {w}, expected {EXPECTED[s]}" for s, w in wrong.items())
+
+
+def test_no_grade_was_written_by_a_student(batch):
+    assert not any(batch["manual"].values()), f"manual scores appeared: {batch['manual']}"
+    assert batch["source_after"] == batch["source_cells"], "the gradebook's source cells changed"
+    for student, r in batch["results"].items():
+        assert r.max_score == 13.0, f"{student}: maximum {r.max_score}"
+
+
+def test_nothing_outside_the_grading_outputs_changed(batch):
+    before, after = batch["before"], batch["after"]
+    added = sorted(set(after) - set(before))
+    assert added == [f"grading/submitted/renamed/{LAB}/{LAB}.ipynb"], added
+    changed = sorted(p for p in before if after.get(p) != before[p])
+    assert not changed, f"files changed or removed by grading: {changed}"
+    assert tree_digest(ROOT / "solutions") == batch["repository_before"]
+    assert not Path(PRIVATE_TMP).exists() or batch["outside"][PRIVATE_TMP], (
+        f"a submission wrote {PRIVATE_TMP} on the grader's machine")
+
+
+def test_nothing_outside_the_submission_was_readable(batch):
+    autograded = batch["course"] / "grading" / "autograded"
+    for student in ("tamper", "leak", "peek"):
+        nb = nbformat.read(autograded / student / LAB / f"{LAB}.ipynb", as_version=4)
+        text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                         for o in c.outputs)
+        # The sandbox's own /tmp is private and writable: the host's is checked elsewhere.
+        reached = [line for line in text.split("\n") if re.match(r"(READ|WRITE|COPY)-OK", line)
+                   and PRIVATE_TMP not in line]
+        assert not reached, f"{student} reached out: {reached}"
+        assert student == "peek" or re.search(r"(READ|WRITE|COPY)-DENIED", text), (
+            f"blind check: {student}'s attack did not run:\n{text[:2000]}")
+
+
+def test_no_process_outlived_the_batch(batch):
+    assert not batch["survivors"], f"still running after the batch: {batch['survivors']}"
+
+
+def test_resource_limits_held(batch):
+    nb = nbformat.read(batch["course"] / "grading" / "autograded" / "hog" / LAB / f"{LAB}.ipynb",
+                       as_version=4)
+    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                     for o in c.outputs)
+    assert "64 GB: MemoryError" in text and "File too large" in text, text[:2000]
+    assert re.search(r"\d+ processes, then", text), text[:2000]
+    flood = batch["course"] / "grading" / "autograded" / "flood" / LAB / f"{LAB}.ipynb"
+    assert flood.stat().st_size < 1_000_000, f"flood's notebook is {flood.stat().st_size:,} bytes"
+
+
+def test_feedback_holds_only_pages_without_hidden_tests(batch):
+    assert batch["feedback"].returncode == 0, batch["feedback"].stderr[-3000:]
+    feedback = batch["course"] / "grading" / "feedback"
+    files = [p for p in feedback.rglob("*") if p.is_file()]
+    assert files and all(p.suffix == ".html" for p in files), sorted(map(str, files))
+    hidden = set()
+    for source in batch["source_cells"].values():
+        inside = False
+        for line in source.split("\n"):
+            inside = inside or BEGIN in line
+            if inside and len(line.strip()) >= 12 and BEGIN not in line and END not in line:
+                hidden.add(line.strip())
+            inside = inside and END not in line
+    released = (batch["course"] / "labs" / LAB / f"{LAB}.ipynb").read_text()
+    released = "\n".join(c.source for c in nbformat.reads(released, as_version=4).cells)
+    hidden = {line for line in hidden if line not in released}
+    assert len(hidden) > 10, "blind check: no hidden-only lines found"
+    for page in files:
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        shown = [line for line in hidden if line in text]
+        assert not shown, f"{page.relative_to(feedback)} shows hidden tests: {shown[:3]}"
+    leak = html.unescape((feedback / "leak" / LAB / f"{LAB}.html").read_text())
+    assert "it quotes a hidden test" in leak, "blind check: the leak's printout is not there"
+
+
+def test_report_csv_lists_every_student_with_a_reason(batch):
+    report = batch["course"] / "grading" / f"autograde-{LAB}.csv"
+    rows = {row["student"]: row for row in csv.DictReader(report.open())}
+    assert set(rows) == set(EXPECTED)
+    assert all(row["message"] for row in rows.values()), [s for s, r in rows.items()
+                                                          if not r["message"]]
+
+
+def test_without_bubblewrap_grading_still_works_and_warns(batch):
+    """One student again with LM10_NO_SANDBOX=1: graded, loudly not isolated, report merged."""
+    grading = batch["course"] / "grading"
+    env = dict(batch["env"], LM10_NO_SANDBOX="1")
+    done = subprocess.run([sys.executable, "autograde.py", LAB, "--student", "ok",
+                           "--cell-timeout", str(CELL_TIMEOUT)], cwd=grading, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "submissions run WITHOUT isolation" in done.stderr, done.stderr[-2000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("ok "))
+    assert re.search(r"graded\s+10\.0 / 13\.0", line), line
+    assert "NOT ISOLATED" in line, line
+    rows = {row["student"]: row for row in csv.DictReader(
+        (grading / f"autograde-{LAB}.csv").open())}
+    assert set(rows) == set(EXPECTED), "rerunning one student must keep the batch's other rows"
+    assert "NOT ISOLATED" in rows["ok"]["message"] and rows["stderr"]["status"] == "graded"
+    assert json.loads(json.dumps(rows["ok"]))["score"] == "10.0"
+
+
+def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
+    """`loop` again with a 15 s limit for the whole notebook and 100 s per cell."""
+    grading = batch["course"] / "grading"
+    done = subprocess.run([sys.executable, "autograde.py", LAB, "--student", "loop",
+                           "--timeout", "15", "--cell-timeout", "100"], cwd=grading,
+                          env=batch["env"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("loop "))
+    assert re.search(r"timeout\s+0\.0 / 13\.0", line), line
+    assert "still running after 15 s; stopped" in line, line
+    with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
+        notebook = gradebook.find_submission_notebook(LAB, LAB, "loop")
+        assert sum(g.score for g in notebook.grades) == 0
