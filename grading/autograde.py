@@ -363,6 +363,10 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
         sys.path.remove(str(grading))
     if sandbox.bwrap() is None:
         print(sandbox.NOT_ISOLATED, file=sys.stderr, flush=True)
+    elif problem := sandbox.probe():
+        raise ValueError(f"bubblewrap is installed but cannot make a sandbox here: {problem}. "
+                         "Fix that (user namespaces must be allowed), or grade without "
+                         "isolation, knowingly: LM10_NO_SANDBOX=1")
     source = root / "solutions" / lab / f"{lab}.ipynb"
     if source.is_file() and "pretrained" in source.read_text():
         # The sandbox reads the SmolLM2 cache read-only: convert it here, once, if needed.
@@ -394,6 +398,7 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
             result, found, note = future.result()
             results[result.student], notes[result.student] = result, found
             extra[result.student] = note
+    sandbox.sweep_groups()
     ordered = [results[s] for s in students]
     record(ordered, lab, db_url, course_id)
     for r in ordered:

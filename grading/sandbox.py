@@ -113,6 +113,43 @@ def bwrap_command(bwrap_path, limits):
     return command + finish + ["--", PYTHON, "/opt/grader/sandbox_exec.py"]
 
 
+def probe():
+    """"" if bwrap can make this module's sandbox here, else why not (its own words)."""
+    path = bwrap()
+    if not path:
+        return ""
+    command = bwrap_command(path, Limits())
+    command = command[:command.index("--")] + ["--", PYTHON, "-c", "pass"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{type(error).__name__}: {error}"
+    if done.returncode == 0:
+        return ""
+    return (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}")[:300]
+
+
+def sweep_groups():
+    """Remove the pids cgroups of grader processes that died (killed at a timeout) before
+    they could remove their own; kill whatever is still in them first."""
+    for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        for path in parent.glob("lm10-grade-*"):
+            try:
+                owner = int(path.name.split("-")[2])
+                os.kill(owner, 0)
+                continue  # its grader is alive and will remove it
+            except (ValueError, IndexError):
+                continue
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+            group = ProcessGroup.__new__(ProcessGroup)
+            group.path = path
+            with contextlib.suppress(OSError):
+                group.close()
+
+
 class ProcessGroup:
     """A pids cgroup for one run, where the grader may make one (root, cgroup v1 or v2): it
     caps the number of processes and threads (RLIMIT_NPROC does not bind root) and lets the

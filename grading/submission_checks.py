@@ -114,10 +114,6 @@ def root_name(node):
 def cell_flags(tree, protected):
     """(line, reason) for every suspicious construct in one parsed cell."""
     found = []
-    local_names = set()  # names bound inside functions shadow nothing at the top level
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            local_names |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -167,7 +163,6 @@ def cell_flags(tree, protected):
                 if isinstance(target, ast.Name) and target.id in protected:
                     found.append((node.lineno, f"rebinds {target.id}, defined by the setup "
                                                "cell"))
-    del local_names
     return found
 
 

@@ -505,3 +505,20 @@ def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
         notebook = gradebook.find_submission_notebook(LAB, LAB, "loop")
         assert sum(g.score for g in notebook.grades) == 0
+
+
+def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
+    """A bwrap that cannot make namespaces (as in some containers) must not zero everyone."""
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    grading = batch["course"] / "grading"
+    report = (grading / f"autograde-{LAB}.csv").read_text()
+    env = dict(batch["env"], PATH=f"{tmp_path}{os.pathsep}{batch['env']['PATH']}")
+    done = subprocess.run([sys.executable, "autograde.py", LAB, "--student", "ok"], cwd=grading,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot make a sandbox here: bwrap: No permissions" in done.stderr, done.stderr
+    assert "LM10_NO_SANDBOX=1" in done.stderr
+    assert (grading / f"autograde-{LAB}.csv").read_text() == report, "nothing may be graded"
