@@ -13,6 +13,7 @@ from lmcourse.count import (
     breakdown,
     cache_bytes,
     cached_tokens,
+    decode_step,
     describe,
     flops_per_token,
     table,
@@ -265,3 +266,31 @@ def test_bad_input_raises_value_error_naming_field_and_valid_values(case):
     make, message = BAD_INPUTS[case]
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_decode_step_reads_the_weights_once_and_every_sequences_cache():
+    llama = configs.load("Llama-3.1-8B")  # untied: the input table is read one row per sequence
+    info, spec = describe(llama), as_spec(llama)
+    for batch in (1, 8, 64):
+        step = decode_step(llama, 4096, batch)
+        weights = info["total"] - spec.vocab * spec.d + batch * spec.d
+        assert step["bytes"] == 2 * weights + cache_bytes(llama, 4096, batch=batch)
+        assert step["flops"] == batch * flops_per_token(llama, 4096)
+        assert step["intensity"] == step["flops"] / step["bytes"]
+    gpt2 = configs.load("gpt2")  # tied token table, read whole by the head; position rows looked up
+    step = decode_step(gpt2, 100, 2, weight_bytes=4, kv_bytes=4)
+    weights = describe(gpt2)["total"] - 1024 * 768 + 2 * 768
+    assert step["bytes"] == 4 * weights + cache_bytes(gpt2, 100, kv_bytes=4, batch=2)
+    one, many = (decode_step(llama, 4096, b)["intensity"] for b in (1, 256))
+    assert 1.0 < one < 1.2 and many > 20 * one, "batching shares the weight reads"
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: decode_step(configs.load("Mixtral-8x7B"), 10), "dense models only"),
+    (lambda: decode_step(configs.load("gpt2"), 10, 0), "batch must be an integer >= 1"),
+    (lambda: decode_step(configs.load("gpt2"), 10, True), "batch must be an integer >= 1"),
+    (lambda: decode_step(configs.load("gpt2"), 0), "context must be an integer >= 1"),
+])
+def test_decode_step_refuses_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -7,6 +7,7 @@ from the spec alone (no model is built), yet counts exactly what transformers bu
     breakdown(config)             parameters per component; the values sum to the total
     cache_bytes(config, tokens)   bytes the cache holds after `tokens` tokens
     flops_per_token(config, n)    forward matmul FLOPs of one token attending to n keys
+    decode_step(config, n, batch) FLOPs and bytes read by one decoding step, and their ratio
     table(rows)                   a plain-text table of a list of dicts, for lessons
 
 Conventions. A parameter is an entry of a tensor in `model.parameters()`, each tensor once
@@ -198,6 +199,34 @@ def flops_per_token(config, context: int) -> int:
         else:
             flops += 2 * _mlp_weights(s, s.hidden)
     return flops + 2 * s.vocab * s.d  # output head
+
+
+def decode_step(config, context: int, batch: int = 1, weight_bytes=2, kv_bytes=2) -> dict:
+    """One decoding step of a dense model: `batch` sequences each add one token that attends to
+    `context` keys (its own included). Returns
+
+        flops       batch * flops_per_token(config, context)
+        bytes       what the step reads from memory: every weight matrix once, shared by the
+                    whole batch (the token and position tables only for the rows looked up,
+                    unless the output head is the tied token table), plus every sequence's cache
+        intensity   flops / bytes: FLOPs per byte read. A machine whose ratio of arithmetic to
+                    memory bandwidth is higher than this waits on memory, not on arithmetic.
+
+    Mixtures of experts are refused: the experts a batch reads depend on its routing.
+    """
+    s = as_spec(config)
+    if s.experts:
+        raise ValueError("decode_step counts dense models only: which experts a batch of "
+                         "tokens reads depends on the router's choices")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1 (sequences decoded together), "
+                         f"got {batch!r}")
+    _check_kv_bytes(weight_bytes)
+    flops = batch * flops_per_token(s, context)
+    row_tables = [rows for rows in (0 if s.tied else s.vocab, s.positions) if rows]
+    weights = describe(s)["total"] - sum(row_tables) * s.d + batch * len(row_tables) * s.d
+    read = weights * weight_bytes + cache_bytes(s, context, kv_bytes=kv_bytes, batch=batch)
+    return {"flops": flops, "bytes": read, "intensity": flops / read}
 
 
 def _attention_weights(s: ModelSpec) -> int:
