@@ -336,6 +336,33 @@ def plot_ablation_losses(losses: dict, reference: float | None = None,
     return fig
 
 
+def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0,
+                     hi: float = 4.0):
+    """Two activations of `lmcourse.blocks.ffn.ACTIVATIONS` on [lo, hi] (left) and their
+    difference second - first (right)."""
+    import torch
+
+    from .blocks.ffn import activation
+
+    f, g = activation(first), activation(second)  # validates both names
+    if not lo < hi:
+        raise ValueError(f"lo must be below hi, got lo={lo!r}, hi={hi!r}")
+    x = torch.linspace(lo, hi, 1001)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=80)
+    left.plot(x, f(x), label=first, color="tab:blue")
+    left.plot(x, g(x), label=second, color="tab:orange")
+    left.axhline(0, color="grey", lw=0.5)
+    left.set_xlabel("input")
+    left.set_title("the two activations")
+    left.legend(fontsize=8)
+    right.plot(x, g(x) - f(x), color="tab:red")
+    right.axhline(0, color="grey", lw=0.5)
+    right.set_xlabel("input")
+    right.set_title(f"{second}(x) - {first}(x)")
+    fig.tight_layout()
+    return fig
+
+
 def plot_total_vs_active(models: dict):
     """Total and active (per token) parameters of each model (name -> config), log scale."""
     if not isinstance(models, dict) or not models:

@@ -1,0 +1,32 @@
+"""lmcourse.plots: figures draw what they claim to draw (the lessons' nbval runs check that they
+appear; these tests check their data)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from lmcourse import plots  # noqa: E402
+
+
+def test_plot_activations_draws_both_curves_and_their_difference():
+    fig = plots.plot_activations("gelu", "silu", lo=-3.0, hi=2.0)
+    left, right = fig.axes
+    (gelu, silu), (gap,) = left.get_lines()[:2], [right.get_lines()[0]]
+    x = torch.tensor(gelu.get_xdata())
+    assert x[0] == -3.0 and x[-1] == 2.0
+    torch.testing.assert_close(torch.tensor(gelu.get_ydata()), F.gelu(x))
+    torch.testing.assert_close(torch.tensor(silu.get_ydata()), F.silu(x))
+    torch.testing.assert_close(torch.tensor(gap.get_ydata()), F.silu(x) - F.gelu(x))
+    assert [line.get_label() for line in (gelu, silu)] == ["gelu", "silu"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(first="swish"), "act must be one of"),
+    (dict(lo=1.0, hi=1.0), "lo must be below hi"),
+])
+def test_plot_activations_refuses_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plots.plot_activations(**kwargs)
