@@ -30,3 +30,26 @@ def test_plot_activations_draws_both_curves_and_their_difference():
 def test_plot_activations_refuses_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plots.plot_activations(**kwargs)
+
+
+def test_block_layout_reads_each_part_from_the_configuration():
+    from lmcourse import configs
+
+    gpt2 = dict(plots.block_layout(configs.SEED_GPT2))
+    assert gpt2["positions"] == "+ learned position table, 1,024 rows"
+    assert gpt2["attention"] == "attention: 12 heads, a key-value head each"
+    assert gpt2["norm1"] == "LayerNorm" and gpt2["head"] == "output: the token table (tied)"
+    qwen = dict(plots.block_layout(configs.load("Qwen3-30B-A3B")))
+    assert "positions" not in qwen and qwen["norm2"] == "RMSNorm"
+    assert qwen["attention"].startswith("attention: 32 query heads share 4 key-value heads\n")
+    assert qwen["ffn"] == "128 experts, 8 per token" and qwen["head"] == "output: its own matrix"
+
+
+def test_block_diagrams_mark_the_four_changes_on_the_new_model_only():
+    from lmcourse import configs
+
+    fig = plots.plot_block_diagrams(configs.SEED_GPT2, configs.load("Qwen3-30B-A3B"))
+    old, new = ([t.get_text() for t in ax.texts if t.get_text().startswith("(")]
+                for ax in fig.axes)
+    assert old == []
+    assert sorted(new) == sorted(["(3)", "(1) (2)", "(3)", "(4)", "(3)"]), new

@@ -52,6 +52,91 @@ def plot_parameter_shares(models: dict):
 # ---- LM10-T2: rotary position embeddings ------------------------------------------------------
 
 
+def block_layout(config) -> list[tuple[str, str]]:
+    """The parts of a model from input to output, as (part, label) pairs: the part names are
+    the same for every model ("embed", "positions", "norm1", "attention", "norm2", "ffn",
+    "final_norm", "head"), the labels are read from the configuration."""
+    s = as_spec(config)
+    norm = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
+    group = s.heads // s.kv_heads
+    kv = (f"{s.heads} heads, a key-value head each" if group == 1 else
+          f"{s.heads} query heads share {s.kv_heads} key-value heads")
+    if s.experts:
+        ffn = f"{s.experts} experts, {s.experts_per_token} per token"
+    elif s.ffn == "gelu":
+        ffn = f"MLP: 2 matrices, width {s.hidden:,}, GELU"
+    else:
+        ffn = f"gated: 3 matrices, width {s.hidden:,}, {s.act or 'SiLU'}"
+    parts = [("embed", f"token table {s.vocab:,} x {s.d}")]
+    if s.positions:
+        parts.append(("positions", f"+ learned position table, {s.positions:,} rows"))
+    rotary = "" if s.positions else f"\nq and k rotated by position (base {s.rope_theta:,.0f})"
+    parts += [("norm1", norm), ("attention", f"attention: {kv}{rotary}"),
+              ("norm2", norm), ("ffn", ffn), ("final_norm", f"final {norm}"),
+              ("head", "output: the token table (tied)" if s.tied else "output: its own matrix")]
+    return parts
+
+
+def _changes(old, new) -> dict[str, list[int]]:
+    """part -> numbers (1..4, as in lesson T1's table) of the changes that touch it in `new`."""
+    a, b = as_spec(old), as_spec(new)
+    changed = {}
+
+    def mark(number, *parts):
+        for part in parts:
+            changed.setdefault(part, []).append(number)
+
+    if bool(a.positions) != bool(b.positions):
+        mark(1, "attention")
+    if a.heads // a.kv_heads != b.heads // b.kv_heads:
+        mark(2, "attention")
+    if a.norm != b.norm:
+        mark(3, "norm1", "norm2", "final_norm")
+    if a.ffn != b.ffn and not b.experts:
+        mark(3, "ffn")
+    if bool(a.experts) != bool(b.experts):
+        mark(4, "ffn")
+    return changed
+
+
+def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llama-style"):
+    """Two models side by side, input at the bottom; the parts of `new` that differ from `old`
+    are coloured and numbered as in lesson T1's table of the four changes."""
+    from matplotlib.patches import FancyBboxPatch
+
+    changed = _changes(old, new)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.6), dpi=80)
+    for ax, config, name in ((axes[0], old, old_name), (axes[1], new, new_name)):
+        parts = block_layout(config)
+        layers = as_spec(config).layers
+        y = 0.0
+        ys = {}
+        for part, label in parts:
+            marks = changed.get(part) if config is new else None
+            colour = "#f6c28b" if marks else "#dbe8f6"
+            ax.add_patch(FancyBboxPatch((0.05, y), 0.9, 0.7, boxstyle="round,pad=0.02",
+                                        facecolor=colour, edgecolor="grey"))
+            ax.text(0.5, y + 0.35, label, ha="center", va="center", fontsize=8.5)
+            if marks:
+                ax.text(1.04, y + 0.35, " ".join(f"({m})" for m in marks), ha="left",
+                        va="center", fontsize=10, color="tab:red", weight="bold")
+            ys[part] = y
+            y += 1.0
+        top = ys["ffn"] + 0.85
+        bottom = ys["norm1"] - 0.15
+        ax.add_patch(FancyBboxPatch((0.0, bottom), 1.0, top - bottom, boxstyle="round,pad=0.02",
+                                    fill=False, edgecolor="black", linestyle="--"))
+        ax.text(-0.02, (top + bottom) / 2, f"x {layers}", ha="right", va="center", fontsize=9)
+        ax.set_xlim(-0.25, 1.3)
+        ax.set_ylim(-0.2, y)
+        ax.set_title(name, fontsize=11)
+        ax.axis("off")
+    fig.suptitle("input at the bottom; in the dashed block each sub-layer reads a normalised copy "
+                 "of the residual stream and adds its output back", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def rope_rotate_pairs(x, inv_freq, positions):
     """A head vector x [head_dim] ('half' layout) turned by lmcourse's rope code at each of
     `positions`, returned as its pairs: [len(positions), head_dim/2, 2]."""
