@@ -448,6 +448,68 @@ def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0
     return fig
 
 
+def _box(ax, x, y, text, colour="#dbe8f6", width=0.28):
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.045), width, 0.09,
+                                boxstyle="round,pad=0.01", facecolor=colour, edgecolor="grey"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
+
+
+def _arrow(ax, start, end):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color="grey"))
+
+
+def plot_gated_ffn_and_router(gated, moe):
+    """Data flow of a gated feed-forward layer (left, sizes from `gated`) and of a mixture of
+    experts' routing (right, sizes from `moe`), input at the bottom."""
+    g, m = as_spec(gated), as_spec(moe)
+    if g.ffn not in ("swiglu", "geglu") or not m.experts:
+        raise ValueError("gated must have a gated feed-forward layer (ffn 'swiglu' or 'geglu') "
+                         "and moe must have experts")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6), dpi=80)
+    act = g.act or ("silu" if g.ffn == "swiglu" else "gelu_pytorch_tanh")
+    _box(left, 0.5, 0.06, f"x  (width d = {g.d:,})")
+    _box(left, 0.25, 0.3, f"W_gate: d -> {g.hidden:,}")
+    _box(left, 0.75, 0.3, f"W_up: d -> {g.hidden:,}")
+    _box(left, 0.25, 0.5, act, colour="#f6c28b")
+    _box(left, 0.5, 0.7, "multiply, element by element", colour="#f6c28b", width=0.5)
+    _box(left, 0.5, 0.9, f"W_down: {g.hidden:,} -> d")
+    for start, end in [((0.45, 0.1), (0.27, 0.25)), ((0.55, 0.1), (0.73, 0.25)),
+                       ((0.25, 0.35), (0.25, 0.45)), ((0.25, 0.55), (0.42, 0.65)),
+                       ((0.75, 0.35), (0.58, 0.65)), ((0.5, 0.75), (0.5, 0.85))]:
+        _arrow(left, start, end)
+    left.set_title(f"gated feed-forward ({g.ffn}): the gate decides how much of each\n"
+                   "up-projected number passes", fontsize=9)
+    k, E = m.experts_per_token, m.experts
+    _box(right, 0.5, 0.06, "x  (one token)")
+    _box(right, 0.5, 0.25, f"router: {E} scores, softmax")
+    _box(right, 0.5, 0.42, f"keep the top {k}, renormalise their weights", width=0.6)
+    _arrow(right, (0.5, 0.1), (0.5, 0.2))
+    _arrow(right, (0.5, 0.3), (0.5, 0.37))
+    shown = min(E, 8)
+    xs = [0.08 + i * 0.84 / (shown - 1) for i in range(shown)]
+    picked = {min(shown - 2, int((j + 0.5) * shown / k)) for j in range(min(k, shown - 1))}
+    for i, x in enumerate(xs):
+        chosen = i in picked
+        _box(right, x, 0.62, f"e{i}" if i < shown - 1 or shown == E else f"e{E - 1}",
+             colour="#f6c28b" if chosen else "#eeeeee", width=0.08)
+        if chosen:
+            _arrow(right, (0.5, 0.47), (x, 0.57))
+            _arrow(right, (x, 0.67), (0.5, 0.77))
+    if shown < E:
+        right.text(xs[-2] + 0.06, 0.62, "...", ha="center", va="center")
+    _box(right, 0.5, 0.82, "weighted sum of the chosen experts' outputs", width=0.6)
+    right.set_title(f"mixture of experts: {k} of {E} experts run for each token\n"
+                    "(the shaded ones here; another token picks others)", fontsize=9)
+    for ax in (left, right):
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 0.97)
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
 def plot_total_vs_active(models: dict):
     """Total and active (per token) parameters of each model (name -> config), log scale."""
     if not isinstance(models, dict) or not models:
@@ -520,6 +582,42 @@ def plot_expert_load(chosen, experts: int, title: str = ""):
 
 
 # ---- LM10-T5: the key-value cache -------------------------------------------------------
+
+
+def plot_prefill_decode(prompt: int = 6, steps: int = 3):
+    """Generation with a key-value cache, one row per pass through the model, tokens along the
+    x-axis: the prefill computes the prompt's keys and values at once; each decoding step
+    computes one new token's and reads every cached one."""
+    from matplotlib.patches import Rectangle
+
+    if not (isinstance(prompt, int) and isinstance(steps, int) and prompt >= 1 and steps >= 1):
+        raise ValueError(f"prompt and steps must be positive ints, got {prompt!r}, {steps!r}")
+    rows = [("prefill", 0, prompt)] + [(f"decode step {i + 1}", prompt + i, 1)
+                                       for i in range(steps)]
+    width = prompt + steps
+    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * width, 0.6 * len(rows) + 1.2), dpi=80)
+    for r, (label, cached, new) in enumerate(rows):
+        y = len(rows) - 1 - r
+        for t in range(cached + new):
+            colour = "#dbe8f6" if t < cached else "#f6c28b"  # read from the cache / computed
+            ax.add_patch(Rectangle((t + 0.05, y + 0.1), 0.9, 0.8, facecolor=colour,
+                                   edgecolor="grey"))
+        ax.text(-0.2, y + 0.5, label, ha="right", va="center", fontsize=9)
+    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="#f6c28b", edgecolor="grey",
+                           label="keys and values computed in this pass"))
+    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="#dbe8f6", edgecolor="grey",
+                           label="read from the cache"))
+    ax.set_xlim(-0.1, width + 0.1)
+    ax.set_ylim(-0.1, len(rows) + 0.1)
+    ax.set_xticks([t + 0.5 for t in range(width)], [str(t) for t in range(width)])
+    ax.set_xlabel("token position")
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=2, frameon=False)
+    ax.set_title("the cache grows by one token per decoding step", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def trained_context(config) -> int | None:
