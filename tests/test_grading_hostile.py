@@ -11,8 +11,21 @@ then feedback is generated. The tests check every student's status, score and re
 that no correct answer lost a point; that the gradebook, the solutions, the other submissions
 and every file outside the autograded and feedback folders are unchanged, and nothing was
 readable; that feedback holds only HTML pages without hidden tests; and that no process
-outlived the batch. A second, one-student run without the sandbox (LM10_NO_SANDBOX=1) must
-still grade, warn loudly, and merge its line into the batch's report.
+outlived the batch. Then single-student runs: without the sandbox (LM10_NO_SANDBOX=1) grading
+still works, warns loudly and merges its line into the batch's report; a whole-notebook
+timeout stops a submission and records zero; a bwrap that cannot make namespaces stops the
+batch with the reason instead of zeroing everyone.
+
+Cases, with what they must score (of 10 autograded points; the written answer is by hand):
+ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; wrong (FLOPs over the
+key-value heads) 6; loop (`while True: pass` in an answer) 6, graded. refpatch (wrong + the
+reference redefined) 6; alwayseq (`__eq__` always True) 0; transformer (input transformer
+wrapping tests in try/except) 0; astcheat (AST transformer dropping asserts) 0; peek (runs a
+classmate's answers) 0; tamper (gradebook writes, files outside, a detached process) 10; leak
+(reads gradebook and solutions, copies them, prints the hidden tests from `In`) 10; hog (64 GB,
+1 GB file, thousands of processes) 10; exitkernel (os._exit in the last answer) 8, all
+flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
+twonotebooks, link, nocells: error, 0, with the reason.
 """
 
 import copy
@@ -152,7 +165,7 @@ import subprocess
 subprocess.Popen(["sh", "-c", "sleep 600 # {MARKER}"], start_new_session=True)
 children = []
 try:
-    for _ in range(5000):
+    for _ in range(2000):
         children.append(subprocess.Popen(["sleep", "300"]))
 except OSError as error:
     print(len(children), "processes, then", error)
@@ -435,7 +448,16 @@ def test_resource_limits_held(batch):
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                      for o in c.outputs)
     assert "64 GB: MemoryError" in text and "File too large" in text, text[:2000]
-    assert re.search(r"\d+ processes, then", text), text[:2000]
+    sys.path.insert(0, str(batch["course"] / "grading"))
+    try:
+        sandbox = importlib.import_module("sandbox")
+    finally:
+        sys.path.pop(0)
+    group = sandbox.ProcessGroup(8)
+    limited = group.path is not None or os.getuid() != 0  # RLIMIT_NPROC does not bind root
+    group.close()
+    if limited:
+        assert re.search(r"\d+ processes, then", text), text[:2000]
     flood = batch["course"] / "grading" / "autograded" / "flood" / LAB / f"{LAB}.ipynb"
     assert flood.stat().st_size < 1_000_000, f"flood's notebook is {flood.stat().st_size:,} bytes"
 
