@@ -3,8 +3,8 @@
 A temporary course (this repository's grading tools and lab sources) receives honest, broken
 and hostile submissions: students reading and rewriting the gradebook, reading the solutions
 and classmates' work, leaving detached processes behind, writing outside their folder,
-neutralising tests through IPython's hooks, returning objects equal to anything, redefining
-the reference a test compares against, looping forever, flooding the output, writing to stderr,
+neutralising tests through IPython's hooks, returning objects equal to anything, looping
+forever, exhausting memory, files and processes, flooding the output, writing to stderr,
 renaming their notebook, and notebooks that do not parse, are missing or are links. One
 `grading/autograde.py` batch grades them all in sandboxes (bubblewrap; .ci/run installs it),
 then feedback is generated. The tests check every student's status, score and report reason;
@@ -17,15 +17,15 @@ timeout stops a submission and records zero; a bwrap that cannot make namespaces
 batch with the reason instead of zeroing everyone.
 
 Cases, with what they must score (of 10 autograded points; the written answer is by hand):
-ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; wrong (FLOPs over the
-key-value heads) 6; loop (`while True: pass` in an answer) 6, graded. refpatch (wrong + the
-reference redefined) 6; alwayseq (`__eq__` always True) 0; transformer (input transformer
+ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (`while True:
+pass` in an answer) 6, graded. alwayseq (`__eq__` always True) 0; transformer (input transformer
 wrapping tests in try/except) 0; astcheat (AST transformer dropping asserts) 0; peek (runs a
 classmate's answers) 0; tamper (gradebook writes, files outside, a detached process) 10; leak
 (reads gradebook and solutions, copies them, prints the hidden tests from `In`) 10; hog (64 GB,
 1 GB file, thousands of processes) 10; exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
-twonotebooks, link, nocells: error, 0, with the reason.
+twonotebooks, link, nocells: error, 0, with the reason. Redefining the reference a test
+compares against is tested per lab in tests/test_labs.py (the `refpatch` cases of L2 and L4).
 """
 
 import copy
@@ -64,14 +64,6 @@ def sandbox_installed():
         if os.environ.get("LM10_REQUIRE_SANDBOX") == "1":
             pytest.fail(message)
         pytest.skip(message)
-
-WRONG_FLOPS = '''
-def attention_flops_per_token(d, heads, kv_heads, layers, context):
-    head_dim = d // heads
-    projections = 2 * attention_parameters(d, heads, kv_heads)
-    return layers * (projections + 2 * 2 * kv_heads * head_dim * context)  # kv_heads: wrong
-'''
-
 
 def answers(**extra):
     """The solution's answers, with `extra` code appended to the named answer cells."""
@@ -217,10 +209,6 @@ def compare_variants(d, heads, layers, gqa_kv_heads, context):
 def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
     return Anything()
 '''
-REDEFINE_REFERENCE = '''
-def measured_attention_flops(d, heads, kv_heads, context):
-    return attention_flops_per_token(d, heads, kv_heads, 1, context)
-'''
 STDERR = '''
 import logging
 _solution_cache_bytes = cache_bytes_per_token
@@ -251,8 +239,6 @@ def submissions(released, course):
         "sysexit": fill(released, answers(l2_serving="raise SystemExit(1)")),
         "flood": fill(released, answers(l2_attention=FLOOD)),
         "blank": stubs,
-        "wrong": fill(released, dict(answers(), l2_flops=WRONG_FLOPS)),
-        "refpatch": fill(released, dict(answers(), l2_flops=WRONG_FLOPS + REDEFINE_REFERENCE)),
         "alwayseq": fill(released, {"l2_attention": ALWAYS_EQUAL}),
         "transformer": fill(released, {"l2_attention": TRANSFORMER + released.cells[3].source}),
         "astcheat": fill(released, {"l2_attention": AST_CHEAT + released.cells[3].source}),
@@ -373,8 +359,6 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "sysexit": ("graded", 10, "all autograded tests passed"),
     "flood": ("graded", 10, "all autograded tests passed"),
     "blank": ("graded", 0, "first failure l2_test_attention: NotImplementedError"),
-    "wrong": ("graded", 6, "first failure l2_test_flops: AssertionError"),
-    "refpatch": ("flagged", 6, "redefines measured_attention_flops"),
     "alwayseq": ("flagged", 0, "must give exactly type int, got __main__.Anything"),
     "transformer": ("flagged", 0, "uses get_ipython"),
     "astcheat": ("flagged", 0, "uses get_ipython"),

@@ -112,7 +112,8 @@ def round_trip(lab, course):
     cases = lab_cases(lab)
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
     submissions = {name: getattr(cases, name)(copy.deepcopy(released))
-                   for name in ("correct", "mistake", "hardcoded")}
+                   for name in ("correct", "mistake", "hardcoded", "refpatch")
+                   if hasattr(cases, name)}
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
     # cell deleted (nbgrader keeps one copy and puts the test back).
     messy = submissions["correct"]
@@ -248,8 +249,20 @@ def test_batch_autograder_survives_an_unparseable_submission(round_trip, lab):
     assert round_trip["scores"]["broken"] and not any(round_trip["scores"]["broken"].values()), (
         f"{lab}: the broken submission should have zero recorded in the gradebook"
     )
-    others = {s: r.status for s, r in results.items() if s != "broken"}
+    others = {s: r.status for s, r in results.items() if s not in ("broken", "refpatch")}
     assert set(others.values()) == {"graded"}, f"{lab}: every other submission is graded: {others}"
+
+
+def test_redefining_a_reference_changes_no_score(round_trip, lab):
+    """Labs whose tests compare against a setup-cell function: a wrong answer plus that
+    function redefined to agree scores as the wrong answer alone, and is flagged."""
+    if "refpatch" not in round_trip["results"]:
+        pytest.skip(f"{lab}: no refpatch case in tests/lab_cases (written for L2 and L4)")
+    result = round_trip["results"]["refpatch"]
+    assert result.status == "flagged" and "redefines" in result.message, result
+    want = round_trip["cases"].expected["refpatch"]
+    got = autograded_scores(round_trip, "refpatch")
+    assert got == want, f"{lab} refpatch: {got}, expected {want} (as without the redefinition)"
 
 
 @pytest.mark.parametrize("student", ["hardcoded", "blank"])

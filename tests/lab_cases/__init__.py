@@ -15,6 +15,10 @@ notebook a student would hand in:
 
 and may define
 
+    refpatch(nb)   a wrong answer plus a redefinition of the setup-cell function its test
+                   compares against, made to agree with it (labs whose tests have such a
+                   reference) -> flagged, and exactly the scores in expected["refpatch"],
+                   those of the wrong answer alone: the grader restores the reference
     expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "hardcoded": {...}}
 
 exact scores per case and grade_id that the round trip also checks (cells not listed are only

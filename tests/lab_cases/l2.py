@@ -55,7 +55,27 @@ def hardcoded(nb):
     })
 
 
+def refpatch(nb):
+    """FLOPs counted over the key-value heads (wrong), and measured_attention_flops, the setup
+    cell's reference, redefined to agree. The grader defines the reference again before each
+    test: flops and compare fail as they would without the redefinition."""
+    answers = solution_answers(LAB)
+    answers["l2_flops"] = '''
+def attention_flops_per_token(d, heads, kv_heads, layers, context):
+    head_dim = d // heads
+    projections = 2 * attention_parameters(d, heads, kv_heads)
+    return layers * (projections + 2 * 2 * kv_heads * head_dim * context)
+
+
+def measured_attention_flops(d, heads, kv_heads, context):
+    return attention_flops_per_token(d, heads, kv_heads, 1, context)
+'''
+    return fill(nb, answers)
+
+
 expected = {
     "mistake": {"l2_test_attention": 2.0, "l2_test_cache": 2.0, "l2_test_flops": 2.0,
                 "l2_test_compare": 2.0, "l2_test_serving": 0.0},
+    "refpatch": {"l2_test_attention": 2.0, "l2_test_cache": 2.0, "l2_test_flops": 0.0,
+                 "l2_test_compare": 0.0, "l2_test_serving": 2.0},
 }

@@ -73,7 +73,26 @@ def hardcoded(nb):
     })
 
 
+def refpatch(nb):
+    """Tables in the interleaved layout (wrong for Llama weights), and reference_cos_sin, the
+    setup cell's reference, redefined to agree. The grader defines the reference again before
+    each test: Part 1 and the score fail as they would without the redefinition."""
+    answers = solution_answers(LAB)
+    right = "angles = torch.cat([angles, angles], dim=-1)"
+    assert right in answers["l4_angles"], "the solution changed: update this case"
+    answers["l4_angles"] = answers["l4_angles"].replace(
+        right, "angles = angles.repeat_interleave(2, dim=-1)") + '''
+
+
+def reference_cos_sin(positions, head_dim, base):
+    return rope_cos_sin(positions, head_dim, base)
+'''
+    return fill(nb, answers)
+
+
 expected = {
     "mistake": {"l4_test_angles": 3.0, "l4_test_rotate": 0.0, "l4_test_score": 0.0,
                 "l4_test_periods": 2.0},
+    "refpatch": {"l4_test_angles": 0.0, "l4_test_rotate": 3.0, "l4_test_score": 0.0,
+                 "l4_test_periods": 2.0},
 }
