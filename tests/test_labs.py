@@ -135,6 +135,9 @@ def round_trip(lab, course):
     (submitted / "broken" / lab).mkdir(parents=True)
     (submitted / "broken" / lab / f"{lab}.ipynb").write_text('{"cells": [ this is not json')
 
+    if getattr(sys.modules.get("autograde"), "GRADING", None) != course / "grading":
+        for name in ("autograde", "sandbox"):  # another test's course may have imported them
+            sys.modules.pop(name, None)
     sys.path.insert(0, str(course / "grading"))
     try:
         autograde = importlib.import_module("autograde")
