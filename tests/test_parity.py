@@ -244,3 +244,23 @@ def test_unsupported_family_lists_supported_ones():
                                      intermediate_size=64, vocab_size=VOCAB)
     with pytest.raises(ValueError, match="supported.*llama"):
         DecoderLM.from_transformers(transformers.BertForMaskedLM(config))
+
+
+BF16_EXACT = ["llama", "smollm2", "qwen3", "mistral", "qwen2", "phi3"]
+
+
+@pytest.mark.parametrize("name", BF16_EXACT)
+def test_bfloat16_logits_equal_transformers_bit_for_bit(name):
+    """In bfloat16 the Llama-like families run the same operations in the same dtypes as
+    transformers (rotary cos and sin computed in float32, then cast to the model's dtype), so
+    their logits are identical. (GPT-2, OLMo, Gemma 2 and the mixtures round in another order
+    in places, for example LayerNorm statistics in float32, and differ by a few bfloat16 steps.)"""
+    config = {**MAIN, **OTHER_FAMILIES}[name]
+    hf = random_hf_model(config).to(torch.bfloat16)
+    ours = DecoderLM.from_transformers(hf)
+    ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected, got = hf(ids).logits, ours(ids)
+    assert got.dtype == torch.bfloat16
+    diff = max_diff(got.float(), expected.float())
+    assert torch.equal(got, expected), f"{name}: max difference {diff:.3e}"

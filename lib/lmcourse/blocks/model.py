@@ -85,7 +85,7 @@ class DecoderLM(nn.Module):
         if self.pos_embed is not None:
             x = x + self.pos_embed(position_ids)
         else:
-            cos, sin = self.rotary(position_ids)  # [batch, 1, T, rotary_dim], for all blocks
+            cos, sin = self.rotary(position_ids, x.dtype)  # [batch, 1, T, rotary_dim]
         for i, block in enumerate(self.blocks):
             layer_cache = cache.layers[i] if cache is not None else None
             x = block(x, cos, sin, qpos, layer_cache, start)

@@ -107,7 +107,7 @@ def rope_amplitude(spec) -> float:
 
 
 class RotaryEmbedding(nn.Module):
-    """position_ids [batch, T] -> (cos, sin), each [batch, 1, T, dim], halves repeated.
+    """position_ids [batch, T] -> (cos, sin) in `dtype`, each [batch, 1, T, dim], halves repeated.
 
     The singleton dimension broadcasts over heads; one call serves every block.
     """
@@ -117,12 +117,12 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", rope_frequencies(spec), persistent=False)
         self.amplitude = rope_amplitude(spec)  # 1 except under yarn
 
-    def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, position_ids: torch.Tensor,
+                dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
         angles = position_ids[..., None].float() * self.inv_freq  # [batch, T, dim/2]
         angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # [batch, 1, T, dim]
-        if self.amplitude == 1.0:
-            return angles.cos(), angles.sin()
-        return angles.cos() * self.amplitude, angles.sin() * self.amplitude
+        cos, sin = angles.cos() * self.amplitude, angles.sin() * self.amplitude  # in float32
+        return cos.to(dtype), sin.to(dtype)  # then in the model's dtype, as transformers does
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
