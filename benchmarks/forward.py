@@ -7,6 +7,8 @@ Measures, for both implementations on the same device and threads, interleaved r
     cache, and of NEW tokens without it (every step re-reads the whole sequence);
   - the memory-bandwidth floor: the time to read every weight matrix once with a plain
     matrix-vector product, which no decoding step can beat;
+  - our model in bfloat16 (half the bytes, half the floor): its decoding step, its loss on the
+    evaluation text and its greedy tokens against float32's;
 and prints the ratio ours/transformers, tokens per second, one cached decoding step as a
 multiple of the floor, and whether the generated tokens are identical.
 
@@ -21,9 +23,10 @@ decoding near the floor, with the same tokens as transformers.
 from __future__ import annotations
 
 import argparse
+import copy
 
 import torch
-from lmcourse import DecoderLM, text, timing
+from lmcourse import DecoderLM, evaluate, text, timing
 from lmcourse.pretrained import load_smollm2_transformers, load_tokenizer
 from transformers import GenerationConfig
 
@@ -47,6 +50,29 @@ def read_floor(model: torch.nn.Module, repeats: int, threads: int | None, sync):
 
     probe = timing.compare({"read": read_all}, repeats=repeats, threads=threads, sync=sync)
     return probe.median_of("read"), sum(m.numel() * m.element_size() for m in mats)
+
+
+def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -> None:
+    """Our model in bfloat16: half the bytes, so half the floor. Its decoding step against its
+    own floor and float32's, its loss on the evaluation text against float32's, and how many
+    of the n greedy tokens it shares with float32 (up to the first that differs and in all)."""
+    low = copy.deepcopy(ours).to(torch.bfloat16)
+    steps = timing.compare({"1": lambda: low.generate(ids, 1), "n": lambda: low.generate(ids, n)},
+                           repeats=repeats, threads=threads, sync=sync)
+    step = (steps.median_of("n") - steps.median_of("1")) / (n - 1)
+    floor_s, floor_bytes = read_floor(low, repeats * 4, threads, sync)
+    tokens = low.generate(ids, n)
+    new32, new16 = tokens32[0, ids.shape[1]:], tokens[0, ids.shape[1]:]
+    same = (new32 == new16).tolist()
+    prefix = same.index(False) if False in same else len(same)
+    evaluation = text.token_ids(load_tokenizer(), 1024).to(ids.device)
+    loss32, loss16 = evaluate.loss(ours, evaluation), evaluate.loss(low, evaluation)
+    print(f"\nbfloat16: weights {floor_bytes / 1e6:,.0f} MB, floor {1e3 * floor_s:.1f} ms; one "
+          f"cached decoding step {1e3 * step:.1f} ms ({step / floor_s:.2f}x its floor, "
+          f"{step / floor32_s:.2f}x the float32 floor){'  (busy machine)' if steps.busy else ''}")
+    print(f"bfloat16: loss on 1,024 tokens of the evaluation text {loss16:.4f} against float32's "
+          f"{loss32:.4f}; greedy tokens equal to float32's: the first {prefix} of {n}, "
+          f"{sum(same)} of {n} in all")
 
 
 def main() -> None:
@@ -137,6 +163,9 @@ def main() -> None:
           f"ours/transformers {our_step / hf_step:.2f}")
     print(f"cache speed-up (no cache / cache): transformers {plain[2] / many[2]:.1f}x, "
           f"ours {plain[3] / many[3]:.1f}x")
+
+    bfloat16_report(ours, ids, n, args.repeats, threads, sync, floor_s,
+                    outputs[f"generate {n}, cache"]["ours"])
 
     hf_logits, our_logits = (outputs[rows[0][0]][side] for side in ("transformers", "ours"))
     print(f"forward: max |logit difference| {(hf_logits - our_logits).abs().max().item():.2e}")
