@@ -31,27 +31,6 @@ from lmcourse.pretrained import load_smollm2_transformers, load_tokenizer
 from transformers import GenerationConfig
 
 
-def weight_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
-    """Every 2-D weight of `model`, each tensor once (a tied table is one tensor)."""
-    return [p.detach() for p in model.parameters() if p.dim() == 2]
-
-
-def read_floor(model: torch.nn.Module, repeats: int, threads: int | None, sync):
-    """(seconds, bytes): the median time to read every weight matrix of `model` once with the
-    fastest plain kernel we know for it on a CPU, a matrix-vector product x @ W with W stored
-    [in, out], contiguous. A decoding step must read every weight once, so no implementation
-    can decode a token faster than this: the memory-bandwidth floor."""
-    mats = [w.t().contiguous() for w in weight_matrices(model)]  # [in, out]
-    xs = [torch.randn(1, m.shape[0], dtype=m.dtype, device=m.device) for m in mats]
-
-    def read_all():
-        for x, m in zip(xs, mats, strict=True):
-            x @ m
-
-    probe = timing.compare({"read": read_all}, repeats=repeats, threads=threads, sync=sync)
-    return probe.median_of("read"), sum(m.numel() * m.element_size() for m in mats)
-
-
 def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -> None:
     """Our model in bfloat16: half the bytes, so half the floor. Its decoding step against its
     own floor and float32's, its loss on the evaluation text against float32's, and how many
@@ -60,7 +39,7 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
     steps = timing.compare({"1": lambda: low.generate(ids, 1), "n": lambda: low.generate(ids, n)},
                            repeats=repeats, threads=threads, sync=sync)
     step = (steps.median_of("n") - steps.median_of("1")) / (n - 1)
-    floor_s, floor_bytes = read_floor(low, repeats * 4, threads, sync)
+    floor_s, floor_bytes = timing.read_floor(low, repeats * 4, threads, sync)
     tokens = low.generate(ids, n)
     new32, new16 = tokens32[0, ids.shape[1]:], tokens[0, ids.shape[1]:]
     same = (new32 == new16).tolist()
@@ -142,7 +121,7 @@ def main() -> None:
         rows.append((name, repeats, result.median_of("transformers"), result.median_of("ours"),
                      count, result.busy))
         print(f"  measured {name}", flush=True)
-    floor_s, floor_bytes = read_floor(ours, args.repeats * 4, threads, sync)
+    floor_s, floor_bytes = timing.read_floor(ours, args.repeats * 4, threads, sync)
 
     print()
     print(f"{'':<26}{'runs':>5}{'transformers s':>16}{'ours s':>10}{'ours/tf':>9}"

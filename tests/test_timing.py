@@ -107,3 +107,15 @@ def test_report_and_ratio_refuse_unknown_names_and_units():
         result.report(unit="minutes")
     with pytest.raises(ValueError, match="no contestant named"):
         result.report(baseline="gelu")
+
+
+def test_read_floor_reads_every_weight_matrix_once():
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Linear(8, 6),
+                                torch.nn.LayerNorm(6), torch.nn.Linear(6, 50, bias=False))
+    model[3].weight = model[0].weight  # a tied table: one tensor, read once
+    before = torch.get_num_threads()
+    seconds, read = timing.read_floor(model, repeats=3)
+    assert read == (50 * 8 + 6 * 8) * 4, "the tied table counted twice, or a vector counted"
+    assert seconds > 0 and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="no weight matrices"):
+        timing.read_floor(torch.nn.LayerNorm(4))

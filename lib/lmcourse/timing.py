@@ -16,6 +16,8 @@ A single stopwatch reading says as much about what else the machine was doing as
   in the measurement), restored afterwards.
 
 `Comparison.median_of(name)` and `ratio(a, b)` give the numbers to compute with.
+`read_floor(model)` times reading every weight matrix of a model once: the memory-bandwidth
+floor under any decoding step.
 """
 
 from __future__ import annotations
@@ -143,3 +145,22 @@ def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
     finally:
         torch.set_num_threads(saved)
     return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used)
+
+
+def read_floor(model: torch.nn.Module, repeats: int = 20, threads: int | None = 1,
+               sync: Callable[[], None] | None = None) -> tuple[float, int]:
+    """(seconds, bytes): the median time to read every weight matrix of `model` once (each
+    tensor once, so a tied table once) with the fastest plain kernel for it on a CPU, a
+    matrix-vector product x @ W with W stored [in, out], contiguous. A decoding step must read
+    every weight, so no implementation decodes a token faster: the memory-bandwidth floor."""
+    mats = [p.detach().t().contiguous() for p in model.parameters() if p.dim() == 2]
+    if not mats:
+        raise ValueError(f"model has no weight matrices to read: {type(model).__name__}")
+    xs = [torch.randn(1, m.shape[0], dtype=m.dtype, device=m.device) for m in mats]
+
+    def read_all():
+        for x, m in zip(xs, mats, strict=True):
+            x @ m
+
+    probe = compare({"read": read_all}, repeats=repeats, threads=threads, sync=sync)
+    return probe.median_of("read"), sum(m.numel() * m.element_size() for m in mats)
