@@ -45,6 +45,7 @@ from traitlets import Integer
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
 CONTEXT_LINE = re.compile(r"^\s*(?:-*>\s*)?(\d+)\s")  # a numbered source line in a frame
+GRADER_ERRORS = ("NotRun", "CellTimeoutError")  # written by the grader: nothing hidden in them
 QUOTE_REMOVED = "[line removed by the grader: it quotes a hidden test]"
 HIDDEN_MESSAGE = (
     "A hidden test failed: it checks your answer on inputs that are not shown in the notebook."
@@ -137,7 +138,8 @@ class StripHiddenTests(ClearHiddenTests):
         if not hidden:
             return cell, resources
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        cell.outputs = [scrub_error(output, hidden) if output.output_type == "error" else output
+        cell.outputs = [scrub_error(output, hidden) if output.output_type == "error"
+                        and output.ename not in GRADER_ERRORS else output
                         for output in cell.outputs]
         return cell, resources
 

@@ -466,6 +466,11 @@ def test_feedback_holds_only_pages_without_hidden_tests(batch):
         assert not shown, f"{page.relative_to(feedback)} shows hidden tests: {shown[:3]}"
     leak = html.unescape((feedback / "leak" / LAB / f"{LAB}.html").read_text())
     assert "it quotes a hidden test" in leak, "blind check: the leak's printout is not there"
+    stopped = html.unescape((feedback / "hardloop" / LAB / f"{LAB}.html").read_text())
+    assert "Not run: the grader stopped an earlier cell" in stopped, (
+        "the feedback should say why the last test did not run")
+    stderr = html.unescape((feedback / "stderr" / LAB / f"{LAB}.html").read_text())
+    assert "never costs points" in stderr, "the feedback should say stderr cost nothing"
 
 
 def test_report_csv_lists_every_student_with_a_reason(batch):
