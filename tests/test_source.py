@@ -31,6 +31,14 @@ def test_first_and_last_select_the_lines_between_them():
     assert header == expected
 
 
+def test_a_decorated_method_is_shown_without_its_decorator_wrapper():
+    from lmcourse.blocks.model import DecoderLM
+
+    text = source.excerpt(DecoderLM.generate)  # wrapped by torch.inference_mode()
+    assert text.startswith("# lmcourse/blocks/model.py, lines ")
+    assert "def generate(self, input_ids" in text
+
+
 @pytest.mark.parametrize("args, match", [
     ((json.dumps,), "must be defined in lmcourse"),
     ((len,), "must be a function, method or class of lmcourse"),

@@ -22,6 +22,7 @@ def excerpt(obj, first: str | None = None, last: str | None = None) -> str:
     after it containing `last` (both included); either may be omitted.
     """
     try:
+        obj = inspect.unwrap(obj)  # the function itself, not a decorator's wrapper
         lines, start = inspect.getsourcelines(obj)
         path = Path(inspect.getsourcefile(obj)).resolve()
     except (TypeError, OSError) as error:
