@@ -20,6 +20,13 @@ def test_contestants_alternate_in_a_rotating_order_after_one_warm_up_each():
     assert [len(t.seconds) for t in result.timings] == [4, 4, 4]
 
 
+def test_each_run_makes_number_calls_and_records_their_mean():
+    calls = []
+    result = timing.compare({"a": lambda: calls.append("a")}, repeats=3, number=4)
+    assert len(calls) == 1 + 3 * 4 and len(result.timings[0].seconds) == 3
+    assert "(3 runs of 4 calls, 1 thread)" in result.report(unit="µs")
+
+
 def test_median_and_spread_are_those_of_the_recorded_samples():
     t = timing.Timing("x", (1.0, 2.0, 3.0, 4.0, 100.0))
     assert t.median == 3.0
@@ -91,6 +98,7 @@ def test_a_busy_machine_is_reported_below_the_table():
     (dict(contestants={"a": 1}), "contestants must be a non-empty dict"),
     (dict(contestants={"a": print}, repeats=0), "repeats must be a positive int"),
     (dict(contestants={"a": print}, repeats=True), "repeats must be a positive int"),
+    (dict(contestants={"a": print}, number=0), "number must be a positive int"),
     (dict(contestants={"a": print}, threads=0), "threads must be a positive int or None"),
 ])
 def test_compare_refuses_bad_input(kwargs, match):

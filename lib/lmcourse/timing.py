@@ -9,7 +9,9 @@ A single stopwatch reading says as much about what else the machine was doing as
 
 - the contestants are **interleaved**: round r calls each of them once, in an order that rotates
   from round to round, so a burst of background load hits all of them rather than one;
-- each gets a warm-up call first (caches, lazy initialisation), then `repeats` timed calls;
+- each gets a warm-up call first (caches, lazy initialisation), then `repeats` timed runs of
+  `number` calls each (like timeit's `number`: several short calls per run average away the
+  jitter of a single one, such as a fresh page of memory for its output);
 - each is summarised by its **median** and its **spread**, the interquartile range divided by the
   median; a spread above `BUSY_SPREAD` means the machine was busy and the report says so;
 - torch runs on `threads` threads (default 1: the same work on every machine, no thread start-up
@@ -60,6 +62,7 @@ class Comparison:
 
     timings: tuple[Timing, ...]
     threads: int
+    number: int = 1  # calls per timed run
 
     def _get(self, name: str) -> Timing:
         for timing in self.timings:
@@ -93,8 +96,9 @@ class Comparison:
         width = max(len(t.name) for t in self.timings)
         lines = []
         for t in self.timings:
+            calls = f" of {self.number} calls" if self.number > 1 else ""
             line = (f"{t.name:<{width}}  median {t.median * scale:9.{decimals}f} {unit}  "
-                    f"spread {t.spread:4.0%}  ({len(t.seconds)} runs, {self.threads} "
+                    f"spread {t.spread:4.0%}  ({len(t.seconds)} runs{calls}, {self.threads} "
                     f"thread{'s' if self.threads > 1 else ''})")
             if per_label:
                 line += f"  {per / t.median:6.1f} {per_label}/s"
@@ -108,8 +112,10 @@ class Comparison:
 
 
 def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
-            threads: int | None = 1, sync: Callable[[], None] | None = None) -> Comparison:
-    """Time each zero-argument callable `repeats` times, interleaved, after one warm-up call each.
+            threads: int | None = 1, sync: Callable[[], None] | None = None,
+            number: int = 1) -> Comparison:
+    """Time each zero-argument callable `repeats` times, interleaved, after one warm-up call each;
+    each timed run makes `number` calls and records their mean.
 
     threads: torch CPU threads during the measurement (None: leave torch's setting alone, which is
     every core by default). sync: called after each call and before reading the clock, for
@@ -119,8 +125,9 @@ def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
             isinstance(k, str) and callable(v) for k, v in contestants.items()):
         raise ValueError("contestants must be a non-empty dict of name -> zero-argument callable, "
                          f"got {contestants!r:.80}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    for name, value in (("repeats", repeats), ("number", number)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):
         raise ValueError(f"threads must be a positive int or None (torch's setting), "
@@ -139,12 +146,13 @@ def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
         for r in range(repeats):
             for name in names[r % len(names):] + names[: r % len(names)]:  # rotate the order
                 start = time.perf_counter()
-                contestants[name]()
+                for _ in range(number):
+                    contestants[name]()
                 sync()
-                samples[name].append(time.perf_counter() - start)
+                samples[name].append((time.perf_counter() - start) / number)
     finally:
         torch.set_num_threads(saved)
-    return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used)
+    return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used, number)
 
 
 def read_floor(model: torch.nn.Module, repeats: int = 20, threads: int | None = 1,
