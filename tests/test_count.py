@@ -290,6 +290,8 @@ def test_decode_step_reads_the_weights_once_and_every_sequences_cache():
     (lambda: decode_step(configs.load("gpt2"), 10, 0), "batch must be an integer >= 1"),
     (lambda: decode_step(configs.load("gpt2"), 10, True), "batch must be an integer >= 1"),
     (lambda: decode_step(configs.load("gpt2"), 0), "context must be an integer >= 1"),
+    (lambda: decode_step(configs.load("gpt2"), 8, weight_bytes=0), "weight_bytes must be"),
+    (lambda: decode_step(configs.load("gpt2"), 8, kv_bytes="2"), "kv_bytes must be"),
 ])
 def test_decode_step_refuses_bad_input(call, match):
     with pytest.raises(ValueError, match=match):

@@ -221,7 +221,10 @@ def decode_step(config, context: int, batch: int = 1, weight_bytes=2, kv_bytes=2
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an integer >= 1 (sequences decoded together), "
                          f"got {batch!r}")
-    _check_kv_bytes(weight_bytes)
+    if isinstance(weight_bytes, bool) or not isinstance(weight_bytes, int | float) or not (
+            weight_bytes > 0):
+        raise ValueError(f"weight_bytes must be a positive number of bytes per weight (2 for "
+                         f"16-bit, 4 for float32), got {weight_bytes!r}")
     flops = batch * flops_per_token(s, context)
     row_tables = [rows for rows in (0 if s.tied else s.vocab, s.positions) if rows]
     weights = describe(s)["total"] - sum(row_tables) * s.d + batch * len(row_tables) * s.d
