@@ -116,7 +116,7 @@ def describe(config, kv_bytes=2) -> dict:
     return {
         "block": sum(block.values()),
         "total": total,
-        "cache_bytes_per_token": math.ceil(_cache_numbers_per_token(s) * _check_kv_bytes(kv_bytes)),
+        "cache_bytes_per_token": math.ceil(_cache_numbers_per_token(s) * _check_bytes(kv_bytes)),
         "ffn_share": round(ffn / sum(block.values()), 3),
         "active": active,
     }
@@ -136,11 +136,12 @@ def _cache_numbers_per_token(s: ModelSpec) -> int:
     return s.layers * _cache_numbers_per_layer(s)
 
 
-def _check_kv_bytes(kv_bytes):
-    if isinstance(kv_bytes, bool) or not isinstance(kv_bytes, int | float) or not kv_bytes > 0:
-        raise ValueError(f"kv_bytes must be a positive number of bytes per cached number "
-                         f"(2 for 16-bit, 0.5 for 4-bit), got {kv_bytes!r}")
-    return int(kv_bytes) if float(kv_bytes).is_integer() else kv_bytes
+def _check_bytes(value, name: str = "kv_bytes", per: str = "cached number"):
+    """A positive number of bytes per stored number, as an int when it is whole."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number of bytes per {per} "
+                         f"(2 for 16-bit, 0.5 for 4-bit), got {value!r}")
+    return int(value) if float(value).is_integer() else value
 
 
 def cached_tokens(config, tokens: int) -> list[int]:
@@ -163,7 +164,7 @@ def cache_bytes(config, tokens: int, kv_bytes=2, batch: int = 1) -> int:
     fractional `kv_bytes` (4-bit caches) rounds the total up to whole bytes.
     """
     s = as_spec(config)
-    kv_bytes = _check_kv_bytes(kv_bytes)
+    kv_bytes = _check_bytes(kv_bytes)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
     numbers = batch * sum(cached_tokens(s, tokens)) * _cache_numbers_per_layer(s)
@@ -221,10 +222,7 @@ def decode_step(config, context: int, batch: int = 1, weight_bytes=2, kv_bytes=2
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an integer >= 1 (sequences decoded together), "
                          f"got {batch!r}")
-    if isinstance(weight_bytes, bool) or not isinstance(weight_bytes, int | float) or not (
-            weight_bytes > 0):
-        raise ValueError(f"weight_bytes must be a positive number of bytes per weight (2 for "
-                         f"16-bit, 4 for float32), got {weight_bytes!r}")
+    weight_bytes = _check_bytes(weight_bytes, "weight_bytes", "weight")
     flops = batch * flops_per_token(s, context)
     row_tables = [rows for rows in (0 if s.tied else s.vocab, s.positions) if rows]
     weights = describe(s)["total"] - sum(row_tables) * s.d + batch * len(row_tables) * s.d
