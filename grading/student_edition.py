@@ -100,18 +100,13 @@ def build(out: Path) -> Path:
     if edition.exists():
         shutil.rmtree(edition)
     edition.mkdir(parents=True)
-    for name in FROM_STUDENT:
-        source, target = STUDENT / name, edition / name
-        if source.is_dir():
-            shutil.copytree(source, target)
-        else:
-            shutil.copy2(source, target)
-    for name in FROM_COURSE:
-        source, target = ROOT / name, edition / name
-        if source.is_dir():
-            shutil.copytree(source, target, ignore=SKIP)
-        else:
-            shutil.copy2(source, target)
+    for folder, names in ((STUDENT, FROM_STUDENT), (ROOT, FROM_COURSE)):
+        for name in names:
+            source, target = folder / name, edition / name
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=SKIP)
+            else:
+                shutil.copy2(source, target)
     write_start_page(edition / "README.md", edition / "START.ipynb")
     found = leaks(edition, secret_lines())
     if found:
