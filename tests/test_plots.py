@@ -59,7 +59,8 @@ def test_prefill_decode_computes_the_prompt_once_then_one_token_per_step():
     fig = plots.plot_prefill_decode(prompt=4, steps=2)
     (ax,) = fig.axes
     squares = [p for p in ax.patches if p.get_width() > 0]
-    computed = [p for p in squares if p.get_facecolor()[:3] == matplotlib.colors.to_rgb("#f6c28b")]
+    highlight = matplotlib.colors.to_rgb(plots.HIGHLIGHT)
+    computed = [p for p in squares if p.get_facecolor()[:3] == highlight]
     assert len(squares) == 4 + 5 + 6, "each row holds every token seen so far"
     assert len(computed) == 4 + 1 + 1, "the prefill computes the prompt, each step one token"
     with pytest.raises(ValueError, match="prompt and steps must be positive ints"):
@@ -76,7 +77,7 @@ def test_gated_ffn_and_router_diagram_takes_its_sizes_from_the_configurations():
     assert "router: 8 scores, softmax" in right
     assert "keep the top 2, renormalise their weights" in right
     shaded = [p for p in fig.axes[1].patches
-              if p.get_facecolor()[:3] == matplotlib.colors.to_rgb("#f6c28b")]
+              if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(plots.HIGHLIGHT)]
     assert len(shaded) == 2, "the top 2 experts are shaded"
     with pytest.raises(ValueError, match="gated must have a gated feed-forward layer"):
         plots.plot_gated_ffn_and_router(configs.SEED_GPT2, configs.load("Mixtral-8x7B"))

@@ -7,6 +7,9 @@ import matplotlib.pyplot as plt
 from . import count
 from .spec import as_spec
 
+# Colours of the diagrams: what changed or runs, what stays as it was, what sits idle.
+HIGHLIGHT, PLAIN, IDLE = "#f6c28b", "#dbe8f6", "#eeeeee"
+
 # ---- LM10-T1: where the parameters sit ---------------------------------------------------
 
 SHARE_GROUPS = {  # label -> components of count.breakdown
@@ -113,7 +116,7 @@ def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llam
         ys = {}
         for part, label in parts:
             marks = changed.get(part) if config is new else None
-            colour = "#f6c28b" if marks else "#dbe8f6"
+            colour = HIGHLIGHT if marks else PLAIN
             ax.add_patch(FancyBboxPatch((0.05, y), 0.9, 0.7, boxstyle="round,pad=0.02",
                                         facecolor=colour, edgecolor="grey"))
             ax.text(0.5, y + 0.35, label, ha="center", va="center", fontsize=8.5)
@@ -448,7 +451,7 @@ def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0
     return fig
 
 
-def _box(ax, x, y, text, colour="#dbe8f6", width=0.28):
+def _box(ax, x, y, text, colour=PLAIN, width=0.28):
     from matplotlib.patches import FancyBboxPatch
 
     ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.045), width, 0.09,
@@ -472,8 +475,8 @@ def plot_gated_ffn_and_router(gated, moe):
     _box(left, 0.5, 0.06, f"x  (width d = {g.d:,})")
     _box(left, 0.25, 0.3, f"W_gate: d -> {g.hidden:,}")
     _box(left, 0.75, 0.3, f"W_up: d -> {g.hidden:,}")
-    _box(left, 0.25, 0.5, act, colour="#f6c28b")
-    _box(left, 0.5, 0.7, "multiply, element by element", colour="#f6c28b", width=0.5)
+    _box(left, 0.25, 0.5, act, colour=HIGHLIGHT)
+    _box(left, 0.5, 0.7, "multiply, element by element", colour=HIGHLIGHT, width=0.5)
     _box(left, 0.5, 0.9, f"W_down: {g.hidden:,} -> d")
     for start, end in [((0.45, 0.1), (0.27, 0.25)), ((0.55, 0.1), (0.73, 0.25)),
                        ((0.25, 0.35), (0.25, 0.45)), ((0.25, 0.55), (0.42, 0.65)),
@@ -493,7 +496,7 @@ def plot_gated_ffn_and_router(gated, moe):
     for i, x in enumerate(xs):
         chosen = i in picked
         _box(right, x, 0.62, f"e{i}" if i < shown - 1 or shown == E else f"e{E - 1}",
-             colour="#f6c28b" if chosen else "#eeeeee", width=0.08)
+             colour=HIGHLIGHT if chosen else IDLE, width=0.08)
         if chosen:
             _arrow(right, (0.5, 0.47), (x, 0.57))
             _arrow(right, (x, 0.67), (0.5, 0.77))
@@ -599,13 +602,13 @@ def plot_prefill_decode(prompt: int = 6, steps: int = 3):
     for r, (label, cached, new) in enumerate(rows):
         y = len(rows) - 1 - r
         for t in range(cached + new):
-            colour = "#dbe8f6" if t < cached else "#f6c28b"  # read from the cache / computed
+            colour = PLAIN if t < cached else HIGHLIGHT  # read from the cache / computed
             ax.add_patch(Rectangle((t + 0.05, y + 0.1), 0.9, 0.8, facecolor=colour,
                                    edgecolor="grey"))
         ax.text(-0.2, y + 0.5, label, ha="right", va="center", fontsize=9)
-    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="#f6c28b", edgecolor="grey",
+    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=HIGHLIGHT, edgecolor="grey",
                            label="keys and values computed in this pass"))
-    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="#dbe8f6", edgecolor="grey",
+    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=PLAIN, edgecolor="grey",
                            label="read from the cache"))
     ax.set_xlim(-0.1, width + 0.1)
     ax.set_ylim(-0.1, len(rows) + 0.1)
