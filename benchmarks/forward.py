@@ -7,17 +7,20 @@ Measures, for both implementations on the same device and threads, interleaved r
     cache, and of NEW tokens without it (every step re-reads the whole sequence);
   - the memory-bandwidth floor: the time to read every weight matrix once with a plain
     matrix-vector product, which no decoding step can beat;
+  - our fast decoding path (`lmcourse.fastdecode`: fused projections, no grouped-cache copy)
+    on the same cached generations;
   - our model in bfloat16 (half the bytes, half the floor): its decoding step, its loss on the
     evaluation text and its greedy tokens against float32's;
 and prints the ratio ours/transformers, tokens per second, one cached decoding step as a
-multiple of the floor, and whether the generated tokens are identical.
+multiple of the floor (transformers', ours, our fast path), and whether the generated tokens
+are identical.
 
     python benchmarks/forward.py                       # 2-core CPU: about 10 minutes
     python benchmarks/forward.py --device cuda
     python benchmarks/forward.py --tokens 64 --new-tokens 8 --repeats 1   # a quick look
 
-Targets: forward ratio <= 1.1; cached generation at least 10x faster than uncached; cached
-decoding near the floor, with the same tokens as transformers.
+Targets: forward ratio <= 1.1; cached generation at least 10x faster than uncached; the fast
+path's cached decoding step within 1.25x of the floor, with the same tokens as transformers.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import copy
 
 import torch
 from lmcourse import DecoderLM, evaluate, text, timing
+from lmcourse.fastdecode import FastDecoder
 from lmcourse.pretrained import load_smollm2_transformers, load_tokenizer
 from transformers import GenerationConfig
 
@@ -72,6 +76,7 @@ def main() -> None:
 
     theirs = load_smollm2_transformers().to(device)
     ours = DecoderLM.from_transformers(theirs).eval().to(device)
+    fast = FastDecoder(ours)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
@@ -95,53 +100,65 @@ def main() -> None:
     def our_generate(use_cache, new=n):
         return ours.generate(ids, max_new_tokens=new, use_cache=use_cache)
 
+    def fast_generate(new=n):
+        return fast.generate(ids, new)
+
     threads = None  # torch's setting: --threads, or every core
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     print(f"SmolLM2-135M-Instruct, float32, {device}, {torch.get_num_threads()} CPU threads, "
           f"torch {torch.__version__}; {args.tokens} tokens of context, {n} generated")
     rows, outputs = [], {}
-    cases = [
-        (f"forward, {args.tokens} tokens", hf_forward, our_forward, args.repeats, args.tokens),
-        ("generate 1, cache", lambda: hf_generate(True, 1), lambda: our_generate(True, 1),
-         args.repeats, 1),
-        (f"generate {n}, cache", lambda: hf_generate(True), lambda: our_generate(True),
-         args.repeats, n),
-        (f"generate {n}, no cache", lambda: hf_generate(False), lambda: our_generate(False),
+    cases = [  # name, {contestant: function}, runs, tokens produced
+        (f"forward, {args.tokens} tokens", {"transformers": hf_forward, "ours": our_forward},
+         args.repeats, args.tokens),
+        ("generate 1, cache", {"transformers": lambda: hf_generate(True, 1),
+                               "ours": lambda: our_generate(True, 1),
+                               "fast": lambda: fast_generate(1)}, args.repeats, 1),
+        (f"generate {n}, cache", {"transformers": lambda: hf_generate(True),
+                                  "ours": lambda: our_generate(True),
+                                  "fast": fast_generate}, args.repeats, n),
+        (f"generate {n}, no cache", {"transformers": lambda: hf_generate(False),
+                                     "ours": lambda: our_generate(False)},
          args.uncached_repeats, n),
     ]
-    for name, hf_fn, our_fn, repeats, count in cases:
+    for name, contestants, repeats, count in cases:
         outputs[name] = {}
 
         def keep(fn, side, name=name):
             return lambda: outputs[name].__setitem__(side, fn())
 
-        result = timing.compare({"transformers": keep(hf_fn, "transformers"),
-                                 "ours": keep(our_fn, "ours")},
+        result = timing.compare({side: keep(fn, side) for side, fn in contestants.items()},
                                 repeats=repeats, threads=threads, sync=sync)
-        rows.append((name, repeats, result.median_of("transformers"), result.median_of("ours"),
+        rows.append((name, repeats, {side: result.median_of(side) for side in contestants},
                      count, result.busy))
         print(f"  measured {name}", flush=True)
     floor_s, floor_bytes = timing.read_floor(ours, args.repeats * 4, threads, sync)
 
     print()
-    print(f"{'':<26}{'runs':>5}{'transformers s':>16}{'ours s':>10}{'ours/tf':>9}"
-          f"{'tf tok/s':>10}{'our tok/s':>11}")
-    for name, repeats, hf_s, our_s, count, busy in rows:
-        print(f"{name:<26}{repeats:>5}{hf_s:>16.3f}{our_s:>10.3f}{our_s / hf_s:>9.2f}"
-              f"{count / hf_s:>10.1f}{count / our_s:>11.1f}{'  (busy machine)' if busy else ''}")
-    by_name = {row[0]: row for row in rows}
+    print(f"{'':<26}{'runs':>5}{'transformers s':>16}{'ours s':>10}{'fast s':>10}{'ours/tf':>9}"
+          f"{'fast/tf':>9}{'tf tok/s':>10}{'our tok/s':>11}{'fast tok/s':>12}")
+    for name, repeats, s, count, busy in rows:
+        hf_s, our_s, fast_s = s["transformers"], s["ours"], s.get("fast")
+        fast_cells = (f"{fast_s:>10.3f}", f"{fast_s / hf_s:>9.2f}", f"{count / fast_s:>12.1f}") \
+            if fast_s else (f"{'':>10}", f"{'':>9}", f"{'':>12}")
+        print(f"{name:<26}{repeats:>5}{hf_s:>16.3f}{our_s:>10.3f}{fast_cells[0]}"
+              f"{our_s / hf_s:>9.2f}{fast_cells[1]}{count / hf_s:>10.1f}{count / our_s:>11.1f}"
+              f"{fast_cells[2]}{'  (busy machine)' if busy else ''}")
+    by_name = {row[0]: row[2] for row in rows}
     one, many, plain = (by_name[k] for k in ("generate 1, cache", f"generate {n}, cache",
                                              f"generate {n}, no cache"))
-    hf_step, our_step = ((many[i] - one[i]) / (n - 1) for i in (2, 3))
+    step = {side: (many[side] - one[side]) / (n - 1) for side in many}
     print(f"\nfloor: reading the {floor_bytes / 1e6:,.0f} MB of weight matrices once "
           f"(x @ W, W stored [in, out]) takes {1e3 * floor_s:.1f} ms, "
           f"{floor_bytes / floor_s / 1e9:.1f} GB/s")
-    print(f"one cached decoding step ((generate {n} - generate 1) / {n - 1}): "
-          f"transformers {1e3 * hf_step:.1f} ms ({hf_step / floor_s:.2f}x the floor), "
-          f"ours {1e3 * our_step:.1f} ms ({our_step / floor_s:.2f}x the floor); "
-          f"ours/transformers {our_step / hf_step:.2f}")
-    print(f"cache speed-up (no cache / cache): transformers {plain[2] / many[2]:.1f}x, "
-          f"ours {plain[3] / many[3]:.1f}x")
+    print(f"one cached decoding step ((generate {n} - generate 1) / {n - 1}):")
+    for side, label in (("transformers", "transformers"), ("ours", "ours, reference blocks"),
+                        ("fast", "ours, fast path")):
+        print(f"  {label:<24}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the floor"
+              f"  {step['transformers'] / step[side]:>5.2f}x transformers' tokens/s")
+    print(f"cache speed-up (no cache / cache): transformers "
+          f"{plain['transformers'] / many['transformers']:.1f}x, "
+          f"ours {plain['ours'] / many['ours']:.1f}x")
 
     bfloat16_report(ours, ids, n, args.repeats, threads, sync, floor_s,
                     outputs[f"generate {n}, cache"]["ours"])
@@ -150,7 +167,8 @@ def main() -> None:
     print(f"forward: max |logit difference| {(hf_logits - our_logits).abs().max().item():.2e}")
     generated = [out for name, *_ in rows[2:] for out in outputs[name].values()]
     same = all(torch.equal(generated[0], other) for other in generated[1:])
-    print(f"generated tokens identical (transformers and ours, with and without cache): {same}")
+    print(f"generated tokens identical (transformers, ours and our fast path, with and without "
+          f"cache): {same}")
     if not same:
         raise SystemExit("generated tokens differ")
 

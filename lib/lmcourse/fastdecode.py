@@ -1,0 +1,208 @@
+"""Greedy decoding laid out for one token at a time, close to the memory-bandwidth floor.
+
+    from lmcourse.fastdecode import FastDecoder
+    fast = FastDecoder(model)                 # model: a DecoderLM (any family the course ports)
+    ids = fast.generate(input_ids, 64)        # the same tokens as model.generate(input_ids, 64)
+
+`DecoderLM` is written to be read next to transformers' modelling files; it stays the
+reference. Decoding one token is a different workload: every weight is read once to do a few
+multiply-adds with it, so the step costs at least the time to stream the weights from memory
+(`lmcourse.timing.read_floor`). What the reference path adds on top of that floor, and what
+this module removes:
+  - three query/key/value products and two gate/up products per layer: each pair or triple of
+    matrices is concatenated once, at construction, into one matrix read by one product;
+  - the grouped-query expansion: the reference path copies every cached key and value head
+    `heads // kv_heads` times at every step (`group_kv`); here the G query heads that share a
+    key-value head are stacked as G rows against that head's keys, so no cache is copied;
+  - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
+    [in, out] and multiplied as `x @ W`, the layout of the floor's probe;
+  - small operations: RMSNorm as torch's one fused kernel (the same numbers in float32), the
+    query and key rotated together, no calls to modules that do nothing.
+The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
+blocks this module has no fast form for (latent attention, mixtures of experts) are called as
+they are: every family decodes, the common ones quickly. tests/test_fastdecode.py checks the
+tokens and logits against `DecoderLM` on every family of the parity tests.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .blocks.attention import Attention
+from .blocks.cache import KVCache
+from .blocks.ffn import MLP, GatedMLP
+from .blocks.model import DecoderLM
+from .blocks.norms import RMSNorm
+from .blocks.rope import apply_rotary
+
+
+def _fused(*linears) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The weights of several nn.Linear with one input, side by side: [in, sum of outs], and
+    their biases concatenated (None without biases)."""
+    weight = torch.cat([linear.weight for linear in linears], dim=0).t().contiguous()
+    biases = [linear.bias for linear in linears]
+    bias = None if biases[0] is None else torch.cat(biases).contiguous()
+    return weight, bias
+
+
+def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x [..., in] @ weight [in, out] (+ bias)."""
+    return x @ weight if bias is None else torch.addmm(bias, x.flatten(0, -2), weight).view(
+        *x.shape[:-1], weight.shape[1])
+
+
+def _norm(module):
+    """A norm as one call: torch's fused RMSNorm where it computes the same numbers (float32,
+    the scale stored as itself), the module otherwise; None for a norm that is not there."""
+    if isinstance(module, torch.nn.Identity):
+        return None
+    weight = getattr(module, "weight", None)
+    if isinstance(module, RMSNorm) and not module.offset and weight.dtype == torch.float32:
+        return lambda x: F.rms_norm(x, weight.shape, weight, module.eps)
+    return module
+
+
+class _FastAttention:
+    """One `Attention` block's decoding step: one fused projection, no grouped copy."""
+
+    def __init__(self, attn: Attention):
+        self.attn = attn
+        self.qkv, self.qkv_bias = _fused(attn.q_proj, attn.k_proj, attn.v_proj)
+        self.out, self.out_bias = _fused(attn.o_proj)
+        self.sizes = (attn.heads * attn.head_dim, attn.kv_heads * attn.head_dim,
+                      attn.kv_heads * attn.head_dim)
+
+    def __call__(self, x, cos, sin, qpos, cache, start):  # x [batch, 1, d]
+        a = self.attn
+        B, K, G, D = x.shape[0], a.kv_heads, a.group, a.head_dim
+        qkv = _project(x, self.qkv, self.qkv_bias)
+        if a.clip:
+            qkv = qkv.clamp(-a.clip, a.clip)
+        if a.qk_norm:  # each head normalised on its own, then rotated on its own
+            q, k, v = qkv.split(self.sizes, dim=-1)
+            q, k = a.q_norm(q.view(B, a.heads, 1, D)), a.k_norm(k.view(B, K, 1, D))
+            if a.rotary:
+                q = apply_rotary(q, cos, sin, a.rope_layout)
+                k = apply_rotary(k, cos, sin, a.rope_layout)
+        else:  # the query and key heads side by side: one rotation turns both
+            qk, v = qkv.split((self.sizes[0] + self.sizes[1], self.sizes[2]), dim=-1)
+            qk = qk.view(B, a.heads + K, 1, D)
+            if a.rotary:
+                qk = apply_rotary(qk, cos, sin, a.rope_layout)
+            q, k = qk.split((a.heads, K), dim=1)
+        v = v.view(B, K, 1, D)
+        keys, values, _ = cache.update(k, v, qpos, start)  # [batch, K, S, D], views, no copy
+        # Query head h reads key-value head h // G ('interleave') or h % K ('tile'): stack the
+        # G query heads of each key-value head as G rows of one [G, S] score matrix.
+        if a.kv_grouping == "interleave":
+            q = q.view(B, K, G, D)
+        else:
+            q = q.view(B, G, K, D).transpose(1, 2)
+        if a.softcap:
+            scores = (q @ keys.transpose(-2, -1)) * a.scale
+            scores = a.softcap * torch.tanh(scores / a.softcap)
+            probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+            y = probs @ values  # [batch, K, G, D]
+        else:
+            y = F.scaled_dot_product_attention(q, keys, values, scale=a.scale)
+        if a.kv_grouping != "interleave":
+            y = y.transpose(1, 2)
+        return _project(y.reshape(B, 1, a.heads * D), self.out, self.out_bias)
+
+
+class _FastMLP:
+    """A feed-forward block's step: gate and up as one product for the gated kinds."""
+
+    def __init__(self, ffn):
+        self.ffn = ffn
+        if isinstance(ffn, GatedMLP) and ffn.gated:
+            self.up, self.up_bias = _fused(ffn.gate_proj, ffn.up_proj)
+        else:
+            self.up, self.up_bias = _fused(ffn.up_proj)
+        self.down, self.down_bias = _fused(ffn.down_proj)
+        self.gated = isinstance(ffn, GatedMLP) and ffn.gated
+
+    def __call__(self, x):
+        h = _project(x, self.up, self.up_bias)
+        if self.gated:
+            gate, up = h.chunk(2, dim=-1)
+            h = self.ffn.act(gate) * up
+        elif isinstance(self.ffn, MLP):
+            h = self.ffn.act(h)
+        return _project(h, self.down, self.down_bias)
+
+
+class FastDecoder:
+    """Greedy decoding of a `DecoderLM` with the reference model's numbers, one token per step.
+
+    The decoder holds its own fused copies of the attention and feed-forward matrices (as many
+    bytes again as those weights): build it once per model, and rebuild it if the model's
+    weights change.
+    """
+
+    def __init__(self, model: DecoderLM):
+        if not isinstance(model, DecoderLM):
+            raise ValueError(f"FastDecoder needs a lmcourse DecoderLM, got {type(model).__name__}")
+        self.model = model
+        with torch.no_grad():
+            self.attention = [_FastAttention(b.attn) if isinstance(b.attn, Attention) else b.attn
+                              for b in model.blocks]
+            self.ffn = [_FastMLP(b.ffn) if isinstance(b.ffn, (MLP, GatedMLP)) else b.ffn
+                        for b in model.blocks]
+        # per block: (norm before attention, after it, before the feed-forward, after it)
+        self.norms = [tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm,
+                                               b.ffn_post_norm)) for b in model.blocks]
+        self.final_norm = _norm(model.norm)
+
+    @torch.inference_mode()
+    def step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """token [batch, 1] continues the cached sequences -> logits [batch, 1, vocab]."""
+        if token.dim() != 2 or token.shape[1] != 1:
+            raise ValueError(f"step takes one token per sequence, [batch, 1]; got shape "
+                             f"{tuple(token.shape)} (run longer inputs through prefill)")
+        m, start = self.model, cache.length
+        qpos = torch.tensor([start], device=token.device)
+        x = m.embed(token)
+        if m.spec.embed_scale != 1.0:
+            x = x * m.spec.embed_scale
+        cos = sin = None
+        positions = qpos.expand(token.shape[0], 1)
+        if m.pos_embed is not None:
+            x = x + m.pos_embed(positions)
+        else:
+            cos, sin = m.rotary(positions, x.dtype)
+        layers = zip(self.norms, self.attention, self.ffn, cache.layers, strict=True)
+        for norms, attn, ffn, layer in layers:
+            attn_norm, attn_post, ffn_norm, ffn_post = norms
+            y = attn(attn_norm(x), cos, sin, qpos, layer, start)
+            x = x + (attn_post(y) if attn_post else y)
+            y = ffn(ffn_norm(x))
+            x = x + (ffn_post(y) if ffn_post else y)
+        cache.length += 1
+        return m.logits(self.final_norm(x))
+
+    @torch.inference_mode()
+    def prefill(self, input_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """The prompt through the reference path into `cache` -> logits of its last position."""
+        return self.model.logits(self.model.hidden_states(input_ids, cache=cache)[:, -1:])
+
+    @torch.inference_mode()
+    def generate(self, input_ids: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
+        """Greedy decoding: input_ids [batch, T] -> [batch, T + max_new_tokens], the tokens
+        `DecoderLM.generate` gives."""
+        if input_ids.dim() != 2:
+            raise ValueError("input_ids must be [batch, tokens], got shape "
+                             f"{tuple(input_ids.shape)}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        B, T = input_ids.shape
+        ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype, device=input_ids.device)
+        ids[:, :T] = input_ids
+        cache = self.model.new_cache(B, T + max_new_tokens)
+        logits = self.prefill(input_ids, cache)
+        for t in range(T, T + max_new_tokens):
+            ids[:, t] = logits[:, -1].argmax(-1)
+            if t + 1 < T + max_new_tokens:
+                logits = self.step(ids[:, t : t + 1], cache)
+        return ids
