@@ -257,10 +257,10 @@ def test_batch_autograder_survives_an_unparseable_submission(round_trip, lab):
 
 
 def test_redefining_a_reference_changes_no_score(round_trip, lab):
-    """Labs whose tests compare against a setup-cell function: a wrong answer plus that
-    function redefined to agree scores as the wrong answer alone, and is flagged."""
-    if "refpatch" not in round_trip["results"]:
-        pytest.skip(f"{lab}: no refpatch case in tests/lab_cases (written for L2 and L4)")
+    """Every lab's tests compare against something its setup cell defines: a wrong answer plus
+    that reference redefined to agree scores as the wrong answer alone, and is flagged."""
+    assert "refpatch" in round_trip["results"], (
+        f"{lab}: tests/lab_cases has no refpatch case for it (see tests/lab_cases/__init__.py)")
     result = round_trip["results"]["refpatch"]
     assert result.status == "flagged" and "redefines" in result.message, result
     want = round_trip["cases"].expected["refpatch"]

@@ -1,7 +1,7 @@
 """Submissions that the grading round trip (tests/test_labs.py) autogrades for every lab.
 
 Lab LM10-L<n> (source solutions/LM10-L<n>/LM10-L<n>.ipynb) has a module
-tests/lab_cases/l<n>.py that defines three functions. Each takes the RELEASED student notebook
+tests/lab_cases/l<n>.py that defines four functions. Each takes the RELEASED student notebook
 (an nbformat NotebookNode read from the release, a fresh copy for every call) and returns the
 notebook a student would hand in:
 
@@ -12,14 +12,15 @@ notebook a student would hand in:
                    -> some points, not all (0 < autograded score < autograded maximum)
     hardcoded(nb)  answers that return the values the visible tests expect and nothing else
                    -> every test cell with a `### BEGIN HIDDEN TESTS` region scores 0
+    refpatch(nb)   a wrong answer plus a redefinition of a name the setup cell defines and
+                   the answer's test compares against (a reference function, an imported
+                   module), made to agree with the wrong answer -> flagged, and exactly the
+                   scores in expected["refpatch"], those of the wrong answer alone: the
+                   grader defines the setup cell's names again before each test
 
-and may define
+and a dict
 
-    refpatch(nb)   a wrong answer plus a redefinition of the setup-cell function its test
-                   compares against, made to agree with it (labs whose tests have such a
-                   reference) -> flagged, and exactly the scores in expected["refpatch"],
-                   those of the wrong answer alone: the grader restores the reference
-    expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "hardcoded": {...}}
+    expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "refpatch": {...}, ...}
 
 exact scores per case and grade_id that the round trip also checks (cells not listed are only
 held to the rules above). The round trip changes and adds submissions itself: `correct` is

@@ -43,7 +43,28 @@ def hardcoded(nb):
     })
 
 
+def refpatch(nb):
+    """A block formula right only at width 768 (its bias term is 13 x 768 whatever the width),
+    and transformers_count, the setup cell's reference, redefined to return that formula for
+    a GPT-2 block. The grader defines the reference again before each test: the block's hidden
+    widths fail, and so does the model built from the block."""
+    answers = solution_answers(LAB)
+    answers["l1_gpt2_block"] = '''
+def gpt2_block(d):
+    return 12 * d * d + 13 * 768
+
+
+def transformers_count(module):
+    if isinstance(module, GPT2Block):
+        return gpt2_block(module.attn.embed_dim)
+    return sum(p.numel() for p in module.parameters())
+'''
+    return fill(nb, answers)
+
+
 expected = {
     "mistake": {"l1_test_gpt2_block": 2.0, "l1_test_gpt2_model": 0.0, "l1_test_attention": 2.0,
                 "l1_test_count": 4.0},
+    "refpatch": {"l1_test_gpt2_block": 0.0, "l1_test_gpt2_model": 0.0, "l1_test_attention": 2.0,
+                 "l1_test_count": 4.0},
 }

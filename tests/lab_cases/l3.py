@@ -59,7 +59,37 @@ def hardcoded(nb):
     })
 
 
+def refpatch(nb):
+    """The mistake's LayerNorm (unbiased variance), and `nn`, which the setup cell imports and
+    the LayerNorm test compares against, rebound to a namespace whose LayerNorm is that same
+    wrong one. The grader imports `nn` again before each test: the LayerNorm test fails as it
+    does for the mistake alone."""
+    answers = solution_answers(LAB)
+    answers["l3_layer_norm"] = '''
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    y = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+class _AgreeingLayerNorm(torch.nn.LayerNorm):
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class nn:
+    LayerNorm = _AgreeingLayerNorm
+    RMSNorm = torch.nn.RMSNorm
+'''
+    return fill(nb, answers)
+
+
 expected = {
     "mistake": {"l3_test_layer_norm": 0.0, "l3_test_rms_norm": 3.0,
                 "l3_test_mean_fraction": 2.0, "l3_test_norm_inputs": 2.0},
+    "refpatch": {"l3_test_layer_norm": 0.0, "l3_test_rms_norm": 3.0,
+                 "l3_test_mean_fraction": 2.0, "l3_test_norm_inputs": 2.0},
 }

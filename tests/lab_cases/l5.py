@@ -57,7 +57,36 @@ def hardcoded(nb):
     return fill(nb, answers)
 
 
+def refpatch(nb):
+    """Attention scores divided by the head width instead of its square root, and layer_io,
+    the setup cell's reference for the block test, redefined to return the port's own output.
+    The grader defines the reference again before each test: the block test fails, and the
+    logits (compared with the model itself) fail either way."""
+    answers = solution_answers(LAB)
+    block = answers["l5_block"]
+    right = "/ math.sqrt(self.head_dim)"
+    assert block.count(right) == 1, "the solution's score scale moved; update this case"
+    answers["l5_block"] = block.replace(right, "/ self.head_dim") + '''
+
+
+@torch.no_grad()
+def layer_io(model, input_ids, layer):
+    seen = {}
+
+    def hook(module, args, output):
+        seen["x"] = args[0]
+
+    handle = model.model.layers[layer].register_forward_hook(hook)
+    model(input_ids, use_cache=False)
+    handle.remove()
+    return seen["x"], port_layer(model.model.layers[layer], model.config)(seen["x"])
+'''
+    return fill(nb, answers)
+
+
 expected = {
     "mistake": {"l5_test_expand_kv": 0.0, "l5_test_rope": 2.0, "l5_test_block": 0.0,
                 "l5_test_logits": 0.0},
+    "refpatch": {"l5_test_expand_kv": 2.0, "l5_test_rope": 2.0, "l5_test_block": 0.0,
+                 "l5_test_logits": 0.0},
 }
