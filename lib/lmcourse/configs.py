@@ -157,3 +157,65 @@ def tiny(name: str, **overrides):
         sizes.pop("head_dim")  # derived from the latent sizes
     fields = {**fields, **sizes, **_TINY_TOKENS, **_TINY_FAMILY.get(model_type, {}), **overrides}
     return AutoConfig.for_model(model_type, **fields)
+
+
+# ---- GPT-2's fields against Llama's (lesson LM10-T8) ------------------------------------------
+
+# (what the field decides, GPT-2's field or None, what GPT-2 does without one, Llama's field).
+# A dotted name reads inside a dict field: "rope_parameters.rope_theta".
+FIELD_MAP = (
+    ("width", "n_embd", "", "hidden_size"),
+    ("blocks", "n_layer", "", "num_hidden_layers"),
+    ("vocabulary", "vocab_size", "", "vocab_size"),
+    ("query heads", "n_head", "", "num_attention_heads"),
+    ("key-value heads", "n_head", "", "num_key_value_heads"),
+    ("feed-forward width", "n_inner", "", "intermediate_size"),
+    ("activation", "activation_function", "", "hidden_act"),
+    ("norm epsilon", "layer_norm_epsilon", "", "rms_norm_eps"),
+    ("positions", "n_positions", "", "max_position_embeddings"),
+    ("rotary base", None, "(none: a learned table)", "rope_parameters.rope_theta"),
+    ("rotary scaling", None, "(none)", "rope_parameters.rope_type"),
+    ("attention biases", None, "(none: always on)", "attention_bias"),
+    ("feed-forward biases", None, "(none: always on)", "mlp_bias"),
+    ("tied output table", "tie_word_embeddings", "", "tie_word_embeddings"),
+)
+
+
+def read_field(config, name: str):
+    """The value of `name` in a transformers config; a dotted name reads inside a dict field."""
+    value = config
+    for part in name.split("."):
+        value = value.get(part) if isinstance(value, dict) else getattr(value, part)
+    return value
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+    return str(value)
+
+
+def field_table(gpt2, llamas: dict) -> list[dict]:
+    """Rows for `lmcourse.count.table`: each decision of FIELD_MAP with GPT-2's field and value,
+    Llama's field, and its value in each config of `llamas` (name -> LlamaConfig)."""
+    if getattr(gpt2, "model_type", None) != "gpt2":
+        raise ValueError(f"gpt2 must be a GPT-2 config (model_type 'gpt2'), got "
+                         f"{getattr(gpt2, 'model_type', type(gpt2).__name__)!r}")
+    if not isinstance(llamas, dict) or not llamas:
+        raise ValueError("llamas must be a non-empty dict of name -> Llama-architecture config")
+    wrong = {n: getattr(c, "model_type", None) for n, c in llamas.items()
+             if getattr(c, "model_type", None) != "llama"}
+    if wrong:
+        raise ValueError(f"llamas must hold Llama-architecture configs (model_type 'llama'); "
+                         f"got {wrong}")
+    rows = []
+    for concept, old, missing, new in FIELD_MAP:
+        row = {"decides": concept, "GPT-2 field": old or "-",
+               "GPT-2": _shown(read_field(gpt2, old)) if old else missing, "Llama field": new}
+        row |= {name: _shown(read_field(config, new)) for name, config in llamas.items()}
+        rows.append(row)
+    return rows

