@@ -44,7 +44,10 @@ c.CourseDirectory.feedback_directory = "grading/feedback"
 # A busy timeout lets parallel autograders (grading/autograde.py) queue for the write lock
 # instead of failing at once with "database is locked".
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db") + "?timeout=120"
+# The exchange (git-ignored) must exist, or the formgrader and the assignment list show errors;
+# `make gradebook` releases every lab into it.
 c.Exchange.root = os.path.join(HERE, "exchange")
+os.makedirs(c.Exchange.root, exist_ok=True)
 # Students delete and duplicate cells: put missing test cells back (and run them), and keep
 # one cell per grade_id (nbgrader's own DeduplicateIds then breaks OverwriteCells, see
 # course_preprocessors.py). Everything else is nbgrader's default sanitizing pipeline.

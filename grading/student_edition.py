@@ -84,12 +84,14 @@ def leaks(folder: Path, secrets: set[str]) -> list[str]:
 
 def write_start_page(readme: Path, target: Path) -> None:
     """The README as a one-cell Markdown notebook: JupyterLab renders it, links and all, where
-    it would open a .md file in a text editor."""
+    it would open a .md file in a text editor. Its metadata is the lessons': JupyterLab writes
+    the kernel's language_info into a notebook it opens, so a shorter one made the page
+    "modified" the moment it opened."""
+    lesson = json.loads(next(iter(sorted((ROOT / "lessons").glob("*.ipynb")))).read_text())
     notebook = {"cells": [{"cell_type": "markdown", "id": "start", "metadata": {},
                            "source": readme.read_text().splitlines(keepends=True)}],
-                "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)",
-                                            "language": "python", "name": "python3"},
-                             "language_info": {"name": "python"}},
+                "metadata": {key: lesson["metadata"][key]
+                             for key in ("kernelspec", "language_info")},
                 "nbformat": 4, "nbformat_minor": 5}
     target.write_text(json.dumps(notebook, indent=1) + "\n")
 

@@ -113,3 +113,26 @@ def test_the_start_page_is_the_student_readme_with_links_that_resolve(edition):
     assert start.metadata.kernelspec.display_name == installed
     links = re.findall(r"\]\(([^)]+\.ipynb)\)", cell.source)
     assert len(links) == 10 and all((folder / link).is_file() for link in links), links
+
+
+def test_every_notebook_a_student_opens_matches_the_installed_kernel(edition):
+    """JupyterLab writes the kernel's kernelspec and language_info into a notebook it opens:
+    any difference makes the notebook "modified" on opening, and autosave rewrites it. Only the
+    Python patch version may differ from machine to machine (tests/test_browser.py checks, on
+    this one, that opening changes nothing)."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    folder, _ = edition
+    installed = KernelSpecManager().get_kernel_spec("python3")
+    kernel = dict(IPythonKernel.language_info)
+    kernel["version"] = ".".join(kernel["version"].split(".")[:2])
+    notebooks = sorted(folder.glob("*.ipynb")) + sorted(folder.glob("lessons/*.ipynb")) + sorted(
+        folder.glob("labs/*/*.ipynb"))
+    assert len(notebooks) == 11, [p.name for p in notebooks]
+    for path in notebooks:
+        metadata = json.loads(path.read_text())["metadata"]
+        assert metadata["kernelspec"] == {"display_name": installed.display_name,
+                                          "language": installed.language, "name": "python3"}, path
+        stored = dict(metadata.get("language_info", {}))
+        stored["version"] = ".".join(stored.get("version", "").split(".")[:2])
+        assert stored == kernel, f"{path.relative_to(folder)}: language_info {stored}"

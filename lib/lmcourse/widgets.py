@@ -8,6 +8,15 @@ import matplotlib.pyplot as plt
 from . import count
 from .spec import as_spec
 
+
+def _slider_look() -> dict:
+    """Keyword arguments of a slider: it updates on release, shows its whole description, and
+    has a track of its own beside it (inside ipywidgets' default 300 px a long description left
+    the track some 25 px, too short to pick a position with the mouse)."""
+    return dict(continuous_update=False, style={"description_width": "initial"},
+                layout=widgets.Layout(width="36em"))
+
+
 # ---- LM10-T2: rotary position embeddings ------------------------------------------------------
 
 
@@ -54,13 +63,13 @@ def rope_score_widget(q, k, inv_freq, query_position: int = 64, window: int = 64
         fig.tight_layout()
         plt.show()
 
-    style = dict(continuous_update=False, style={"description_width": "initial"})
     return widgets.interactive(
         show,
         key_position=widgets.IntSlider(query_position - 7, query_position - window, query_position,
-                                       description="key position n (before shift)", **style),
-        shift=widgets.IntSlider(0, 0, 5000, 50, description="shift both by", **style),
-        pair=widgets.IntSlider(0, 0, pairs - 1, description="pair drawn", **style),
+                                       description="key position n (before shift)",
+                                       **_slider_look()),
+        shift=widgets.IntSlider(0, 0, 5000, 50, description="shift both by", **_slider_look()),
+        pair=widgets.IntSlider(0, 0, pairs - 1, description="pair drawn", **_slider_look()),
     )
 
 
@@ -140,11 +149,10 @@ def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed
                          f"{k / experts:.1%} of the expert parameters")
         plt.show()
 
-    style = dict(continuous_update=False, style={"description_width": "initial"})
     return widgets.interactive(
         show,
-        experts=widgets.IntSlider(8, 2, 64, description="experts E", **style),
-        k=widgets.IntSlider(2, 1, 8, description="experts per token k", **style),
+        experts=widgets.IntSlider(8, 2, 64, description="experts E", **_slider_look()),
+        k=widgets.IntSlider(2, 1, 8, description="experts per token k", **_slider_look()),
     )
 
 
@@ -158,14 +166,15 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
     import dataclasses
 
     spec = as_spec(config)
-    style = dict(style={"description_width": "initial"}, continuous_update=False)
     kv = widgets.SelectionSlider(options=[k for k in range(1, spec.heads + 1)
                                           if spec.heads % k == 0],
-                                 value=spec.kv_heads, description="key-value heads", **style)
+                                 value=spec.kv_heads, description="key-value heads",
+                                 **_slider_look())
     tokens = widgets.SelectionSlider(options=[2**e for e in range(10, 18)], value=2**13,
-                                     description="tokens per sequence", **style)
+                                     description="tokens per sequence",
+                                     **_slider_look())
     gpu = widgets.SelectionSlider(options=list(gpu_gb), value=gpu_gb[-2],
-                                  description="GPU memory (GB)", **style)
+                                  description="GPU memory (GB)", **_slider_look())
 
     def show(kv_heads, tokens, gpu_gb):
         chosen = dataclasses.replace(spec, kv_heads=kv_heads)

@@ -1,0 +1,295 @@
+"""The course in a real browser: JupyterLab in Debian's chromium, driven by Playwright.
+
+As a student, on a freshly built student edition (`make student-edition`): the start page, a
+lesson's stored figure and widget before it runs, Run All, a slider that redraws its figure, a
+released lab's Validate, no solutions reachable and no notebook changed on disk. As an
+instructor, on the repository as `make lab` serves it: the formgrader and the assignment list,
+without an error on the page or in the console.
+
+Playwright never downloads a browser here: it drives /usr/bin/chromium (apt-get install
+chromium; .ci/run does). Screenshots go to build/screenshots/, or to $LM10_SCREENSHOTS:
+`LM10_SCREENSHOTS=docs/screenshots python -m pytest tests/test_browser.py` refreshes the README's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grading"))
+import student_edition  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage",
+                 "--disable-gpu", "--disable-extensions"]
+BIN = Path(sys.executable).parent
+SHOTS = Path(os.environ.get("LM10_SCREENSHOTS", ROOT / "build" / "screenshots"))
+VIEWPORT = {"width": 1200, "height": 800}
+LESSON = "lessons/LM10-T2-rotary-positions.ipynb"  # figures and a widget of three sliders
+WIDGET_CALL = "rope_score_widget"
+LAB = "labs/LM10-L1/LM10-L1.ipynb"
+# A loaded 2-core machine: JupyterLab's start, T2's run (about 100 s there), one validation.
+START_S, RUN_S, STEP_S = 180, 900, 300
+# No toast over the screenshots, and no autosave: a run's outputs are the student's to save, and
+# the check below is that opening, reading and validating write nothing.
+SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+ERROR_TEXT = ("does not exist", "Error fetching", "could not be created", "Traceback",
+              "Unwritable")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """CI (.ci/run sets LM10_REQUIRE_BROWSER=1) must have chromium; elsewhere, skip loudly."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if sync_playwright is None or not CHROMIUM.exists():
+        message = ("the browser test needs Debian's chromium (apt-get install chromium; .ci/run "
+                   "does) and Playwright for Python (the dev extras)")
+        if os.environ.get("LM10_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A JupyterLab server on loopback, a random port and token, its own data and settings."""
+
+    def __init__(self, url: str, token: str, log: Path):
+        self.url, self.token, self.log = url, token, log
+
+    def get(self, path: str) -> int:
+        """HTTP status of GET path (with the token)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=30) as r:
+                return r.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    def page(self, browser, path: str, problems: list[str]):
+        """A new tab on path; console errors and uncaught exceptions are appended to problems."""
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(STEP_S * 1000)
+        page.on("console", lambda m: m.type == "error" and problems.append(f"{path}: {m.text}"))
+        page.on("pageerror", lambda e: problems.append(f"{path}: uncaught {e}"))
+        page.goto(f"{self.url}{path}?token={self.token}&reset")  # reset: no earlier tabs
+        return page
+
+
+@contextlib.contextmanager
+def jupyterlab(root: Path, config_path: Path, scratch: Path):
+    """JupyterLab serving root, started as `make lab` starts it (JUPYTER_CONFIG_PATH, lessons
+    trusted), with the app exposed to the page so that the test can read the notebook model."""
+    token, port = secrets.token_hex(24), free_port()
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(config_path),
+               JUPYTER_DATA_DIR=str(scratch / "data"), JUPYTER_RUNTIME_DIR=str(scratch / "run"),
+               JUPYTERLAB_SETTINGS_DIR=str(scratch / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
+               PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+               PYTHONWARNINGS="ignore::DeprecationWarning")
+    for name, values in SETTINGS.items():
+        target = scratch / "settings" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
+    subprocess.run([str(BIN / "jupyter"), "trust", *sorted(map(str, root.glob("lessons/*.ipynb")))],
+                   cwd=root, env=env, check=True, capture_output=True)
+    log = scratch / "server.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            [str(BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+             "--port-retries=0", f"--IdentityProvider.token={token}", f"--notebook-dir={root}",
+             "--LabApp.expose_app_in_browser=True", "--allow-root"],
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    lab = Lab(f"http://127.0.0.1:{port}", token, log)
+    try:
+        deadline = time.monotonic() + START_S
+        while lab_status(lab) != 200:
+            assert server.poll() is None, f"JupyterLab exited:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"JupyterLab did not start:\n{log.read_text()}"
+            time.sleep(1)
+        yield lab
+    finally:
+        server.terminate()
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def lab_status(lab: Lab) -> int | None:
+    try:
+        return lab.get("/api/status")
+    except OSError:
+        return None
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*.ipynb")) if ".ipynb_checkpoints" not in p.parts}
+
+
+def shoot(page, name: str, locator=None) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (locator or page).screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+# JavaScript on the exposed app: the notebook in the main area.
+PANEL = "window.jupyterapp.shell.currentWidget"
+READY = f"""() => {{ const p = window.jupyterapp && {PANEL};
+    return p && p.context && p.context.isReady && p.sessionContext.isReady
+        && p.sessionContext.session && p.sessionContext.session.kernel
+        && p.sessionContext.session.kernel.status === 'idle'; }}"""
+DIRTY = f"() => {PANEL}.context.model.dirty"
+DONE = f"""() => {{ const p = {PANEL};
+    const code = p.content.widgets.filter(c => c.model.type === 'code');
+    return p.sessionContext.session.kernel.status === 'idle'
+        && code.every(c => c.model.executionCount !== null); }}"""
+BAD_OUTPUTS = f"""() => {PANEL}.content.widgets.filter(c => c.model.type === 'code')
+    .flatMap(c => c.model.outputs.toJSON())
+    .filter(o => o.output_type === 'error' || (o.output_type === 'stream' && o.name === 'stderr'))
+    .map(o => o.ename ? o.ename + ': ' + o.evalue : o.text)"""
+
+
+def open_notebook(lab: Lab, browser, path: str, problems: list[str]):
+    page = lab.page(browser, f"/lab/tree/{path}", problems)
+    page.wait_for_function(READY, timeout=START_S * 1000, polling=500)
+    page.wait_for_function(f"path => {PANEL}.context.path === path", arg=path)
+    assert not page.evaluate(DIRTY), f"{path} is modified the moment it opens"
+    return page
+
+
+def student(browser, edition: Path, scratch: Path, problems: list[str]) -> None:
+    with jupyterlab(edition, edition / "jupyter-config", scratch) as lab:
+        # Nothing of the instructor's is served.
+        for path in ("/api/contents/solutions", "/files/solutions/LM10-L1/LM10-L1.ipynb",
+                     "/api/contents/grading", "/api/contents/tests"):
+            assert lab.get(path) == 404, f"a student can reach {path}"
+
+        page = open_notebook(lab, browser, "START.ipynb", problems)
+        start = page.locator(".jp-MarkdownOutput").first
+        start.wait_for()
+        for link in ("lessons/LM10-T1-then-and-now.ipynb", "labs/LM10-L1/LM10-L1.ipynb"):
+            href = start.get_by_role("link", name=link, exact=True).get_attribute("href")
+            assert f"/files/{link}?" in href, f"the link to {link} goes to {href}"
+        shoot(page, "start-page")
+        # Its first link opens the first lesson in JupyterLab.
+        start.get_by_role("link", name="lessons/LM10-T1-then-and-now.ipynb", exact=True).click()
+        page.wait_for_function(f"() => {PANEL}.context.path.startsWith('lessons/LM10-T1')")
+        page.close()
+
+        # A lesson before it runs: its stored figures and its stored widget are drawn.
+        page = open_notebook(lab, browser, LESSON, problems)
+        widget_cell = page.locator(".jp-CodeCell", has_text=WIDGET_CALL)
+        assert page.locator(".jp-RenderedImage img").count() >= 1, "no stored figure is drawn"
+        sliders = widget_cell.locator(".widget-slider")
+        sliders.first.wait_for()
+        assert sliders.count() == 3, f"{sliders.count()} stored sliders drawn, 3 expected"
+        assert widget_cell.locator(".widget-output img").count() == 1, "no stored widget figure"
+        track = sliders.first.locator(".noUi-target").bounding_box()
+        assert track["width"] >= 150, f"the first slider's track is {track['width']:.0f} px wide"
+        widget_cell.scroll_into_view_if_needed()
+        shoot(page, "lesson-figure-and-widget", widget_cell)
+
+        # Run All: no error and nothing on stderr; then a drag redraws the widget's figure.
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_function(DONE, timeout=RUN_S * 1000, polling=1000)
+        assert page.evaluate(BAD_OUTPUTS) == []
+        readout = widget_cell.locator(".widget-readout").first
+        figure = widget_cell.locator(".widget-output img")
+        figure.wait_for()
+        before = (readout.inner_text(), figure.get_attribute("src"))
+        handle = widget_cell.locator(".noUi-handle").first
+        handle.scroll_into_view_if_needed()
+        box = handle.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] - track["width"] / 2, box["y"] + box["height"] / 2, steps=10)
+        page.mouse.up()
+        page.wait_for_function(
+            """([cell, old]) => {
+                const c = [...document.querySelectorAll('.jp-CodeCell')]
+                    .find(e => e.textContent.includes(cell));
+                const img = c && c.querySelector('.widget-output img');
+                return img && img.getAttribute('src') !== old; }""",
+            arg=[WIDGET_CALL, before[1]], timeout=STEP_S * 1000, polling=500)
+        assert readout.inner_text() != before[0], "the slider did not move"
+        page.close()
+
+        # A released lab: Validate answers with its dialog (the blank lab fails its tests).
+        page = open_notebook(lab, browser, LAB, problems)
+        page.locator(".validate-button").click()
+        dialog = page.locator(".jp-Dialog", has_text="Validation Results")
+        dialog.wait_for(timeout=STEP_S * 1000)
+        assert "failed" in dialog.inner_text()
+        shoot(page, "lab-after-validate")
+        dialog.get_by_role("button", name="Ok").click()
+        assert not page.evaluate(DIRTY)
+        page.close()
+
+
+def instructor(browser, scratch: Path, problems: list[str]) -> None:
+    # As `make lab` does: every lab in the gradebook and released into grading/exchange.
+    subprocess.run(["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True,
+                   capture_output=True)
+    labs = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+    with jupyterlab(ROOT, ROOT / "grading", scratch) as lab:
+        page = lab.page(browser, "/formgrader", problems)
+        for name in labs:
+            page.locator("#main-table tr", has_text=name).wait_for()
+        text = page.locator("body").inner_text()
+        released = page.locator("#main-table tr .status", has_text="released")
+        assert released.count() == len(labs), f"not every lab is released:\n{text}"
+        assert not [e for e in ERROR_TEXT if e in text], text
+        shoot(page, "formgrader")
+        page.close()
+
+        page = lab.page(browser, "/lab", problems)
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
+        page.evaluate("() => window.jupyterapp.commands.execute('nbgrader:open-assignment-list')")
+        panel = page.locator("#released_assignments_list")
+        for name in labs:
+            panel.locator(".list_item", has_text=name).wait_for()
+        text = page.locator("body").inner_text()
+        assert not [e for e in ERROR_TEXT if e in text], text
+        page.close()
+
+
+def test_the_course_in_a_browser_as_a_student_and_as_an_instructor(browser, tmp_path):
+    student_edition.build(tmp_path / "out")
+    edition = tmp_path / "out" / student_edition.NAME
+    before = digests(edition)
+    problems: list[str] = []
+    student(browser, edition, tmp_path / "student", problems)
+    assert digests(edition) == before, "a notebook was changed on disk"
+    assert problems == [], "browser console, as a student:\n" + "\n".join(problems)
+    instructor(browser, tmp_path / "instructor", problems)
+    assert problems == [], "browser console, as an instructor:\n" + "\n".join(problems)
+    shutil.rmtree(tmp_path / "out")
