@@ -14,6 +14,7 @@ from torch import nn
 from .block import Block
 from .cache import KVCache
 from .norms import make_norm
+from .positions import LearnedPositions
 from .rope import RotaryEmbedding
 
 
@@ -29,7 +30,8 @@ class DecoderLM(nn.Module):
         self.spec = spec
         self.kv_grouping, self.ffn_gate = kv_grouping, ffn_gate
         self.embed = nn.Embedding(spec.vocab, spec.d)
-        self.pos_embed = nn.Embedding(spec.positions, spec.d) if spec.positions else None
+        self.pos_embed = (LearnedPositions(spec.positions, spec.d, spec.position_offset)
+                          if spec.positions else None)
         self.rotary = None if spec.positions else RotaryEmbedding(spec)
         self.blocks = nn.ModuleList(Block(spec, i, kv_grouping, ffn_gate)
                                     for i in range(spec.layers))
