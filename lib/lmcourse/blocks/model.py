@@ -2,8 +2,7 @@
 
     logits = head(norm(blocks(embed(ids) * embed_scale [+ pos_embed(positions)])))
 
-Built from a `ModelSpec` only; `DecoderLM.from_transformers(hf_model)` copies a transformers
-model's weights in (see `lmcourse.bridge`).
+Built from a `ModelSpec` only; a transformers model's weights come in through `lmcourse.bridge`.
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ class DecoderLM(nn.Module):
         self.spec = spec
         self.kv_grouping, self.ffn_gate = kv_grouping, ffn_gate
         self.embed = nn.Embedding(spec.vocab, spec.d)
-        self.pos_embed = (LearnedPositions(spec.positions, spec.d, spec.position_offset)
-                          if spec.positions else None)
+        self.pos_embed = LearnedPositions(spec) if spec.positions else None
         self.rotary = None if spec.positions else RotaryEmbedding(spec)
         self.blocks = nn.ModuleList(Block(spec, i, kv_grouping, ffn_gate)
                                     for i in range(spec.layers))

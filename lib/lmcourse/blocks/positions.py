@@ -13,9 +13,9 @@ from torch import nn
 
 
 class LearnedPositions(nn.Embedding):
-    def __init__(self, rows: int, dim: int, offset: int = 0):
-        super().__init__(rows, dim)
-        self.offset = offset
+    def __init__(self, spec):
+        super().__init__(spec.positions, spec.d)  # a table of spec.positions rows
+        self.offset = spec.position_offset
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:  # [batch, T] -> [batch, T, dim]
         return super().forward(position_ids + self.offset)
