@@ -7,14 +7,15 @@ from transformers import PretrainedConfig
 
 # The course's names and the transformers family each checkpoint belongs to.
 FAMILY = {
-    "gpt2": "gpt2", "SmolLM2-135M": "llama", "TinyLlama-1.1B": "llama", "Llama-2-7B": "llama",
-    "Llama-3.1-8B": "llama", "Llama-3.2-1B": "llama", "Mistral-7B-v0.1": "mistral",
+    "gpt2": "gpt2", "OPT-125m": "opt", "OPT-6.7B": "opt", "SmolLM2-135M": "llama",
+    "TinyLlama-1.1B": "llama", "Llama-2-7B": "llama", "Llama-3.1-8B": "llama",
+    "Llama-3.1-405B": "llama", "Llama-3.2-1B": "llama", "Mistral-7B-v0.1": "mistral",
     "Mixtral-8x7B": "mixtral", "Qwen2.5-7B": "qwen2", "Qwen3-8B": "qwen3",
     "Qwen3-30B-A3B": "qwen3_moe", "Gemma-2-2B": "gemma2", "Phi-3-mini-4k": "phi3",
     "OLMo-7B": "olmo", "DeepSeek-V3": "deepseek_v3",
 }
-FEATURES = ("family", "ffn", "act", "norm", "norm_affine", "norm_bias", "norms_per_block",
-            "norm_offset", "qkv_bias", "out_bias", "mlp_bias", "qk_norm", "tied",
+FEATURES = ("family", "position_offset", "ffn", "act", "norm", "norm_affine", "norm_bias",
+            "norms_per_block", "norm_offset", "qkv_bias", "out_bias", "mlp_bias", "qk_norm", "tied",
             "rope_interleave", "shared_experts", "router_bias", "routed_scale", "norm_topk")
 
 

@@ -26,6 +26,7 @@ from transformers import AutoModelForCausalLM, DynamicCache
 PUBLISHED_TOTAL = {
     "SmolLM2-135M": 134_515_008,
     "Llama-3.1-8B": 8_030_261_248,
+    "Llama-3.1-405B": 405_853_388_800,
     "Qwen3-30B-A3B": 30_532_122_624,
     "Mixtral-8x7B": 46_702_792_704,
     "DeepSeek-V3": 671_026_404_352,
@@ -53,8 +54,9 @@ def tiny_model(name):
 
 
 def blocks(model):
-    """The decoder blocks of a transformers causal LM (GPT-2 calls them `h`)."""
+    """The decoder blocks of a transformers causal LM (GPT-2 calls them `h`, OPT nests them)."""
     base = model.base_model
+    base = base.decoder if hasattr(base, "decoder") else base
     return base.layers if hasattr(base, "layers") else base.h
 
 
@@ -102,7 +104,9 @@ def component(name: str) -> str:
     """The `breakdown` part a transformers parameter belongs to, from its qualified name."""
     parts = name.split(".")
     for marker, part in [("embed_tokens", "embeddings"), ("wte", "embeddings"),
-                         ("wpe", "positions"), ("lm_head", "output_head"),
+                         ("wpe", "positions"), ("embed_positions", "positions"),
+                         ("lm_head", "output_head"), ("fc1", "feed_forward"),
+                         ("fc2", "feed_forward"),
                          ("self_attn", "attention"), ("attn", "attention"),
                          ("shared_experts", "shared_experts"), ("experts", "experts"),
                          ("gate", "router"), ("mlp", "feed_forward")]:

@@ -29,6 +29,13 @@ def gpt2(d, layers, heads):
                                    n_positions=64, bos_token_id=None, eos_token_id=None)
 
 
+def opt(d, layers, heads, hidden):
+    return transformers.OPTConfig(hidden_size=d, word_embed_proj_dim=d, num_hidden_layers=layers,
+                                  num_attention_heads=heads, ffn_dim=hidden, vocab_size=VOCAB,
+                                  max_position_embeddings=64, pad_token_id=None,
+                                  bos_token_id=None, eos_token_id=None)
+
+
 def llama(d, layers, heads, kv_heads, hidden, original):
     return transformers.LlamaConfig(
         hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
@@ -78,6 +85,7 @@ def deepseek_v3(d, layers, heads, q_lora, experts, n_group, topk_group, interlea
 
 MAIN = {
     "gpt2": gpt2(32, 2, 4),
+    "opt": opt(32, 2, 4, 48),
     "llama": llama(48, 2, 6, 2, 64, original=16),
     "smollm2": smollm2(36, 2, 9, 3, 96),
     "qwen3": qwen3(32, 2, 4, 2, 16, 48),
@@ -88,6 +96,7 @@ MAIN = {
 }
 HELD_OUT = {
     "gpt2": gpt2(24, 3, 2),
+    "opt": opt(24, 3, 2, 80),
     "llama": llama(64, 3, 8, 1, 80, original=32),  # multi-query
     "smollm2": smollm2(60, 3, 6, 2, 72),
     "qwen3": qwen3(40, 3, 8, 4, 8, 72),
@@ -162,7 +171,7 @@ def test_greedy_generation_matches_transformers(config):
     assert torch.equal(cached, expected), f"ours {cached.tolist()} != hf {expected.tolist()}"
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama", "gemma2", "deepseek_v3"])
+@pytest.mark.parametrize("name", ["gpt2", "opt", "llama", "gemma2", "deepseek_v3"])
 def test_position_ids_match_transformers(name):
     hf = random_hf_model(MAIN[name])
     ours = DecoderLM.from_transformers(hf)

@@ -81,3 +81,14 @@ def test_gated_ffn_and_router_diagram_takes_its_sizes_from_the_configurations():
     assert len(shaded) == 2, "the top 2 experts are shaded"
     with pytest.raises(ValueError, match="gated must have a gated feed-forward layer"):
         plots.plot_gated_ffn_and_router(configs.SEED_GPT2, configs.load("Mixtral-8x7B"))
+
+
+def test_rope_base_by_year_plots_one_point_per_model_on_a_log_axis():
+    fig = plots.plot_rope_base_by_year({"Llama 2": (2023, 1e4), "Mistral": (2023, 1e4),
+                                        "Llama 3": (2024, 5e5)})
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and len(ax.lines) == 3
+    assert sorted(t.get_text() for t in ax.texts) == ["Llama 2", "Llama 3", "Mistral"]
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="points must be a non-empty dict"):
+        plots.plot_rope_base_by_year({})

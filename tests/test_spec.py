@@ -53,6 +53,10 @@ def test_from_transformers_reads_sizes_of_every_published_config(name):
     if config.model_type == "gpt2":
         got = (spec.d, spec.layers, spec.heads, spec.positions)
         want = (config.n_embd, config.n_layer, config.n_head, config.n_positions)
+    elif config.model_type == "opt":  # two rows more than positions: position p reads row p + 2
+        got = (spec.d, spec.layers, spec.heads, spec.positions, spec.position_offset)
+        want = (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
+                config.max_position_embeddings + 2, 2)
     else:
         got = (spec.d, spec.layers, spec.heads, spec.vocab, spec.tied, spec.rope_theta)
         want = (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
@@ -68,7 +72,8 @@ def _tiny_model(name):
 
 @pytest.mark.parametrize("name", [n for n in configs.available() if n != "gpt2"])
 def test_attention_scale_and_head_width_match_transformers_attention(name):
-    attention = _tiny_model(name).model.layers[0].self_attn
+    model = _tiny_model(name).model
+    attention = (model.decoder if hasattr(model, "decoder") else model).layers[0].self_attn
     spec = as_spec(configs.tiny(name))
     assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12), \
         f"{name}: attn_scale {spec.attn_scale} != transformers' scaling {attention.scaling}"
@@ -134,6 +139,25 @@ def test_olmo_layer_norm_has_no_parameters():
     assert (spec.norm, spec.norm_affine, spec.norm_bias) == ("layer", False, False)
 
 
+def test_opt_is_gpt2_with_relu_and_a_position_table_offset_by_two():
+    opt = as_spec(configs.load("OPT-125m"))
+    got = (opt.ffn, opt.act, opt.norm, opt.norm_bias, opt.qkv_bias, opt.mlp_bias, opt.tied,
+           opt.positions, opt.position_offset, opt.rope_theta)
+    assert got == ("gelu", "relu", "layer", True, True, True, True, 2050, 2, 0.0)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(do_layer_norm_before=False), r"do_layer_norm_before=False \(supported: True\)"),
+    (dict(word_embed_proj_dim=512), r"word_embed_proj_dim=512 \(supported: 768\)"),
+])
+def test_opt_variants_the_library_does_not_build_are_refused_by_name(change, message):
+    config = configs.load("OPT-125m")
+    for key, value in change.items():
+        setattr(config, key, value)
+    with pytest.raises(ValueError, match=message):
+        as_spec(config)
+
+
 def test_phi3_reads_like_llama():
     phi3 = as_spec(configs.load("Phi-3-mini-4k"))
     assert (phi3.ffn, phi3.rotary_dim, phi3.head_dim) == ("swiglu", 96, 96)
@@ -190,6 +214,8 @@ BAD_INPUTS = {
     "latent_head_dim": (_bad_spec(kv_lora_rank=512, qk_nope_head_dim=64, qk_rope_head_dim=32,
                                   v_head_dim=64, rotary_dim=32),
                         r"head_dim must be qk_nope_head_dim \+ qk_rope_head_dim = 96"),
+    "offset_outside_table": (_bad_spec(positions=4, rope_theta=0.0, position_offset=4),
+                             r"position_offset=4 needs a learned table with more rows"),
     "negative_eps": (_bad_spec(norm_eps=-1e-5), r"norm_eps must be > 0"),
     "unsupported_family": (lambda: ModelSpec.from_transformers(AutoConfig.for_model("bert")),
                            r"unsupported model_type 'bert'; supported families: \['deepseek_v3'"),

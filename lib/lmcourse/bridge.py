@@ -57,6 +57,28 @@ def _gpt2_rules(spec: ModelSpec) -> dict[str, Source]:
     return rules
 
 
+def _opt_rules(spec: ModelSpec) -> dict[str, Source]:
+    """OPT: model.decoder.* with GPT-2's norm names (final_layer_norm is the block's second)."""
+    top = "model.decoder."
+    rules = {"embed.weight": (f"{top}embed_tokens.weight", None),
+             "pos_embed.weight": (f"{top}embed_positions.weight", None),
+             "head.weight": ("lm_head.weight", None)}
+    rules |= _norm_rules(spec, "norm", f"{top}final_layer_norm")
+    for i in range(spec.layers):
+        b, h = f"blocks.{i}.", f"{top}layers.{i}."
+        rules |= _norm_rules(spec, f"{b}attn_norm", f"{h}self_attn_layer_norm")
+        rules |= _norm_rules(spec, f"{b}ffn_norm", f"{h}final_layer_norm")
+        for ours, theirs in (("attn.q_proj", "self_attn.q_proj"),
+                             ("attn.k_proj", "self_attn.k_proj"),
+                             ("attn.v_proj", "self_attn.v_proj"),
+                             ("attn.o_proj", "self_attn.out_proj"),
+                             ("ffn.up_proj", "fc1"), ("ffn.down_proj", "fc2")):
+            rules[f"{b}{ours}.weight"] = (f"{h}{theirs}.weight", None)
+            if spec.mlp_bias:  # enable_bias puts a bias on every linear layer of the block
+                rules[f"{b}{ours}.bias"] = (f"{h}{theirs}.bias", None)
+    return rules
+
+
 def _attention_rules(spec: ModelSpec, b: str, h: str) -> dict[str, Source]:
     """blocks.i.attn.* <- model.layers.i.self_attn.*"""
     a = f"{h}self_attn."
@@ -158,7 +180,7 @@ def _llama_rules(spec: ModelSpec) -> dict[str, Source]:
 RULES = {"gpt2": _gpt2_rules, "llama": _llama_rules, "mistral": _llama_rules,
          "mixtral": _llama_rules, "qwen2": _llama_rules, "qwen3": _llama_rules,
          "qwen3_moe": _llama_rules, "gemma2": _llama_rules, "phi3": _llama_rules,
-         "olmo": _llama_rules, "deepseek_v3": _llama_rules}
+         "olmo": _llama_rules, "deepseek_v3": _llama_rules, "opt": _opt_rules}
 SUPPORTED = tuple(RULES)
 
 

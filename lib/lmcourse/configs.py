@@ -31,6 +31,14 @@ _LLAMA3_ROPE = dict(rope_type="llama3", low_freq_factor=1.0, high_freq_factor=4.
 _PUBLISHED: dict[str, tuple[str, dict]] = {
     "gpt2": ("gpt2", dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
                           activation_function="gelu_new", layer_norm_epsilon=1e-5)),
+    "OPT-125m": ("opt", dict(
+        vocab_size=50272, hidden_size=768, ffn_dim=3072, num_hidden_layers=12,
+        num_attention_heads=12, max_position_embeddings=2048, word_embed_proj_dim=768,
+        do_layer_norm_before=True, activation_function="relu", tie_word_embeddings=True)),
+    "OPT-6.7B": ("opt", dict(
+        vocab_size=50272, hidden_size=4096, ffn_dim=16384, num_hidden_layers=32,
+        num_attention_heads=32, max_position_embeddings=2048, word_embed_proj_dim=4096,
+        do_layer_norm_before=True, activation_function="relu", tie_word_embeddings=True)),
     "SmolLM2-135M": ("llama", dict(
         vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
         num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
@@ -46,6 +54,11 @@ _PUBLISHED: dict[str, tuple[str, dict]] = {
     "Llama-3.1-8B": ("llama", dict(
         vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
+        rms_norm_eps=1e-5, tie_word_embeddings=False,
+        **_rope(500000.0, factor=8.0, **_LLAMA3_ROPE))),
+    "Llama-3.1-405B": ("llama", dict(
+        vocab_size=128256, hidden_size=16384, intermediate_size=53248, num_hidden_layers=126,
+        num_attention_heads=128, num_key_value_heads=8, max_position_embeddings=131072,
         rms_norm_eps=1e-5, tie_word_embeddings=False,
         **_rope(500000.0, factor=8.0, **_LLAMA3_ROPE))),
     "Llama-3.2-1B": ("llama", dict(
@@ -131,6 +144,8 @@ _TINY_SIZES = dict(
 _TINY_TOKENS = dict(bos_token_id=0, eos_token_id=1, pad_token_id=None)  # inside the toy vocabulary
 _TINY_FAMILY = {
     "gpt2": dict(vocab_size=128, n_positions=64, n_embd=64, n_layer=2, n_head=4),
+    "opt": dict(vocab_size=128, max_position_embeddings=64, hidden_size=64, ffn_dim=96,
+                num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64),
     "mistral": dict(sliding_window=4),
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
     "qwen3_moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32),
@@ -152,7 +167,7 @@ def tiny(name: str, **overrides):
     from transformers import AutoConfig
 
     model_type, fields = _PUBLISHED[name]
-    sizes = {} if model_type == "gpt2" else dict(_TINY_SIZES)
+    sizes = {} if model_type in ("gpt2", "opt") else dict(_TINY_SIZES)  # their own field names
     if model_type == "deepseek_v3":
         sizes.pop("head_dim")  # derived from the latent sizes
     fields = {**fields, **sizes, **_TINY_TOKENS, **_TINY_FAMILY.get(model_type, {}), **overrides}

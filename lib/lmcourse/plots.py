@@ -692,3 +692,30 @@ def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: fl
     ax.set_title("Cache of one sequence against the number of key-value heads")
     fig.tight_layout()
     return fig
+
+
+# ---- LM10-T7: the architecture zoo -----------------------------------------------------------
+
+
+def plot_rope_base_by_year(points: dict):
+    """Rotary base against release year, log scale: `points` maps a model name to
+    (year, base). Models released in the same year are spread a little apart."""
+    if not isinstance(points, dict) or not points:
+        raise ValueError("points must be a non-empty dict of name -> (year, base)")
+    fig, ax = plt.subplots(figsize=(8, 4.2), dpi=80)
+    seen: dict[tuple, int] = {}
+    for name, (year, base) in sorted(points.items(), key=lambda item: item[1]):
+        k = seen.get((year, base), 0)
+        seen[(year, base)] = k + 1
+        ax.plot(year, base, "o", color="#2c7fb8")
+        ax.annotate(name, (year, base), textcoords="offset points", xytext=(6, 4 - 11 * k),
+                    fontsize=8)
+    ax.set_yscale("log")
+    years = sorted({year for year, _ in points.values()})
+    ax.set_xticks(years, [str(y) for y in years])
+    ax.set_xlim(years[0] - 0.5, years[-1] + 1.2)
+    ax.set_xlabel("release year")
+    ax.set_ylabel("rotary base (rope_theta)")
+    ax.set_title("The rotary base of published configurations, by year")
+    fig.tight_layout()
+    return fig

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 #
 # identity
 #   family           str    'gpt2', 'llama', 'mistral', 'mixtral', 'qwen2', 'qwen3', 'qwen3_moe',
-#                           'gemma2', 'phi3', 'olmo', 'deepseek_v3', or 'custom' (seed-style dicts)
+#                           'gemma2', 'phi3', 'olmo', 'deepseek_v3', 'opt', or 'custom' (seed-style
+#                           dicts)
 # sizes
 #   d                int    model width (hidden_size)
 #   layers           int    number of decoder blocks
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 # embeddings and positions
 #   tied             bool   output projection shares the token table
 #   positions        int    rows of a learned position table (0: none, rotary instead)
+#   position_offset  int    position p reads row p + offset of that table (OPT: 2, else 0)
 #   rope_theta       float  rotary base (0.0 when positions are learned)
 #   rope_scaling     tuple  sorted (key, value) pairs of transformers' rope_parameters beyond the
 #                           base (for example llama3 factor/low_freq_factor/...), () when none
@@ -103,6 +105,7 @@ class ModelSpec:
     norm_offset: float = 0.0
     tied: bool = False
     positions: int = 0
+    position_offset: int = 0
     rope_theta: float = 10000.0
     rope_scaling: tuple = ()
     rotary_dim: int = 0
@@ -133,9 +136,10 @@ class ModelSpec:
     def __post_init__(self):
         for name in ("d", "layers", "vocab", "heads", "kv_heads", "head_dim", "hidden"):
             _check_int(name, getattr(self, name), low=1)
-        for name in ("positions", "rotary_dim", "sliding_window", "experts", "experts_per_token",
-                     "expert_hidden", "shared_experts", "dense_layers", "q_lora_rank",
-                     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        for name in ("positions", "position_offset", "rotary_dim", "sliding_window", "experts",
+                     "experts_per_token", "expert_hidden", "shared_experts", "dense_layers",
+                     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                     "v_head_dim"):
             _check_int(name, getattr(self, name), low=0)
         _check_int("n_group", self.n_group, low=1)
         _check_int("topk_group", self.topk_group, low=1)
@@ -162,6 +166,9 @@ class ModelSpec:
                              "(rope_theta > 0), not both; set rope_theta=0.0 with positions")
         if not self.positions and not self.rope_theta:
             raise ValueError("no positions: set positions > 0 (learned table) or rope_theta > 0")
+        if self.position_offset >= max(self.positions, 1):
+            raise ValueError(f"position_offset={self.position_offset} needs a learned table with "
+                             f"more rows (positions={self.positions})")
         if self.rotary_dim > self.head_dim or self.rotary_dim % 2:
             raise ValueError(f"rotary_dim must be even and <= head_dim={self.head_dim}, "
                              f"got {self.rotary_dim}")
@@ -365,6 +372,25 @@ def _gpt2(c) -> dict:
     )
 
 
+def _opt(c) -> dict:
+    """OPT: GPT-2's block with ReLU, separate q/k/v projections and a table offset by 2."""
+    unsupported = [f"{name}={getattr(c, name)!r} (supported: {valid!r})" for name, valid in (
+        ("do_layer_norm_before", True), ("word_embed_proj_dim", c.hidden_size),
+        ("_remove_final_layer_norm", False)) if getattr(c, name) != valid]
+    if unsupported:  # OPT-350m's post-norm blocks and projected embeddings are not built here
+        raise ValueError(f"opt: unsupported {', '.join(unsupported)}; lmcourse builds pre-norm OPT "
+                         "models whose embeddings are hidden_size wide (OPT-125m, OPT-1.3B and up)")
+    bias, affine = bool(c.enable_bias), bool(c.layer_norm_elementwise_affine)
+    return dict(
+        d=c.hidden_size, layers=c.num_hidden_layers, vocab=c.vocab_size,
+        heads=c.num_attention_heads, kv_heads=c.num_attention_heads, head_dim=_implied_head_dim(c),
+        ffn="gelu", hidden=c.ffn_dim, act=c.activation_function, qkv_bias=bias, out_bias=bias,
+        mlp_bias=bias, norm="layer", norm_affine=affine, norm_bias=affine, norm_eps=1e-5,
+        tied=bool(c.tie_word_embeddings), positions=c.max_position_embeddings + 2,
+        position_offset=2, rope_theta=0.0,
+    )
+
+
 def _mistral(c) -> dict:
     return _llama(c) | _windows(c)
 
@@ -446,6 +472,6 @@ def _deepseek_v3(c) -> dict:
 _READERS = {
     "gpt2": _gpt2, "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2,
     "qwen3": _qwen3, "qwen3_moe": _qwen3_moe, "gemma2": _gemma2, "phi3": _phi3, "olmo": _olmo,
-    "deepseek_v3": _deepseek_v3,
+    "deepseek_v3": _deepseek_v3, "opt": _opt,
 }
 FAMILIES = tuple(_READERS)

@@ -8,11 +8,13 @@ from .mla import LatentAttention
 from .model import DecoderLM
 from .moe import Experts, MoE, Router
 from .norms import LayerNorm, RMSNorm
+from .positions import LearnedPositions
 from .rope import RotaryEmbedding, apply_rotary, inverse_frequencies, llama3_scaled, rotate_half
 
 __all__ = [
     "Attention", "Block", "DecoderLM", "Experts", "GatedMLP", "KVCache", "LatentAttention",
-    "LayerCache", "LayerNorm", "MLP", "MoE", "RMSNorm", "Router", "RotaryEmbedding",
+    "LayerCache", "LayerNorm", "LearnedPositions", "MLP", "MoE", "RMSNorm", "Router",
+    "RotaryEmbedding",
     "apply_rotary", "attend", "causal_mask", "group_kv", "inverse_frequencies", "llama3_scaled",
     "rotate_half",
 ]

@@ -2,8 +2,7 @@
 
     logits = head(norm(blocks(embed(ids) * embed_scale [+ pos_embed(positions)])))
 
-Built from a `ModelSpec` only; `DecoderLM.from_transformers(hf_model)` copies a transformers
-model's weights in (see `lmcourse.bridge`).
+Built from a `ModelSpec` only; a transformers model's weights come in through `lmcourse.bridge`.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from torch import nn
 from .block import Block
 from .cache import KVCache
 from .norms import make_norm
+from .positions import LearnedPositions
 from .rope import RotaryEmbedding
 
 
@@ -29,7 +29,7 @@ class DecoderLM(nn.Module):
         self.spec = spec
         self.kv_grouping, self.ffn_gate = kv_grouping, ffn_gate
         self.embed = nn.Embedding(spec.vocab, spec.d)
-        self.pos_embed = nn.Embedding(spec.positions, spec.d) if spec.positions else None
+        self.pos_embed = LearnedPositions(spec) if spec.positions else None
         self.rotary = None if spec.positions else RotaryEmbedding(spec)
         self.blocks = nn.ModuleList(Block(spec, i, kv_grouping, ffn_gate)
                                     for i in range(spec.layers))

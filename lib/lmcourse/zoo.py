@@ -1,0 +1,157 @@
+"""Families side by side: a block as a diff of another, and one summary row per architecture.
+
+    diff(base, spec)            the spec fields in which `spec` differs from `base`
+    norm_modules(config)        norm layers inside one decoder block, as transformers builds them
+    summary(config)             a table row: parameters, norms, attention, feed-forward, positions,
+                                cache bytes per token (every count from `lmcourse.count`)
+    linear_attention_state(c)   numbers a hybrid linear-attention model (Qwen3-Next) keeps per
+                                sequence: a fixed state per linear layer, plus a growing cache
+
+Everything is read from a `ModelSpec` (or a config `as_spec` accepts); nothing is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .count import describe
+from .spec import ModelSpec, as_spec
+
+# Fields derived from the sizes (attn_scale from head_dim, rotary_dim from head_dim, layer_types
+# from the window): a diff shows what a family chose, so these appear only when chosen.
+_DERIVED = ("attn_scale", "rotary_dim", "layer_types")
+_IDENTITY = ("family",)  # the name of the row, not a difference of the block
+
+
+def _show(value):
+    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
+        kinds = [v.split("_")[0] for v in value]  # 'sliding_attention' -> 'sliding'
+        return "/".join(kinds) if len(set(kinds)) > 1 else f"{kinds[0]} x{len(kinds)}"
+    if isinstance(value, tuple):
+        return dict(value)  # rope_scaling pairs
+    return value
+
+
+def diff(base, spec) -> dict[str, tuple]:
+    """{field: (base value, spec value)} for every `ModelSpec` field that differs.
+
+    Derived fields (score scale, rotated width, per-layer kinds) are listed only when the rest
+    of the spec does not already explain them: a layer_types list that is not all one kind,
+    a rotated width that is not the whole head, a scale that is not 1/sqrt(head_dim).
+    """
+    a, b = as_spec(base), as_spec(spec)
+    changes = {}
+    for f in dataclasses.fields(ModelSpec):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if x == y or f.name in _IDENTITY or (f.name in _DERIVED and not _chosen(b, f.name)):
+            continue
+        changes[f.name] = (_show(x), _show(y))
+    return changes
+
+
+def _chosen(s: ModelSpec, name: str) -> bool:
+    if name == "attn_scale":
+        return abs(s.attn_scale - s.head_dim**-0.5) > 1e-12
+    if name == "rotary_dim":
+        return s.rope_theta > 0 and s.rotary_dim != (s.qk_rope_head_dim or s.head_dim)
+    return len(set(s.layer_types)) > 1  # layer_types
+
+
+def norm_modules(config) -> int:
+    """Norm layers in one decoder block: 2 (pre-norm) or 4 (sandwich), plus a query and a key
+    norm (QK-norm), plus latent attention's norms on the compressed key-value (and query)."""
+    s = as_spec(config)
+    latent = (1 + bool(s.q_lora_rank)) if s.kv_lora_rank else 0
+    return s.norms_per_block + 2 * s.qk_norm + latent
+
+
+def norm_placement(config) -> str:
+    s = as_spec(config)
+    kind = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
+    if s.norm == "layer" and not s.norm_affine:
+        kind += " (no parameters)"
+    where = ["sandwich" if s.norms_per_block == 4 else "pre"]
+    if s.qk_norm:
+        where.append("QK-norm")
+    if s.kv_lora_rank:
+        where.append("latent")
+    return f"{kind}: {' + '.join(where)}"
+
+
+def attention_kind(config) -> str:
+    s = as_spec(config)
+    if s.kv_lora_rank:
+        kind = f"MLA (latent {s.kv_lora_rank} + rotary key {s.qk_rope_head_dim})"
+    elif s.kv_heads == s.heads:
+        kind = f"MHA ({s.heads} heads)"
+    elif s.kv_heads == 1:
+        kind = f"MQA ({s.heads} heads)"
+    else:
+        kind = f"GQA ({s.heads} heads, {s.kv_heads} kv)"
+    sliding = s.layer_types.count("sliding_attention")
+    if sliding:
+        kind += f", window {s.sliding_window:,} on {sliding} of {s.layers} layers"
+    if s.attn_softcap:
+        kind += f", soft-cap {s.attn_softcap:g}"
+    return kind
+
+
+def ffn_kind(config) -> str:
+    s = as_spec(config)
+    name = {"gelu": f"MLP ({s.act})", "swiglu": "SwiGLU", "geglu": "GeGLU"}[s.ffn]
+    if not s.experts:
+        return name
+    kind = f"MoE {name}: {s.experts_per_token} of {s.experts}"
+    if s.shared_experts:
+        kind += f" + {s.shared_experts} shared"
+    if s.dense_layers:
+        kind += f", first {s.dense_layers} dense"
+    return kind
+
+
+def positions_kind(config) -> str:
+    s = as_spec(config)
+    if s.positions:
+        offset = f", offset {s.position_offset}" if s.position_offset else ""
+        return f"learned ({s.positions:,} rows{offset})"
+    kind = "RoPE" if s.rotary_dim == (s.qk_rope_head_dim or s.head_dim) else "partial RoPE"
+    if s.kv_lora_rank:
+        kind = f"decoupled RoPE ({s.rotary_dim} of {s.head_dim})"
+    scaling = dict(s.rope_scaling)
+    extra = f", {scaling['rope_type']} x{scaling['factor']:g}" if "rope_type" in scaling else ""
+    return f"{kind} {s.rope_theta:,.0f}{extra}"
+
+
+def summary(config, kv_bytes=2) -> dict:
+    """One row of the zoo table; every count comes from `describe`."""
+    info = describe(config, kv_bytes=kv_bytes)
+    return {"total": info["total"], "active": info["active"], "norms": norm_modules(config),
+            "placement": norm_placement(config), "attention": attention_kind(config),
+            "feed-forward": ffn_kind(config), "positions": positions_kind(config),
+            "cache B/token": info["cache_bytes_per_token"]}
+
+
+def linear_attention_state(config) -> dict[str, int]:
+    """Numbers one sequence keeps in a hybrid model with gated delta-rule layers (Qwen3-Next).
+
+    A linear-attention layer keeps, whatever the length, a causal-convolution window over its
+    mixed query-key-value channels (channels x kernel) and one key x value matrix per value
+    head (the recurrent state); a full-attention layer caches keys and values per token.
+
+        fixed       numbers held by all linear layers together, at any length
+        per_token   numbers added per token by the full-attention layers
+    """
+    kinds = list(getattr(config, "layer_types", None) or [])
+    if not kinds or "linear_attention" not in kinds:
+        raise ValueError("config must have layer_types with 'linear_attention' layers "
+                         "(a hybrid such as transformers' Qwen3NextConfig)")
+    key_dim = config.linear_num_key_heads * config.linear_key_head_dim
+    value_dim = config.linear_num_value_heads * config.linear_value_head_dim
+    conv = (2 * key_dim + value_dim) * config.linear_conv_kernel_dim  # queries, keys, values
+    recurrent = config.linear_num_value_heads * config.linear_key_head_dim \
+        * config.linear_value_head_dim
+    full = kinds.count("full_attention")
+    return {"linear_layers": kinds.count("linear_attention"), "full_layers": full,
+            "conv_per_layer": conv, "recurrent_per_layer": recurrent,
+            "fixed": kinds.count("linear_attention") * (conv + recurrent),
+            "per_token": full * 2 * config.num_key_value_heads * config.head_dim}

@@ -1,0 +1,81 @@
+"""The zoo's summaries against transformers: norm layers per block, the hybrid state, diffs."""
+
+import functools
+import warnings
+
+import pytest
+import torch
+import transformers
+from lmcourse import configs, zoo
+from lmcourse.spec import as_spec
+
+
+@functools.cache
+def meta_model(name):
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(configs.load(name))
+
+
+def first_block(model):
+    base = model.base_model
+    base = base.decoder if hasattr(base, "decoder") else base
+    return (base.layers if hasattr(base, "layers") else base.h)[0]
+
+
+@pytest.mark.parametrize("name", configs.available())
+def test_norm_modules_equal_the_norm_layers_transformers_builds_in_a_block(name):
+    block = first_block(meta_model(name))
+    want = sum("norm" in type(m).__name__.lower() for m in block.modules())
+    assert zoo.norm_modules(configs.load(name)) == want, f"{name}: transformers has {want}"
+
+
+def test_diff_lists_what_a_family_changes_and_nothing_else():
+    base = configs.tiny("Llama-2-7B")
+    assert zoo.diff(base, base) == {}
+    assert zoo.diff(base, configs.tiny("Qwen3-8B")) == {
+        "qk_norm": (False, True), "norm_eps": (1e-5, 1e-6), "rope_theta": (10000.0, 1e6)}
+    gemma = zoo.diff(base, configs.tiny("Gemma-2-2B"))
+    assert gemma["norms_per_block"] == (2, 4) and gemma["layer_types"] == ("full x2",
+                                                                         "sliding/full")
+    assert "attn_scale" not in zoo.diff(base, as_spec(configs.tiny("Llama-3.1-8B")))
+
+
+def test_summary_kinds_read_the_spec():
+    row = zoo.summary(configs.load("DeepSeek-V3"))
+    assert row["attention"] == "MLA (latent 512 + rotary key 64)"
+    assert row["feed-forward"] == "MoE SwiGLU: 8 of 256 + 1 shared, first 3 dense"
+    assert zoo.summary(configs.load("OPT-125m"))["positions"] == "learned (2,050 rows, offset 2)"
+
+
+def test_linear_attention_state_equals_the_states_transformers_keeps():
+    config = transformers.Qwen3NextConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
+        shared_expert_intermediate_size=16, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+        linear_value_head_dim=12, linear_conv_kernel_dim=4)
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    want = zoo.linear_attention_state(config)
+    cache = transformers.DynamicCache(config=config)
+    seen = 0
+    with torch.no_grad():
+        for tokens in (5, 1, 3):
+            model(torch.zeros(1, tokens, dtype=torch.long), cache=cache, use_cache=True)
+            seen += tokens
+            fixed = growing = 0
+            for layer in cache.layers:
+                if hasattr(layer, "recurrent_states"):
+                    fixed += layer.conv_states[0].numel() + layer.recurrent_states[0].numel()
+                else:
+                    growing += layer.keys.numel() + layer.values.numel()
+            assert fixed == want["fixed"], f"after {seen} tokens: fixed state {fixed}"
+            assert growing == seen * want["per_token"], f"after {seen} tokens: cache {growing}"
+
+
+def test_linear_attention_state_refuses_a_model_without_linear_layers():
+    with pytest.raises(ValueError, match="layer_types with 'linear_attention' layers"):
+        zoo.linear_attention_state(configs.load("Llama-3.1-8B"))
