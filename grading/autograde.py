@@ -4,11 +4,14 @@
                                         [--retries R] [--student ID ...]
 
 `nbgrader autograde` grades one submission after another in one process, and one bad notebook
-stops the run. This script starts one `nbgrader autograde LAB --student ID` process per
-submission, `--jobs` at a time (default: every core), so a crash, a notebook that does not
-parse or one that runs past `--timeout` seconds affects only its own student. Inside each, the
-student's code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py):
-only these grader processes read submissions and write the gradebook.
+stops the run. This script starts `--jobs` grader workers (default: every core), each
+`autograde.py LAB --worker`, and hands each the next submission when it is free. A worker
+imports nbgrader once and grades one submission at a time with nbgrader's autograde step, so a
+crash, a notebook that does not parse or one that runs past `--timeout` seconds affects only
+its own student (a worker that dies or hangs is replaced). Inside, the student's code runs in a
+sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py): the worker's warm sandbox,
+which imported the lab's modules once and forks a fresh kernel for every submission. Only the
+workers read submissions and write the gradebook.
 
 Before grading, each submission folder must hold the lab's notebook: a single notebook under
 another name (`LM10-L2 (1).ipynb`) is graded as the lab's, with a note; none, several, or a
@@ -418,12 +421,15 @@ def record(results, lab, db_url, course_id):
 
 
 def keep_only_notebook(folder, lab):
-    """Leave nothing in the autograded folder but the notebook and nbgrader's timestamp, so
-    feedback never carries other files."""
+    """Leave nothing in the autograded folder but the notebook and nbgrader's two small files
+    (the submission's time and the secret `nbgrader release_feedback` names the feedback by),
+    so feedback never carries other files."""
     if not folder.is_dir():
         return
     for path in folder.iterdir():
-        if path.name in (f"{lab}.ipynb", "timestamp.txt") and path.is_file():
+        if path.is_file() and not path.is_symlink() and (path.name == f"{lab}.ipynb" or (
+                path.name in ("timestamp.txt", "submission_secret.txt")
+                and path.stat().st_size <= 1024)):
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)

@@ -2,7 +2,8 @@
 
 A temporary course (this repository's grading tools and lab LM10-L2) and a temporary exchange
 root. The instructor releases the lab to the exchange; three students, each with a home of
-their own and their own user name (nbgrader takes it from $USER), fetch it, answer it
+their own and their own student id (`--CourseDirectory.student_id`: they all share this
+machine's system user, whose name nbgrader would otherwise take), fetch it, answer it
 (correct, one mistake, nothing) and submit; the instructor collects, autogrades with
 grading/autograde.py (what `make autograde` runs), generates feedback and releases it; every
 student fetches their feedback. The gradebook and each student's feedback page must show the
@@ -39,8 +40,9 @@ def sandbox_installed():
 
 
 def nbgrader(*args, cwd, user, home, exchange):
-    """One nbgrader command as `user` (nbgrader's student id comes from $USER)."""
-    env = dict(os.environ, USER=user, LOGNAME=user, HOME=str(home),
+    """One nbgrader command as `user`, in their home. Every user here is the same system user,
+    whose name nbgrader would take as the student id: students name themselves."""
+    env = dict(os.environ, HOME=str(home),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--course", "LM10",
                            f"--Exchange.root={exchange}"], cwd=cwd, env=env,
@@ -74,7 +76,7 @@ def played(tmp_path_factory):
         nbgrader("fetch_assignment", LAB, **me)
         path = home / LAB / f"{LAB}.ipynb"
         nbformat.write(answer(nbformat.read(path, as_version=4)), path)
-        nbgrader("submit", LAB, **me)
+        nbgrader("submit", LAB, f"--CourseDirectory.student_id={student}", **me)
     nbgrader("collect", LAB, **instructor)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     graded = subprocess.run([sys.executable, "autograde.py", LAB], cwd=grading, env=env,
@@ -84,7 +86,8 @@ def played(tmp_path_factory):
     nbgrader("release_feedback", LAB, **instructor)
     pages = {}
     for student, home in homes.items():
-        nbgrader("fetch_feedback", LAB, cwd=home, user=student, home=home, exchange=exchange)
+        nbgrader("fetch_feedback", LAB, f"--CourseDirectory.student_id={student}", cwd=home,
+                 user=student, home=home, exchange=exchange)
         pages[student] = sorted((home / LAB / "feedback").glob(f"*/{LAB}.html"))
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
         scores = {s: gradebook.find_submission(LAB, s).score for s in STUDENTS}
