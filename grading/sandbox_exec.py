@@ -1,6 +1,7 @@
 """Execute one notebook inside the grading sandbox; the only grader code that runs there.
 
     python sandbox_exec.py CELL_TIMEOUT OUTPUT_CHARS FD < notebook.ipynb  (executed -> FD)
+    python sandbox_exec.py --serve REQUESTS_FD RESULTS_FD      (warm: many notebooks, see serve)
 
 The grader (grading/sandbox.py) starts this script inside bubblewrap with the prepared notebook
 (hidden tests restored) on stdin and a file opened on descriptor FD. The script makes itself
@@ -114,9 +115,11 @@ class ForkedKernel:
         pass
 
 
-def fork_kernel():
+def fork_kernel(result):
     """Start an IPython kernel in a child of this (pre-imported) process, as
-    `python -m ipykernel_launcher -f FILE` would in a new one; return its ForkedKernel."""
+    `python -m ipykernel_launcher -f FILE` would in a new one; return its ForkedKernel.
+    The kernel closes `result`, the executor's descriptor for the executed notebook, and every
+    other descriptor but stdout and stderr, so student code can neither forge nor spoil it."""
     from jupyter_client.connect import write_connection_file
     from jupyter_core.paths import jupyter_runtime_dir
 
@@ -131,6 +134,8 @@ def fork_kernel():
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.close(result)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         sys.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", path]
         from ipykernel.kernelapp import IPKernelApp
@@ -218,7 +223,7 @@ def serve(requests_fd, results_fd):
                 results.close()
                 os.close(reader)
                 with os.fdopen(writer, "w") as out:
-                    km = fork_kernel()
+                    km = fork_kernel(out.fileno())
                     try:
                         text = run_notebook(request["notebook"], request["cell_timeout"],
                                             request["limit"], km=km)
