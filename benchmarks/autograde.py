@@ -22,7 +22,6 @@ differs or a submission was not graded.
 import argparse
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 import nbformat
+from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -91,20 +91,12 @@ def make_course(folder, lab, notebooks):
 
 
 def scores(grading, lab):
-    """{student: {grade_id: score}} of the autograded cells, read from the gradebook."""
-    with sqlite3.connect(grading / "gradebook.db") as db:
-        rows = db.execute(
-            "SELECT student.id, grade_cells.name, grade.auto_score FROM grade "
-            "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
-            "JOIN submitted_assignment ON submitted_notebook.assignment_id = "
-            "submitted_assignment.id JOIN assignment ON submitted_assignment.assignment_id = "
-            "assignment.id JOIN student ON submitted_assignment.student_id = student.id "
-            "JOIN grade_cells ON grade.cell_id = grade_cells.id "
-            "WHERE assignment.name = ? AND grade_cells.cell_type = 'code'", (lab,)).fetchall()
-    found = {}
-    for student, cell, score in rows:
-        found.setdefault(student, {})[cell] = score
-    return found
+    """{student: {grade_id: autograded score}} of every submission, from the gradebook."""
+    with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
+        return {submission.student_id: {grade.name: grade.auto_score
+                                        for notebook in submission.notebooks
+                                        for grade in notebook.grades}
+                for submission in gradebook.find_assignment(lab).submissions}
 
 
 def main():
