@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-perturbed lint notebooks release autograde feedback grades bench student-edition clean
+.PHONY: lab gradebook test test-perturbed lint notebooks release autograde feedback grades bench student-edition clean hub-proxy
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -31,7 +31,7 @@ lint: setup
 # Strict nbval: re-execute every lesson and compare its stored outputs.
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-test: setup lint
+test: setup lint hub-proxy
 	$(RUN) $(BIN)/python -m pytest tests
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
@@ -67,11 +67,12 @@ autograde: setup
 	$(RUN) $(BIN)/python grading/autograde.py $(LAB) $(if $(JOBS),--jobs $(JOBS))
 
 # HTML feedback in grading/feedback/<student>/$(LAB)/, hidden tests removed; nothing but the
-# HTML pages is handed back (nbgrader copies every file of the autograded folder).
+# HTML pages is handed back (nbgrader copies every file of the autograded folder), and the two
+# files `nbgrader release_feedback` reads there (timestamp and submission secret) are kept.
 feedback: setup
 	$(NEED_LAB)
 	$(NBGRADER) generate_feedback $(LAB) --force
-	test ! -d grading/feedback || find grading/feedback -path '*/$(LAB)/*' ! -type d ! -name '*.html' -print -delete
+	test ! -d grading/feedback || find grading/feedback -path '*/$(LAB)/*' ! -type d ! -name '*.html' ! -name timestamp.txt ! -name submission_secret.txt -print -delete
 
 # One line per student and lab: grading/grades.csv.
 grades: setup
@@ -80,6 +81,16 @@ grades: setup
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py
 	$(RUN) $(BIN)/python benchmarks/lessons.py
+	$(RUN) $(BIN)/python benchmarks/autograde.py
+
+# configurable-http-proxy from npm, for the JupyterHub round trip (tests/test_jupyterhub.py),
+# in .npm-tools/ (git-ignored). Without npm the test skips, or fails where LM10_REQUIRE_HUB=1.
+PROXY := .npm-tools/node_modules/.bin/configurable-http-proxy
+hub-proxy: $(PROXY)
+$(PROXY):
+	@if command -v npm >/dev/null; then \
+		npm install --silent --no-audit --no-fund --prefix .npm-tools configurable-http-proxy@4; \
+	else echo "npm not found: tests/test_jupyterhub.py will skip (apt-get install npm)"; fi
 
 # The course as a student receives it: lessons, released labs, the library, a student README
 # and Makefile; no solutions, hidden tests or grading tools (checked before it is written).

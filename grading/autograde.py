@@ -4,11 +4,14 @@
                                         [--retries R] [--student ID ...]
 
 `nbgrader autograde` grades one submission after another in one process, and one bad notebook
-stops the run. This script starts one `nbgrader autograde LAB --student ID` process per
-submission, `--jobs` at a time (default: every core), so a crash, a notebook that does not
-parse or one that runs past `--timeout` seconds affects only its own student. Inside each, the
-student's code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py):
-only these grader processes read submissions and write the gradebook.
+stops the run. This script starts `--jobs` grader workers (default: every core), each
+`autograde.py LAB --worker`, and hands each the next submission when it is free. A worker
+imports nbgrader once and grades one submission at a time with nbgrader's autograde step, so a
+crash, a notebook that does not parse or one that runs past `--timeout` seconds affects only
+its own student (a worker that dies or hangs is replaced). Inside, the student's code runs in a
+sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py): the worker's warm sandbox,
+which imported the lab's modules once and forks a fresh kernel for every submission. Only the
+workers read submissions and write the gradebook.
 
 Before grading, each submission folder must hold the lab's notebook: a single notebook under
 another name (`LM10-L2 (1).ipynb`) is graded as the lab's, with a note; none, several, or a
@@ -31,10 +34,15 @@ others, so grading one student again never loses the batch's report.
 """
 
 import argparse
+import ast
+import contextlib
 import csv
+import ctypes
 import json
 import os
+import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -159,43 +167,158 @@ def environment(threads=None):
     return env
 
 
-def run_nbgrader(lab, student, timeout, retries, grading=GRADING, threads=None,
-                 cell_timeout=None):
-    """Autograde one submission in its own process; retry only when the gradebook was locked.
+STARTUP = 600  # seconds a new worker may take to import nbgrader and warm its sandbox
+
+
+def warm_imports(release):
+    """The import statements of the released notebook's setup cells (neither answers nor
+    tests: the instructor's code), which a warm sandbox runs once for every submission."""
+    try:
+        nb = nbformat.read(release, as_version=4)
+    except (OSError, ValueError):
+        return ""
+    found = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("solution") or meta.get("grade"):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        found += [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    return "\n".join(found)
+
+
+class Worker:
+    """A grader process (`autograde.py LAB --worker`) that imports nbgrader once, keeps one warm
+    sandbox (sandbox.WarmSandbox) and autogrades the submissions it is sent one at a time,
+    with nbgrader's own autograde step, in its own process."""
+
+    def __init__(self, lab, grading, timeout, cell_timeout, threads):
+        self.command = [sys.executable, str(Path(grading) / "autograde.py"), lab, "--worker",
+                        "--timeout", str(timeout)]
+        if cell_timeout:
+            self.command += ["--cell-timeout", str(cell_timeout)]
+        self.grading, self.env, self.process = grading, environment(threads), None
+
+    def start(self):
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (kept while the worker runs)
+        # A session of its own, so that a timeout stops the sandbox it started as well.
+        self.process = subprocess.Popen(self.command, cwd=self.grading, env=self.env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.errors, start_new_session=True)
+        self.buffer = b""
+
+    def ask(self, student, notes_path, wait):
+        """nbgrader's {"success", "log"} for `student`; TimeoutError after `wait` seconds,
+        EOFError (with the worker's last words) when it died."""
+        if self.process is None:
+            self.start()
+        deadline = time.monotonic() + wait
+        try:
+            self.process.stdin.write((json.dumps({"student": student, "notes": notes_path})
+                                      + "\n").encode())
+            self.process.stdin.flush()
+            while b"\n" not in self.buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.process.stdout], [], [], left)[0]:
+                    raise TimeoutError
+                chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    raise BrokenPipeError
+                self.buffer += chunk
+        except BrokenPipeError:
+            self.errors.seek(0)
+            last = self.errors.read().decode("utf-8", "replace").strip().splitlines()[-1:]
+            raise EOFError(f"the grader process died ({last[0][:300] if last else 'silently'})"
+                           ) from None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def stop(self, kill=False):
+        if self.process is None:
+            return
+        if not kill:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                kill = True
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.errors):
+            with contextlib.suppress(OSError):
+                stream.close()
+        self.process = None
+
+
+def serve(lab, grading, timeout, cell_timeout):
+    """The worker's side: read {"student", "notes"} lines, autograde each in this process with
+    nbgrader's API (its Autograde app, this course's configuration), answer one JSON line."""
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever else prints goes to the log, never into the answers
+    with contextlib.suppress(OSError, AttributeError):  # die with the batch (Linux)
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(grading)).load_config()
+    config.SandboxedExecute.total_timeout = timeout
+    if cell_timeout:
+        config.Execute.timeout = cell_timeout
+    import sandbox  # the module course_preprocessors uses (grading/ is on sys.path)
+
+    root = Path(config.CourseDirectory.root)
+    sandbox.warm(warm_imports(root / "labs" / lab / f"{lab}.ipynb"))
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            os.environ["LM10_NOTES"] = request["notes"]
+            done = api.autograde(lab, request["student"], force=True, create=True)
+            protocol.write(json.dumps({"success": bool(done["success"]), "log": "\n".join(
+                [done.get("log") or "", done.get("error") or ""])}) + "\n")
+            protocol.flush()
+    finally:
+        sandbox.cool()
+
+
+def run_nbgrader(worker, lab, student, timeout, retries):
+    """Autograde one submission in `worker`; retry only when the gradebook was locked.
 
     Returns (Result, notes): notes are what the sandboxed execution reported (flags, cells
     stopped, stderr), read from a file the grader process writes."""
-    env = environment(threads)
-    command = [sys.executable, "-m", "nbgrader", "autograde", lab, "--student", student,
-               "--force", f"--SandboxedExecute.total_timeout={timeout}"]
-    if cell_timeout:
-        command.append(f"--Execute.timeout={cell_timeout}")
     start = time.monotonic()
     descriptor, notes_path = tempfile.mkstemp(prefix="lm10-notes-", suffix=".json")
     os.close(descriptor)
-    env["LM10_NOTES"] = notes_path
     try:
         for attempt in range(1, retries + 2):
             Path(notes_path).write_text("{}")
-            # A session of its own, so that a timeout stops the sandbox it started as well.
-            process = subprocess.Popen(command, cwd=grading, env=env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True,
-                                       start_new_session=True)
+            wait = timeout + SLACK + (STARTUP if worker.process is None else 0)
             try:
-                log, _ = process.communicate(timeout=timeout + SLACK)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.communicate()
+                reply = worker.ask(student, notes_path, wait)
+            except TimeoutError:
+                worker.stop(kill=True)
                 return Result(student, "timeout", attempts=attempt,
                               seconds=time.monotonic() - start,
                               message=f"still running after {timeout} s; stopped"), {}
+            except EOFError as error:
+                worker.stop(kill=True)
+                return Result(student, "error", attempts=attempt,
+                              seconds=time.monotonic() - start, message=str(error)), {}
             notes = json.loads(Path(notes_path).read_text() or "{}")
             if notes.get("timeout"):
                 return Result(student, "timeout", attempts=attempt,
                               seconds=time.monotonic() - start,
                               message=f"still running after {timeout} s; stopped"), notes
-            if process.returncode == 0 or LOCKED not in log:
-                status = "graded" if process.returncode == 0 else "error"
+            log = reply["log"]
+            if reply["success"] or LOCKED not in log:
+                status = "graded" if reply["success"] else "error"
                 return Result(student, status, attempts=attempt,
                               seconds=time.monotonic() - start,
                               message="" if status == "graded" else log_reason(log)), notes
@@ -298,12 +421,15 @@ def record(results, lab, db_url, course_id):
 
 
 def keep_only_notebook(folder, lab):
-    """Leave nothing in the autograded folder but the notebook and nbgrader's timestamp, so
-    feedback never carries other files."""
+    """Leave nothing in the autograded folder but the notebook and nbgrader's two small files
+    (the submission's time and the secret `nbgrader release_feedback` names the feedback by),
+    so feedback never carries other files."""
     if not folder.is_dir():
         return
     for path in folder.iterdir():
-        if path.name in (f"{lab}.ipynb", "timestamp.txt") and path.is_file():
+        if path.is_file() and not path.is_symlink() and (path.name == f"{lab}.ipynb" or (
+                path.name in ("timestamp.txt", "submission_secret.txt")
+                and path.stat().st_size <= 1024)):
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -376,6 +502,9 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
     lock, done, results, notes, extra = threading.Lock(), [0], {}, {}, {}
 
     answer_ids = answer_cells(root / "labs" / lab / f"{lab}.ipynb")
+    workers = queue.Queue()
+    for _ in range(min(jobs, len(students))):
+        workers.put(Worker(lab, grading, timeout, cell_timeout, threads))
 
     def grade(student):
         note, problem = find_notebook(submitted / student / lab, lab)
@@ -384,8 +513,11 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
         if problem:
             result, found = Result(student, "error", attempts=0, message=problem), {}
         else:
-            result, found = run_nbgrader(lab, student, timeout, retries, grading, threads,
-                                         cell_timeout)
+            worker = workers.get()
+            try:
+                result, found = run_nbgrader(worker, lab, student, timeout, retries)
+            finally:
+                workers.put(worker)
         keep_only_notebook(autograded / student / lab, lab)
         with lock:
             done[0] += 1
@@ -393,11 +525,15 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
                 progress(done[0], len(students), result)
         return result, found, note
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for future in as_completed([pool.submit(grade, s) for s in students]):
-            result, found, note = future.result()
-            results[result.student], notes[result.student] = result, found
-            extra[result.student] = note
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for future in as_completed([pool.submit(grade, s) for s in students]):
+                result, found, note = future.result()
+                results[result.student], notes[result.student] = result, found
+                extra[result.student] = note
+    finally:
+        while not workers.empty():
+            workers.get().stop()
     sandbox.sweep_groups()
     ordered = [results[s] for s in students]
     record(ordered, lab, db_url, course_id)
@@ -423,7 +559,11 @@ def main(argv=None):
                         help="seconds one cell may run (default: Execute.timeout, 120)")
     parser.add_argument("--retries", type=int, default=5,
                         help="retries of a submission that met a locked gradebook (default 5)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        serve(args.lab, GRADING, args.timeout, args.cell_timeout)
+        return
     start = time.monotonic()
     try:
         results = autograde(args.lab, args.student, args.jobs, args.timeout, args.retries,

@@ -1,6 +1,7 @@
 """Execute one notebook inside the grading sandbox; the only grader code that runs there.
 
     python sandbox_exec.py CELL_TIMEOUT OUTPUT_CHARS FD < notebook.ipynb  (executed -> FD)
+    python sandbox_exec.py --serve REQUESTS_FD RESULTS_FD      (warm: many notebooks, see serve)
 
 The grader (grading/sandbox.py) starts this script inside bubblewrap with the prepared notebook
 (hidden tests restored) on stdin and a file opened on descriptor FD. The script makes itself
@@ -20,8 +21,11 @@ import ctypes
 import json
 import os
 import queue
+import shutil
+import signal
 import sys
 import time
+import warnings
 
 PR_SET_DUMPABLE = 4
 INTERRUPT_GRACE = 10  # seconds an interrupted kernel has to take the next request
@@ -76,19 +80,180 @@ async def answers(kc, wait):
     return False
 
 
-def main():
-    not_dumpable()
-    cell_timeout, limit = int(sys.argv[1]), int(sys.argv[2])
-    descriptor = int(sys.argv[3])
-    os.set_inheritable(descriptor, False)
-    result = os.fdopen(descriptor, "w", closefd=True)
+class ForkedKernel:
+    """What nbclient needs of a kernel manager, for a kernel forked from this warm process."""
+
+    has_kernel = True
+    kernel_id = "forked"
+
+    def __init__(self, pid, info):
+        self.pid, self.info, self.status = pid, info, None
+
+    def client(self):
+        from jupyter_client.asynchronous import AsyncKernelClient
+
+        kc = AsyncKernelClient()
+        kc.load_connection_info(self.info)
+        return kc
+
+    def is_alive(self):
+        if self.status is None and os.waitpid(self.pid, os.WNOHANG)[0]:
+            self.status = "exited"
+        return self.status is None
+
+    def interrupt_kernel(self):
+        if self.is_alive():
+            os.kill(self.pid, signal.SIGINT)
+
+    def shutdown_kernel(self, now=False, restart=False):
+        if self.is_alive():
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.status = "killed"
+
+    def cleanup_resources(self, restart=False):
+        pass
+
+
+def fork_kernel(result):
+    """Start an IPython kernel in a child of this (pre-imported) process, as
+    `python -m ipykernel_launcher -f FILE` would in a new one; return its ForkedKernel.
+    The kernel closes `result`, the executor's descriptor for the executed notebook, and every
+    other descriptor but stdout and stderr, so student code can neither forge nor spoil it."""
+    from jupyter_client.connect import write_connection_file
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    os.makedirs(jupyter_runtime_dir(), exist_ok=True)  # where a kernel manager writes it too
+    path, info = write_connection_file(
+        fname=os.path.join(jupyter_runtime_dir(), f"kernel-{os.getpid()}.json"),
+        ip="127.0.0.1", transport="tcp")
+    pid = os.fork()
+    if pid:
+        return ForkedKernel(pid, info)
+    try:  # the kernel: dumpable as an exec'd one, stdin empty, no descriptor of the executor
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.close(result)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        sys.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", path]
+        from ipykernel.kernelapp import IPKernelApp
+
+        IPKernelApp.launch_instance(sys.argv[3:])
+    finally:
+        os._exit(0)
+
+
+def clear(folders):
+    """Before and after each submission: kill every process in this sandbox but its init and
+    this one (what a student left running, detached or not), and empty the writable folders."""
+    me = os.getpid()
+    for _ in range(200):
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        alive = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) not in (1, me):
+                with contextlib.suppress(OSError), open(f"/proc/{entry}/stat") as handle:
+                    if handle.read().rsplit(")", 1)[-1].split()[0] != "Z":
+                        alive.append(entry)
+        if not alive:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        time.sleep(0.02)
+    else:
+        raise RuntimeError(f"processes left in the sandbox: {alive[:5]}")
+    for folder in folders:
+        for entry in os.scandir(folder):
+            path = os.path.join(folder, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                for root, dirs, _ in os.walk(path):  # a student may have made them read-only
+                    for name in dirs:
+                        with contextlib.suppress(OSError):
+                            os.chmod(os.path.join(root, name), 0o700)
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        if os.listdir(folder):
+            raise RuntimeError(f"could not empty {folder}")
+
+
+def read_exact(stream, size):
+    data = stream.read(size)
+    return data if data is not None and len(data) == size else None
+
+
+def serve(requests_fd, results_fd):
+    """The warm sandbox: import what the lab's setup imports (source on the requests descriptor
+    first), then, per request (a notebook), fork an executor that forks the kernel from this
+    process, so every submission gets a new kernel without paying the imports again, and write
+    the executed notebook on the results descriptor. Between submissions every other process
+    in the sandbox is killed and the home and /tmp are emptied."""
+    requests = os.fdopen(requests_fd, "rb", buffering=0)
+    results = os.fdopen(results_fd, "wb", buffering=0)
+    folders = [f for f in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(f)]
+    header = read_exact(requests, 8)
+    warm = read_exact(requests, int.from_bytes(header, "big")).decode() if header else ""
+    import ipykernel.kernelapp  # noqa: F401 (what the kernel and the executor need)
+    import jupyter_client.asynchronous  # noqa: F401
+    import nbclient  # noqa: F401
+    import nbformat  # noqa: F401
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            exec(compile(warm, "<lab imports>", "exec"), {"__name__": "lm10_warm"})
+        except Exception as error:  # noqa: BLE001 (fewer modules warm: slower, still right)
+            print(f"warm imports failed: {type(error).__name__}: {error}", file=sys.stderr)
+    results.write(b"READY\n")
+    while (header := read_exact(requests, 8)) is not None:
+        request = json.loads(read_exact(requests, int.from_bytes(header, "big")))
+        clear(folders)
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the executor
+            try:
+                requests.close()
+                results.close()
+                os.close(reader)
+                with os.fdopen(writer, "w") as out:
+                    km = fork_kernel(out.fileno())
+                    try:
+                        text = run_notebook(request["notebook"], request["cell_timeout"],
+                                            request["limit"], km=km)
+                    finally:
+                        km.shutdown_kernel(now=True)
+                    out.write(text)
+            finally:
+                os._exit(0)
+        os.close(writer)
+        data, size = [], 0
+        with os.fdopen(reader, "rb") as incoming:
+            while chunk := incoming.read(1 << 20):  # to the end, keeping what the grader reads
+                if size <= request["max_bytes"]:
+                    data.append(chunk)
+                size += len(chunk)
+        data = b"".join(data)[:request["max_bytes"] + 1]
+        os.waitpid(pid, 0)
+        clear(folders)
+        results.write(len(data).to_bytes(8, "big") + data)
+
+
+def run_notebook(text, cell_timeout, limit, km=None):
+    """The executed notebook's JSON for the notebook JSON `text`: every cell run in a kernel
+    (a new one, or the one `km` manages), the grader's marks added, each output cut."""
     import nbformat
     from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-    nb = nbformat.reads(sys.stdin.read(), as_version=4)
-    sys.stdin.close()
+    nb = nbformat.reads(text, as_version=4)
     stopped = None  # (cell index, reason)
 
     def on_cell_executed(cell, cell_index, execute_reply):
@@ -100,7 +265,7 @@ def main():
             cell.outputs.append(nbformat.from_dict(error_output(ename, evalue)))
 
     client = NotebookClient(
-        nb, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+        nb, km=km, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
         kernel_name="python3", resources={"metadata": {"path": os.getcwd()}},
         on_cell_executed=on_cell_executed, record_timing=False,
         error_on_timeout={"ename": "CellTimeoutError", "evalue": (
@@ -142,7 +307,21 @@ def main():
             cut_outputs(cell, limit)
     nb.metadata["lm10_stopped"] = None if stopped is None else {
         "cell": stopped[0], "reason": stopped[1]}
-    result.write(json.dumps(nb))
+    return json.dumps(nb)
+
+
+def main():
+    not_dumpable()
+    if sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    cell_timeout, limit = int(sys.argv[1]), int(sys.argv[2])
+    descriptor = int(sys.argv[3])
+    os.set_inheritable(descriptor, False)
+    result = os.fdopen(descriptor, "w", closefd=True)
+    text = sys.stdin.read()
+    sys.stdin.close()
+    result.write(run_notebook(text, cell_timeout, limit))
     result.close()
 
 

@@ -22,7 +22,8 @@ pass` in an answer) 6, graded. alwayseq (`__eq__` always True) 0; transformer (i
 wrapping tests in try/except) 0; astcheat (AST transformer dropping asserts) 0; peek (runs a
 classmate's answers) 0; tamper (gradebook writes, files outside, a detached process) 10; leak
 (reads gradebook and solutions, copies them, prints the hidden tests from `In`) 10; hog (64 GB,
-1 GB file, thousands of processes) 10; exitkernel (os._exit in the last answer) 8, all
+1 GB file, thousands of processes) 10; forge (writes into every pipe the kernel holds) 10;
+exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
 twonotebooks, link, nocells: error, 0, with the reason. Redefining the reference a test
 compares against is tested per lab in tests/test_labs.py (the `refpatch` cases of L2 and L4).
@@ -165,7 +166,19 @@ for child in children:
     child.kill()
     child.wait()
 '''
-    return {"probe": probe, "tamper": tamper, "leak": leak, "peek": peek, "hog": hog}
+    # Write into every pipe the kernel holds: the executor's descriptor for the executed
+    # notebook must not be among them (a warm sandbox forks the kernel from the executor).
+    forge = """
+import os
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        if int(fd) > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+            os.write(int(fd), b"FORGED")
+    except OSError:
+        pass
+"""
+    return {"probe": probe, "tamper": tamper, "leak": leak, "peek": peek, "hog": hog,
+            "forge": forge}
 
 
 TRANSFORMER = '''
@@ -250,6 +263,7 @@ def submissions(released, course):
         "leak": fill(released, answers(l2_attention=attack["probe"], l2_serving=attack["leak"])),
         "peek": fill(released, {"l2_attention": attack["peek"]}),
         "hog": fill(released, answers(l2_cache=attack["hog"])),
+        "forge": fill(released, answers(l2_attention=attack["forge"])),
     }
     kernel = fill(released, answers())
     kernel.metadata["kernelspec"] = {"name": "no-such-kernel", "display_name": "nothing",
@@ -370,6 +384,7 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "leak": ("flagged", 10, "reads In"),
     "peek": ("flagged", 0, "opens a file"),
     "hog": ("flagged", 10, "imports subprocess"),
+    "forge": ("flagged", 10, "imports os"),
     "badjson": ("error", 0, "NotJSONError"),
     "emptydir": ("error", 0, "no notebook in the submission folder"),
     "twonotebooks": ("error", 0, f"2 notebooks (draft.ipynb, final.ipynb) and none named "
