@@ -16,7 +16,7 @@ this module removes:
     key-value head are stacked as G rows against that head's keys, so no cache is copied;
   - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
     [in, out] and multiplied as `x @ W`, the layout of the floor's probe;
-  - small operations: RMSNorm as torch's one fused kernel (the same numbers in float32), the
+  - small operations: RMSNorm as one call of `F.rms_norm` (the same numbers in float32), the
     query and key rotated together, no calls to modules that do nothing.
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
 blocks this module has no fast form for (latent attention, mixtures of experts) are called as
@@ -53,7 +53,7 @@ def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -
 
 
 def _norm(module):
-    """A norm as one call: torch's fused RMSNorm where it computes the same numbers (float32,
+    """A norm as one call: torch's `F.rms_norm` where it computes the same numbers (float32,
     the scale stored as itself), the module otherwise; None for a norm that is not there."""
     if isinstance(module, torch.nn.Identity):
         return None
