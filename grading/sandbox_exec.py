@@ -21,6 +21,7 @@ import ctypes
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import sys
@@ -166,22 +167,45 @@ def clear(folders):
         time.sleep(0.02)
     else:
         raise RuntimeError(f"processes left in the sandbox: {alive[:5]}")
+    mounts = mount_points()
     for folder in folders:
-        for entry in os.scandir(folder):
-            path = os.path.join(folder, entry.name)
-            if entry.is_dir(follow_symlinks=False):
-                for root, dirs, _ in os.walk(path):  # a student may have made them read-only
-                    for name in dirs:
-                        with contextlib.suppress(OSError):
-                            os.chmod(os.path.join(root, name), 0o700)
-                with contextlib.suppress(OSError):
-                    os.chmod(path, 0o700)
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-        if os.listdir(folder):
-            raise RuntimeError(f"could not empty {folder}")
+        empty(folder, mounts)
+
+
+def mount_points():
+    """Every mount point in this sandbox (/proc/self/mountinfo's fifth field, octal escapes
+    decoded): the read-only binds of the library and the interpreter, which can sit inside a
+    writable folder when the course itself lives under /tmp."""
+    with open("/proc/self/mountinfo") as handle:
+        return {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+                for line in handle}
+
+
+def empty(folder, mounts):
+    """Remove everything in `folder` except mount points and the folders that lead to one
+    (those are emptied around their mounts instead)."""
+    for entry in os.scandir(folder):
+        path = os.path.join(folder, entry.name)
+        if path in mounts:
+            continue
+        if entry.is_dir(follow_symlinks=False) and any(m.startswith(path + "/") for m in mounts):
+            empty(path, mounts)
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            for root, dirs, _ in os.walk(path):  # a student may have made them read-only
+                for name in dirs:
+                    with contextlib.suppress(OSError):
+                        os.chmod(os.path.join(root, name), 0o700)
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o700)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    left = [name for name in os.listdir(folder) if os.path.join(folder, name) not in mounts
+            and not any(m.startswith(os.path.join(folder, name) + "/") for m in mounts)]
+    if left:
+        raise RuntimeError(f"could not empty {folder}: {left[:5]}")
 
 
 def read_exact(stream, size):
