@@ -26,7 +26,7 @@ classmate's answers) 0; tamper (gradebook writes, files outside, a detached proc
 exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
 twonotebooks, link, nocells: error, 0, with the reason. Redefining the reference a test
-compares against is tested per lab in tests/test_labs.py (the `refpatch` cases of L2 and L4).
+compares against is tested per lab in tests/test_labs.py (every lab's `refpatch` case).
 """
 
 import copy
@@ -545,3 +545,28 @@ def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
     assert "cannot make a sandbox here: bwrap: No permissions" in done.stderr, done.stderr
     assert "LM10_NO_SANDBOX=1" in done.stderr
     assert (grading / f"autograde-{LAB}.csv").read_text() == report, "nothing may be graded"
+
+
+def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
+    """A course cloned under /tmp (as CI clones it) has its library bound read-only inside the
+    sandbox's own /tmp: between students everything else there goes, the binds stay."""
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "module.py").write_text("VALUE = 1\n")
+    script = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'grading')!r})\n"
+        "import sandbox_exec\n"
+        "os.makedirs('/tmp/left/behind')\n"
+        "open('/tmp/course/student.txt', 'w').write('x')\n"
+        "open('/tmp/file.txt', 'w').write('y')\n"
+        "sandbox_exec.empty('/tmp', sandbox_exec.mount_points())\n"
+        "print(sorted(os.listdir('/tmp')), sorted(os.listdir('/tmp/course')),\n"
+        "      os.listdir('/tmp/course/library'))\n"
+    )
+    done = subprocess.run(
+        ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
+         "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", str(library), "/tmp/course/library",
+         sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "['course'] ['library'] ['module.py']", done.stdout
