@@ -550,12 +550,15 @@ def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
 def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
     """A course cloned under /tmp (as CI clones it) has its library bound read-only inside the
     sandbox's own /tmp: between students everything else there goes, the binds stay."""
+    # the interpreter itself, not the virtual environment, which may sit under /tmp too: the
+    # empty /tmp hides everything there but the bind
+    python = os.path.realpath(sys.executable)
     library = tmp_path / "library"
     library.mkdir()
     (library / "module.py").write_text("VALUE = 1\n")
     script = (
         "import os, sys\n"
-        f"sys.path.insert(0, {str(ROOT / 'grading')!r})\n"
+        "sys.path.insert(0, '/tmp/grader')\n"
         "import sandbox_exec\n"
         "os.makedirs('/tmp/left/behind')\n"
         "open('/tmp/course/student.txt', 'w').write('x')\n"
@@ -567,6 +570,8 @@ def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
     done = subprocess.run(
         ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
          "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", str(library), "/tmp/course/library",
-         sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+         "--ro-bind", str(ROOT / "grading"), "/tmp/grader",
+         python, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[0] == "['course'] ['library'] ['module.py']", done.stdout
+    assert done.stdout.split("\n")[0] == "['course', 'grader'] ['library'] ['module.py']", (
+        done.stdout)
