@@ -5,6 +5,18 @@ from lab_cases import fill, solution_answers
 LAB = "LM10-L3"
 
 
+# torch.var divides by n - 1 by default; torch.nn.LayerNorm divides by n
+UNBIASED_LAYER_NORM = '''
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    y = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+'''
+
+
 def correct(nb):
     return fill(nb, solution_answers(LAB))
 
@@ -16,15 +28,7 @@ def mistake(nb):
     so the LayerNorm test (3 of 10 autograded points) fails on its visible inputs.
     """
     answers = solution_answers(LAB)
-    answers["l3_layer_norm"] = '''
-def layer_norm(x, weight=None, bias=None, eps=1e-5):
-    y = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-'''
+    answers["l3_layer_norm"] = UNBIASED_LAYER_NORM
     return fill(nb, answers)
 
 
@@ -65,15 +69,7 @@ def refpatch(nb):
     wrong one. The grader imports `nn` again before each test: the LayerNorm test fails as it
     does for the mistake alone."""
     answers = solution_answers(LAB)
-    answers["l3_layer_norm"] = '''
-def layer_norm(x, weight=None, bias=None, eps=1e-5):
-    y = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
+    answers["l3_layer_norm"] = UNBIASED_LAYER_NORM + '''
 
 class _AgreeingLayerNorm(torch.nn.LayerNorm):
     def forward(self, x):
