@@ -1,6 +1,9 @@
 """Shared fixtures. The SmolLM2 models are loaded once per test session (and converted from the
 GGUF file first if the user's cache does not hold them yet): tests must not modify them."""
 
+import os
+import shutil
+
 import pytest
 
 
@@ -26,3 +29,13 @@ def smollm2(smollm2_hf):
     from lmcourse import DecoderLM
 
     return DecoderLM.from_transformers(smollm2_hf).eval()
+
+
+@pytest.fixture(scope="session")
+def sandbox_installed():
+    """CI (.ci/run sets LM10_REQUIRE_SANDBOX=1) must have bubblewrap; elsewhere, skip loudly."""
+    if shutil.which("bwrap") is None:
+        message = "bubblewrap is not installed: apt-get install bubblewrap (.ci/run does)"
+        if os.environ.get("LM10_REQUIRE_SANDBOX") == "1":
+            pytest.fail(message)
+        pytest.skip(message)

@@ -57,14 +57,7 @@ BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 PRIVATE_TMP = "/tmp/lm10-planted.txt"  # writable in the sandbox (its own /tmp), never here
 
 
-@pytest.fixture(scope="module", autouse=True)
-def sandbox_installed():
-    """CI (.ci/run sets LM10_REQUIRE_SANDBOX=1) must have bubblewrap; elsewhere, skip loudly."""
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap is not installed: apt-get install bubblewrap (.ci/run does)"
-        if os.environ.get("LM10_REQUIRE_SANDBOX") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+pytestmark = pytest.mark.usefixtures("sandbox_installed")  # tests/conftest.py
 
 def answers(**extra):
     """The solution's answers, with `extra` code appended to the named answer cells."""
