@@ -48,6 +48,13 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db") + "
 # `make gradebook` releases every lab into it.
 c.Exchange.root = os.path.join(HERE, "exchange")
 os.makedirs(c.Exchange.root, exist_ok=True)
+# The formgrader's grading page loads MathJax from this server instead of a CDN, so it works
+# offline: grading/jupyter-data holds a template that replaces nbconvert's MathJax macro there
+# (see that file), and jupyter-server-mathjax serves MathJax itself.
+_DATA = os.path.join(HERE, "jupyter-data")
+if _DATA not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        p for p in (_DATA, os.environ.get("JUPYTER_PATH")) if p)
 # Students delete and duplicate cells: put missing test cells back (and run them), and keep
 # one cell per grade_id (nbgrader's own DeduplicateIds then breaks OverwriteCells, see
 # course_preprocessors.py). Everything else is nbgrader's default sanitizing pipeline.

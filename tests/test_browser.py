@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grading"))
 import student_edition  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests"))
+import test_formgrader_page as formgrader_page  # noqa: E402
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage",
                  "--disable-gpu", "--disable-extensions"]
@@ -50,6 +53,8 @@ SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
 }
+INSTRUCTOR_COMMANDS = ["nbgrader:open-formgrader", "nbgrader:open-create-assignment",
+                       "nbgrader:open-course-list", "nbgrader:open-assignment-list"]
 ERROR_TEXT = ("does not exist", "Error fetching", "could not be created", "Traceback",
               "Unwritable")
 
@@ -178,6 +183,56 @@ BAD_OUTPUTS = f"""() => {PANEL}.content.widgets.filter(c => c.model.type === 'co
     .map(o => o.ename ? o.ename + ': ' + o.evalue : o.text)"""
 
 
+FIGURE_SRC = """cell => {
+    const c = [...document.querySelectorAll('.jp-CodeCell')]
+        .find(e => e.textContent.includes(cell));
+    const img = c && c.querySelector('.widget-output img');
+    return img ? img.getAttribute('src') : null; }"""
+
+
+def drag_redraws_figure(page, widget_cell, track_width: float) -> None:
+    """Drag the first slider's handle and wait for the widget's figure to be redrawn by the kernel.
+
+    Right after Run All the re-executed cell swaps its stored view for a live one, and on a
+    loaded machine a drag can land on the view being replaced: then the readout does not move,
+    or it moves on a view whose kernel comm is gone. So each try takes the handle afresh, drags it
+    (left, then right on the next try), and waits for a new figure; the test fails only if no
+    drag within STEP_S redraws the figure, reporting what each try saw."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    readout = widget_cell.locator(".widget-readout").first
+    page.wait_for_function(f"cell => ({FIGURE_SRC})(cell) !== null", arg=WIDGET_CALL,
+                           timeout=STEP_S * 1000)
+    deadline = time.monotonic() + STEP_S
+    tries: list[str] = []
+    direction = -1
+    while time.monotonic() < deadline:
+        old_value, old_src = readout.inner_text(), page.evaluate(f"({FIGURE_SRC})", WIDGET_CALL)
+        handle = widget_cell.locator(".noUi-handle").first
+        handle.scroll_into_view_if_needed()
+        box = handle.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + direction * track_width / 3, y, steps=10)
+        page.mouse.up()
+        direction = -direction
+        value = readout.inner_text()
+        if value == old_value:
+            tries.append(f"readout stayed at {value}")
+            page.wait_for_timeout(1000)
+            continue
+        try:
+            page.wait_for_function(f"([cell, old]) => ({FIGURE_SRC})(cell) !== old",
+                                   arg=[WIDGET_CALL, old_src],
+                                   timeout=max(1000, min(60, deadline - time.monotonic()) * 1000),
+                                   polling=500)
+            return
+        except PlaywrightTimeout:
+            tries.append(f"readout {old_value} -> {value}, figure unchanged after 60 s")
+    raise AssertionError("no drag redrew the widget's figure: " + "; ".join(tries))
+
+
 def open_notebook(lab: Lab, browser, path: str, problems: list[str]):
     page = lab.page(browser, f"/lab/tree/{path}", problems)
     page.wait_for_function(READY, timeout=START_S * 1000, polling=500)
@@ -194,6 +249,11 @@ def student(browser, edition: Path, scratch: Path, problems: list[str]) -> None:
             assert lab.get(path) == 404, f"a student can reach {path}"
 
         page = open_notebook(lab, browser, "START.ipynb", problems)
+        # No instructor panel, and no Assignment List without an exchange to hand in to (the
+        # Validate button is pressed on a lab below).
+        offered = page.evaluate(f"() => {json.dumps(INSTRUCTOR_COMMANDS)}"
+                                ".filter(c => window.jupyterapp.commands.hasCommand(c))")
+        assert offered == [], f"a student's JupyterLab offers {offered}"
         start = page.locator(".jp-MarkdownOutput").first
         start.wait_for()
         for link in ("lessons/LM10-T1-then-and-now.ipynb", "labs/LM10-L1/LM10-L1.ipynb"):
@@ -222,25 +282,7 @@ def student(browser, edition: Path, scratch: Path, problems: list[str]) -> None:
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_function(DONE, timeout=RUN_S * 1000, polling=1000)
         assert page.evaluate(BAD_OUTPUTS) == []
-        readout = widget_cell.locator(".widget-readout").first
-        figure = widget_cell.locator(".widget-output img")
-        figure.wait_for()
-        before = (readout.inner_text(), figure.get_attribute("src"))
-        handle = widget_cell.locator(".noUi-handle").first
-        handle.scroll_into_view_if_needed()
-        box = handle.bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.mouse.down()
-        page.mouse.move(box["x"] - track["width"] / 2, box["y"] + box["height"] / 2, steps=10)
-        page.mouse.up()
-        page.wait_for_function(
-            """([cell, old]) => {
-                const c = [...document.querySelectorAll('.jp-CodeCell')]
-                    .find(e => e.textContent.includes(cell));
-                const img = c && c.querySelector('.widget-output img');
-                return img && img.getAttribute('src') !== old; }""",
-            arg=[WIDGET_CALL, before[1]], timeout=STEP_S * 1000, polling=500)
-        assert readout.inner_text() != before[0], "the slider did not move"
+        drag_redraws_figure(page, widget_cell, track["width"])
         page.close()
 
         # A released lab: Validate answers with its dialog (the blank lab fails its tests).
@@ -270,6 +312,24 @@ def instructor(browser, scratch: Path, problems: list[str]) -> None:
         assert not [e for e in ERROR_TEXT if e in text], text
         shoot(page, "formgrader")
         page.close()
+
+        # The grading page's MathJax comes from this server, not a CDN: the formgrader's own
+        # mathjax() macro (tests/test_formgrader_page.py), served at a formgrader address,
+        # loads it and typesets a formula offline.
+        assert lab.get(formgrader_page.LOCAL) == 200
+        here = "/formgrader/manage_students"
+        page = lab.page(browser, here, problems)
+        address = f"{lab.url}/formgrader/submissions/mathjax-check"
+        html = formgrader_page.render("macro")
+        page.route(address, lambda route: route.fulfill(content_type="text/html", body=html))
+        page.goto(address)
+        page.wait_for_function("() => window.MathJax && document.querySelector('#math .MathJax')")
+        page.close()
+        # MathJax 2's HTML-CSS output declares a "MathJax_Blank" font at about:blank to time
+        # web-font loading, and Chromium logs that load's failure, with MathJax from a CDN too.
+        blank_font = (f"{here}: Access to font at 'about:blank'",
+                      f"{here}: Failed to load resource: net::ERR_FAILED")
+        problems[:] = [p for p in problems if not p.startswith(blank_font)]
 
         page = lab.page(browser, "/lab", problems)
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")

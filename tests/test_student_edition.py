@@ -80,16 +80,18 @@ def test_the_student_readme_names_every_lesson_and_lab_in_order(edition):
     assert order == sorted(order), "the lessons are not listed in order"
 
 
-def test_students_see_validate_but_not_the_instructors_panels(edition):
+def test_students_see_validate_but_no_instructor_panel_nor_an_empty_assignment_list(edition):
     folder, _ = edition
     env = dict(os.environ, JUPYTER_CONFIG_PATH=str(folder / "jupyter-config"))
     listing = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"],
                              env=env, capture_output=True, text=True, check=True)
     text = listing.stdout + listing.stderr
     disabled = text.split("Disabled extensions:")[-1]
-    for plugin in ("formgrader", "create-assignment", "course-list"):
+    # The Assignment List goes too: a student's own machine has no exchange to hand in to (a
+    # JupyterHub's student configuration keeps it, grading/JUPYTERHUB.md).
+    for plugin in ("formgrader", "create-assignment", "course-list", "assignment-list"):
         assert f"@jupyter/nbgrader:{plugin}" in disabled, text
-    assert "validate-assignment" not in disabled and "assignment-list" not in disabled
+    assert "validate-assignment" not in disabled
 
 
 def test_the_student_makefile_sets_up_and_opens_jupyterlab_on_the_edition(edition):
