@@ -15,7 +15,7 @@ FAMILY = {
     "OLMo-7B": "olmo", "OLMo-2-7B": "olmo2", "DeepSeek-V3": "deepseek_v3",
 }
 FEATURES = ("family", "position_offset", "ffn", "act", "norm", "norm_affine", "norm_bias",
-            "norms_per_block", "norms_after", "norm_offset", "qkv_bias", "out_bias", "mlp_bias",
+            "norms_per_block", "norms_after", "norm_offset", "qkv_bias", "out_bias", "ffn_bias",
             "qk_norm", "qk_norm_all_heads", "tied", "rope_layout", "shared_experts", "router_bias",
             "routed_scale", "norm_topk")
 

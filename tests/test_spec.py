@@ -15,7 +15,7 @@ LLAMA_7B = ModelSpec.from_dict(configs.SEED_7B)
 
 def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
     spec = ModelSpec.from_dict(configs.SEED_GPT2)
-    assert (spec.ffn, spec.hidden, spec.mlp_bias) == ("gelu", 4 * 768, True)
+    assert (spec.ffn, spec.hidden, spec.ffn_bias) == ("gelu", 4 * 768, True)
     assert spec.qkv_bias and spec.out_bias, "bias=True puts biases on q, k, v and the output"
     assert (spec.norm, spec.norm_affine, spec.norm_bias) == ("layer", True, True)
     assert (spec.positions, spec.rope_theta, spec.tied) == (1024, 0.0, True)
@@ -24,7 +24,7 @@ def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
 
 def test_seed_swiglu_has_no_feed_forward_biases_even_with_bias_true():
     spec = ModelSpec.from_dict(dict(configs.SEED_7B, bias=True))
-    assert (spec.qkv_bias, spec.out_bias, spec.mlp_bias) == (True, True, False)
+    assert (spec.qkv_bias, spec.out_bias, spec.ffn_bias) == (True, True, False)
     assert (spec.hidden, spec.norm_bias, spec.positions) == (11008, False, 0)
 
 
@@ -113,7 +113,7 @@ def test_mistral_slides_on_every_layer():
 
 def test_qwen2_biases_on_query_key_value_only():
     spec = as_spec(configs.load("Qwen2.5-7B"))
-    assert (spec.qkv_bias, spec.out_bias, spec.mlp_bias) == (True, False, False)
+    assert (spec.qkv_bias, spec.out_bias, spec.ffn_bias) == (True, False, False)
     assert set(spec.layer_types) == {"full_attention"} and spec.sliding_window == 0
 
 
@@ -142,7 +142,7 @@ def test_olmo_layer_norm_has_no_parameters():
 
 def test_opt_is_gpt2_with_relu_and_a_position_table_offset_by_two():
     opt = as_spec(configs.load("OPT-125m"))
-    got = (opt.ffn, opt.act, opt.norm, opt.norm_bias, opt.qkv_bias, opt.mlp_bias, opt.tied,
+    got = (opt.ffn, opt.act, opt.norm, opt.norm_bias, opt.qkv_bias, opt.ffn_bias, opt.tied,
            opt.positions, opt.position_offset, opt.rope_theta)
     assert got == ("gelu", "relu", "layer", True, True, True, True, 2050, 2, 0.0)
 
@@ -251,7 +251,7 @@ CHANGES = {
     "kv_heads": dict(kv_heads=4), "head_dim": dict(head_dim=32), "ffn": dict(ffn="gelu"),
     "hidden": dict(hidden=128), "norm": dict(norm="layer"), "family": dict(family="llama"),
     "act": dict(act="gelu"), "qkv_bias": dict(qkv_bias=True), "out_bias": dict(out_bias=True),
-    "mlp_bias": dict(mlp_bias=True), "norm_affine": dict(norm="layer", norm_affine=False),
+    "ffn_bias": dict(ffn_bias=True), "norm_affine": dict(norm="layer", norm_affine=False),
     "norm_bias": dict(norm="layer", norm_bias=True), "norms_per_block": dict(norms_per_block=4),
     "norms_after": dict(norms_after=True), "qk_norm": dict(qk_norm=True),
     "qk_norm_all_heads": dict(qk_norm=True, qk_norm_all_heads=True),

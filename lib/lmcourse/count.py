@@ -58,7 +58,7 @@ def _attention(s: ModelSpec) -> int:
     return weights + biases + qk_norm
 
 
-def _mlp(s: ModelSpec, hidden: int, bias: bool) -> int:
+def _ffn(s: ModelSpec, hidden: int, bias: bool) -> int:
     """A feed-forward of width `hidden`: two matrices (gelu) or three (gated)."""
     if s.ffn == "gelu":
         return 2 * s.d * hidden + (hidden + s.d) * bias
@@ -77,9 +77,9 @@ def _block_parts(s: ModelSpec, layer: int) -> dict[str, int]:
     moe = s.experts and layer >= s.dense_layers
     return {
         "attention": _attention(s),
-        "feed_forward": 0 if moe else _mlp(s, s.hidden, s.mlp_bias),
-        "experts": s.experts * _mlp(s, s.expert_hidden, False) if moe else 0,
-        "shared_experts": _mlp(s, s.expert_hidden * s.shared_experts, False) if moe else 0,
+        "feed_forward": 0 if moe else _ffn(s, s.hidden, s.ffn_bias),
+        "experts": s.experts * _ffn(s, s.expert_hidden, False) if moe else 0,
+        "shared_experts": _ffn(s, s.expert_hidden * s.shared_experts, False) if moe else 0,
         "router": s.experts * s.d if moe else 0,
         "norms": s.norms_per_block * _norm(s, s.d),
     }
@@ -211,9 +211,9 @@ def _flops_per_token(s: ModelSpec, context: int) -> int:
         moe = s.experts and layer >= s.dense_layers
         if moe:
             active = s.experts_per_token * s.expert_hidden + s.shared_experts * s.expert_hidden
-            flops += 2 * (s.experts * s.d + _mlp_weights(s, active))
+            flops += 2 * (s.experts * s.d + _ffn_weights(s, active))
         else:
-            flops += 2 * _mlp_weights(s, s.hidden)
+            flops += 2 * _ffn_weights(s, s.hidden)
     return flops + 2 * s.vocab * s.d  # output head
 
 
@@ -255,7 +255,7 @@ def _attention_weights(s: ModelSpec) -> int:
     return 2 * s.d * s.heads * s.head_dim + 2 * s.d * s.kv_heads * s.head_dim
 
 
-def _mlp_weights(s: ModelSpec, hidden: int) -> int:
+def _ffn_weights(s: ModelSpec, hidden: int) -> int:
     return (2 if s.ffn == "gelu" else 3) * s.d * hidden
 
 

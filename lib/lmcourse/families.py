@@ -107,7 +107,7 @@ def _gpt2(c) -> dict:
         d=c.n_embd, layers=c.n_layer, vocab=c.vocab_size, heads=c.n_head, kv_heads=c.n_head,
         head_dim=_implied_head_dim(c),
         ffn="gelu", hidden=c.n_inner or 4 * c.n_embd, act=c.activation_function,
-        qkv_bias=True, out_bias=True, mlp_bias=True, norm="layer", norm_bias=True,
+        qkv_bias=True, out_bias=True, ffn_bias=True, norm="layer", norm_bias=True,
         norm_eps=c.layer_norm_epsilon, tied=bool(c.tie_word_embeddings),
         positions=c.n_positions, rope_theta=0.0,
     )
@@ -126,7 +126,7 @@ def _opt(c) -> dict:
         d=c.hidden_size, layers=c.num_hidden_layers, vocab=c.vocab_size,
         heads=c.num_attention_heads, kv_heads=c.num_attention_heads, head_dim=_implied_head_dim(c),
         ffn="gelu", hidden=c.ffn_dim, act=c.activation_function, qkv_bias=bias, out_bias=bias,
-        mlp_bias=bias, norm="layer", norm_affine=affine, norm_bias=affine, norm_eps=1e-5,
+        ffn_bias=bias, norm="layer", norm_affine=affine, norm_bias=affine, norm_eps=1e-5,
         tied=bool(c.tie_word_embeddings), positions=c.max_position_embeddings + 2,
         position_offset=2, rope_theta=0.0,
     )
@@ -141,7 +141,7 @@ def _llama(c) -> dict:
         heads=c.num_attention_heads, kv_heads=c.num_key_value_heads or c.num_attention_heads,
         head_dim=head_dim, ffn="swiglu", hidden=c.intermediate_size,
         act=getattr(c, "hidden_act", ""), qkv_bias=bias, out_bias=bias,
-        mlp_bias=bool(getattr(c, "mlp_bias", False)), norm="rms",
+        ffn_bias=bool(getattr(c, "mlp_bias", False)), norm="rms",
         norm_eps=getattr(c, "rms_norm_eps", 1e-5), tied=bool(c.tie_word_embeddings),
         **_rope_fields(c),
     )
@@ -299,7 +299,7 @@ def _opt_weights(spec: ModelSpec) -> Rules:
                              ("attn.o_proj", "self_attn.out_proj"),
                              ("ffn.up_proj", "fc1"), ("ffn.down_proj", "fc2")):
             rules[f"{b}{ours}.weight"] = (f"{h}{theirs}.weight", None)
-            if spec.mlp_bias:  # enable_bias puts a bias on every linear layer of the block
+            if spec.ffn_bias:  # enable_bias puts a bias on every linear layer of the block
                 rules[f"{b}{ours}.bias"] = (f"{h}{theirs}.bias", None)
     return rules
 
@@ -326,7 +326,7 @@ def _separate_gate_up(spec: ModelSpec, b: str, m: str) -> Rules:
     rules = {}
     for name in ("gate_proj", "up_proj"):
         rules[f"{b}ffn.{name}.weight"] = (f"{m}{name}.weight", None)
-        if spec.mlp_bias:
+        if spec.ffn_bias:
             rules[f"{b}ffn.{name}.bias"] = (f"{m}{name}.bias", None)
     return rules
 
@@ -393,10 +393,10 @@ def _llama_weights(spec: ModelSpec, qkv=_separate_qkv, gate_up=_separate_gate_up
             rules |= gate_up(spec, b, m)
         else:
             rules[f"{b}ffn.up_proj.weight"] = (f"{m}up_proj.weight", None)
-            if spec.mlp_bias:
+            if spec.ffn_bias:
                 rules[f"{b}ffn.up_proj.bias"] = (f"{m}up_proj.bias", None)
         rules[f"{b}ffn.down_proj.weight"] = (f"{m}down_proj.weight", None)
-        if spec.mlp_bias:
+        if spec.ffn_bias:
             rules[f"{b}ffn.down_proj.bias"] = (f"{m}down_proj.bias", None)
     return rules
 

@@ -22,6 +22,9 @@ NORM_KINDS = ("layer", "rms")
 LAYER_KINDS = ("full_attention", "sliding_attention")
 ROPE_LAYOUTS = ("half", "pairs")
 
+__all__ = ["FFN_KINDS", "LAYER_KINDS", "NORM_KINDS", "ROPE_LAYOUTS", "SEED_DICT_KEYS", "ModelSpec",
+           "as_spec", "check_int", "divisors", "yarn_mscale"]
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -44,7 +47,7 @@ class ModelSpec:
     # ---- biases
     qkv_bias: bool = False  # biases on the query, key and value projections
     out_bias: bool = False  # bias on the attention output projection
-    mlp_bias: bool = False  # biases on the feed-forward projections
+    ffn_bias: bool = False  # biases on the feed-forward projections
     # ---- normalisation
     norm_affine: bool = True  # the norm has a learned scale (False: OLMo's parameter-free norm)
     norm_bias: bool = False  # the norm has a learned shift (GPT-2's LayerNorm)
@@ -252,7 +255,7 @@ class ModelSpec:
             kv_heads=c.get("kv_heads", heads), head_dim=d // heads,
             ffn=c["ffn"], hidden=c.get("hidden", 4 * d) if gelu else c["hidden"],
             act={"gelu": "gelu_new", "swiglu": "silu", "geglu": "gelu_pytorch_tanh"}[c["ffn"]],
-            qkv_bias=bool(c["bias"]), out_bias=bool(c["bias"]), mlp_bias=gelu,
+            qkv_bias=bool(c["bias"]), out_bias=bool(c["bias"]), ffn_bias=gelu,
             norm=c["norm"], norm_bias=c["norm"] == "layer", tied=bool(c["tied"]),
             positions=positions, rope_theta=0.0 if positions else 10000.0,
         )
