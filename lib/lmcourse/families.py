@@ -3,8 +3,7 @@
 An entry (`Family`) holds everything the library knows about a transformers `model_type`:
 
     read     its config reader: transformers config -> `ModelSpec` fields, written as a diff of
-             its parent's reader ("Llama, plus QK-norm"); the docstring's first line says what
-             differs
+             its parent's reader ("Llama plus QK-norm"); its one-line docstring says what differs
     weights  its weight-name rules: spec -> {DecoderLM tensor: (transformers tensor, transform)};
              a family whose tensors are laid out differently passes its own hooks (Phi-3 fuses
              q, k and v into one tensor) instead of the bridge testing the family's name
@@ -44,8 +43,8 @@ class Family:
 
     @property
     def summary(self) -> str:
-        """What the family changes, in one line (the first line of its reader's docstring)."""
-        return (self.read.__doc__ or "").strip().splitlines()[0] if self.read.__doc__ else ""
+        """What the family changes, in one line: its reader's docstring."""
+        return (self.read.__doc__ or "").strip()
 
 
 def family(name) -> Family:
@@ -181,8 +180,7 @@ def _qwen3_moe(c) -> dict:
 
 
 def _gemma2(c) -> dict:
-    """Llama plus GeGLU, sandwich norms (scale stored as 1 + w), scaled embeddings, soft-caps
-    and alternating sliding layers."""
+    """Llama plus GeGLU, sandwich norms, scaled embeddings, soft-caps and alternating windows."""
     return _llama(c) | _windows(c) | dict(
         ffn="geglu", act=c.hidden_activation, norms_per_block=4, norm_offset=1.0,
         embed_scale=c.hidden_size**0.5, score_scale=c.query_pre_attn_scalar**-0.5,
@@ -209,8 +207,7 @@ def _olmo2(c) -> dict:
 
 
 def _deepseek_v3(c) -> dict:
-    """Llama plus latent attention (MLA), rotary pairs side by side, sigmoid-routed experts
-    with shared experts and dense first layers."""
+    """Llama plus latent attention (MLA), rotary pairs side by side and sigmoid-routed experts."""
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
     scale = qk**-0.5
     rope = c.rope_parameters or {}
