@@ -156,6 +156,7 @@ class ModelSpec:
         self._check_experts()
         self._check_latent()
         self._check_layer_pattern()
+        # a list given for a tuple field is stored as the tuple, so that specs compare and hash
         object.__setattr__(self, "layer_pattern", tuple(self.layer_pattern))
         object.__setattr__(self, "rope_scaling", tuple(self.rope_scaling))
 
