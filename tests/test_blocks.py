@@ -165,7 +165,7 @@ def test_cache_in_chunks_equals_one_forward(changes):
 
 
 def test_sliding_layers_cache_only_the_window():
-    s = spec(sliding_window=3, layer_types=("sliding_attention", "full_attention"))
+    s = spec(sliding_window=3, layer_pattern=("sliding_attention", "full_attention"))
     model = random_model(s)
     cache = model.new_cache(1, 20)
     with torch.no_grad():

@@ -12,11 +12,12 @@ FAMILY = {
     "Llama-3.1-405B": "llama", "Llama-3.2-1B": "llama", "Mistral-7B-v0.1": "mistral",
     "Mixtral-8x7B": "mixtral", "Qwen2.5-7B": "qwen2", "Qwen3-8B": "qwen3",
     "Qwen3-30B-A3B": "qwen3_moe", "Gemma-2-2B": "gemma2", "Phi-3-mini-4k": "phi3",
-    "OLMo-7B": "olmo", "DeepSeek-V3": "deepseek_v3",
+    "OLMo-7B": "olmo", "OLMo-2-7B": "olmo2", "DeepSeek-V3": "deepseek_v3",
 }
 FEATURES = ("family", "position_offset", "ffn", "act", "norm", "norm_affine", "norm_bias",
-            "norms_per_block", "norm_offset", "qkv_bias", "out_bias", "mlp_bias", "qk_norm", "tied",
-            "rope_interleave", "shared_experts", "router_bias", "routed_scale", "norm_topk")
+            "norms_per_block", "norms_after", "norm_offset", "qkv_bias", "out_bias", "ffn_bias",
+            "qk_norm", "qk_norm_all_heads", "tied", "rope_layout", "shared_experts", "router_bias",
+            "routed_scale", "norm_topk")
 
 
 def test_available_lists_every_course_configuration():

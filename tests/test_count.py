@@ -7,8 +7,8 @@ import pytest
 import torch
 from lmcourse import configs
 from lmcourse.count import (
+    DESCRIBE_SEED_KEYS,
     PARTS,
-    SEED_KEYS,
     block_parts,
     breakdown,
     cache_bytes,
@@ -74,7 +74,7 @@ def test_seed_worked_example_prints_the_seed_figures():
     assert repr(big).startswith(
         "{'block': 202383360, 'total': 6738415616, 'cache_bytes_per_token': 524288, "
         "'ffn_share': 0.668")
-    assert tuple(gpt2)[:4] == SEED_KEYS
+    assert tuple(gpt2)[:4] == DESCRIBE_SEED_KEYS
 
 
 def test_seed_grouped_query_attention_saves_cache_and_parameters():

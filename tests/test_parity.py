@@ -114,6 +114,7 @@ OTHER_FAMILIES = {  # the other families the bridge reads, logits only
     "mistral": transformers.MistralConfig(**_SMALL, sliding_window=5),
     "qwen2": transformers.Qwen2Config(**_SMALL),
     "olmo": transformers.OlmoConfig(**_SMALL, clip_qkv=0.5),
+    "olmo2": transformers.Olmo2Config(**_SMALL),
     "phi3": transformers.Phi3Config(**_SMALL, partial_rotary_factor=0.5, pad_token_id=0),
     "qwen3_moe": transformers.Qwen3MoeConfig(**_SMALL, num_experts=4, num_experts_per_tok=2,
                                              moe_intermediate_size=16, mlp_only_layers=[0]),

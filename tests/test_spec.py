@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 from lmcourse import configs
-from lmcourse.spec import FAMILIES, ModelSpec, as_spec
+from lmcourse.families import FAMILIES
+from lmcourse.spec import ModelSpec, as_spec
 from transformers import AutoConfig, AutoModelForCausalLM
 
 LLAMA_7B = ModelSpec.from_dict(configs.SEED_7B)
@@ -14,7 +15,7 @@ LLAMA_7B = ModelSpec.from_dict(configs.SEED_7B)
 
 def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
     spec = ModelSpec.from_dict(configs.SEED_GPT2)
-    assert (spec.ffn, spec.hidden, spec.mlp_bias) == ("gelu", 4 * 768, True)
+    assert (spec.ffn, spec.hidden, spec.ffn_bias) == ("gelu", 4 * 768, True)
     assert spec.qkv_bias and spec.out_bias, "bias=True puts biases on q, k, v and the output"
     assert (spec.norm, spec.norm_affine, spec.norm_bias) == ("layer", True, True)
     assert (spec.positions, spec.rope_theta, spec.tied) == (1024, 0.0, True)
@@ -23,7 +24,7 @@ def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
 
 def test_seed_swiglu_has_no_feed_forward_biases_even_with_bias_true():
     spec = ModelSpec.from_dict(dict(configs.SEED_7B, bias=True))
-    assert (spec.qkv_bias, spec.out_bias, spec.mlp_bias) == (True, True, False)
+    assert (spec.qkv_bias, spec.out_bias, spec.ffn_bias) == (True, True, False)
     assert (spec.hidden, spec.norm_bias, spec.positions) == (11008, False, 0)
 
 
@@ -112,7 +113,7 @@ def test_mistral_slides_on_every_layer():
 
 def test_qwen2_biases_on_query_key_value_only():
     spec = as_spec(configs.load("Qwen2.5-7B"))
-    assert (spec.qkv_bias, spec.out_bias, spec.mlp_bias) == (True, False, False)
+    assert (spec.qkv_bias, spec.out_bias, spec.ffn_bias) == (True, False, False)
     assert set(spec.layer_types) == {"full_attention"} and spec.sliding_window == 0
 
 
@@ -141,7 +142,7 @@ def test_olmo_layer_norm_has_no_parameters():
 
 def test_opt_is_gpt2_with_relu_and_a_position_table_offset_by_two():
     opt = as_spec(configs.load("OPT-125m"))
-    got = (opt.ffn, opt.act, opt.norm, opt.norm_bias, opt.qkv_bias, opt.mlp_bias, opt.tied,
+    got = (opt.ffn, opt.act, opt.norm, opt.norm_bias, opt.qkv_bias, opt.ffn_bias, opt.tied,
            opt.positions, opt.position_offset, opt.rope_theta)
     assert got == ("gelu", "relu", "layer", True, True, True, True, 2050, 2, 0.0)
 
@@ -173,7 +174,7 @@ def test_deepseek_v3_latent_attention_and_experts():
         config.n_routed_experts, config.n_shared_experts, config.first_k_dense_replace)
     assert spec.router_bias and spec.routed_scale == config.routed_scaling_factor
     assert spec.head_dim == config.qk_nope_head_dim + config.qk_rope_head_dim
-    assert spec.rotary_dim == config.qk_rope_head_dim and spec.rope_interleave
+    assert spec.rotary_dim == config.qk_rope_head_dim and spec.rope_layout == "pairs"
 
 
 def _bad_spec(**changes):
@@ -206,13 +207,13 @@ BAD_INPUTS = {
                                       r"shared_experts=1 needs experts > 0"),
     "all_layers_dense": (_bad_spec(experts=8, experts_per_token=2, expert_hidden=64,
                                    dense_layers=32), r"dense_layers must be < layers=32"),
-    "layer_types_length": (_bad_spec(layer_types=("full_attention",)),
-                           r"layer_types must have one entry per layer \(32\), got 1"),
-    "sliding_without_window": (_bad_spec(layer_types=("sliding_attention",) * 32),
+    "layer_pattern_length": (_bad_spec(layer_pattern=("full_attention",) * 33),
+                             r"layer_pattern must have at most one entry per layer \(32\), got 33"),
+    "sliding_without_window": (_bad_spec(layer_pattern=("sliding_attention",)),
                                r"'sliding_attention' layers but sliding_window=0"),
     "learned_and_rotary_positions": (_bad_spec(positions=1024), r"not both; set rope_theta=0.0"),
     "latent_head_dim": (_bad_spec(kv_lora_rank=512, qk_nope_head_dim=64, qk_rope_head_dim=32,
-                                  v_head_dim=64, rotary_dim=32),
+                                  v_head_dim=64),
                         r"head_dim must be qk_nope_head_dim \+ qk_rope_head_dim = 96"),
     "offset_outside_table": (_bad_spec(positions=4, rope_theta=0.0, position_offset=4),
                              r"position_offset=4 needs a learned table with more rows"),
@@ -234,3 +235,74 @@ def test_bad_input_raises_value_error_naming_field_and_valid_values(case):
 def test_every_supported_family_has_a_published_config():
     families = {configs.load(name).model_type for name in configs.available()}
     assert families == set(FAMILIES), f"no published config for {set(FAMILIES) - families}"
+
+
+# ---- dataclasses.replace gives the spec that building from scratch gives ---------------------
+
+BASE = dict(d=64, layers=4, vocab=100, heads=4, kv_heads=2, head_dim=16, ffn="swiglu", hidden=96,
+            norm="rms", sliding_window=4, layer_pattern=("sliding_attention", "full_attention"))
+_EXPERTS = dict(experts=4, experts_per_token=2, expert_hidden=32)
+_LATENT = dict(kv_heads=4, head_dim=24, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
+               v_head_dim=16)
+_LEARNED = dict(positions=32, rope_theta=0.0)
+# field -> a change of it (with whatever else a valid spec then needs)
+CHANGES = {
+    "d": dict(d=96), "layers": dict(layers=3), "vocab": dict(vocab=50), "heads": dict(heads=8),
+    "kv_heads": dict(kv_heads=4), "head_dim": dict(head_dim=32), "ffn": dict(ffn="gelu"),
+    "hidden": dict(hidden=128), "norm": dict(norm="layer"), "family": dict(family="llama"),
+    "act": dict(act="gelu"), "qkv_bias": dict(qkv_bias=True), "out_bias": dict(out_bias=True),
+    "ffn_bias": dict(ffn_bias=True), "norm_affine": dict(norm="layer", norm_affine=False),
+    "norm_bias": dict(norm="layer", norm_bias=True), "norms_per_block": dict(norms_per_block=4),
+    "norms_after": dict(norms_after=True), "qk_norm": dict(qk_norm=True),
+    "qk_norm_all_heads": dict(qk_norm=True, qk_norm_all_heads=True),
+    "norm_eps": dict(norm_eps=1e-6), "norm_offset": dict(norm_offset=1.0), "tied": dict(tied=True),
+    "positions": _LEARNED, "position_offset": dict(_LEARNED, position_offset=2),
+    "rope_theta": dict(rope_theta=5e5),
+    "rope_scaling": dict(rope_scaling=(("factor", 8.0), ("high_freq_factor", 4.0),
+                                       ("low_freq_factor", 1.0),
+                                       ("original_max_position_embeddings", 16),
+                                       ("rope_type", "llama3"))),
+    "rotary_fraction": dict(rotary_fraction=0.5), "rope_layout": dict(rope_layout="pairs"),
+    "embed_scale": dict(embed_scale=8.0), "score_scale": dict(score_scale=0.1),
+    "attn_softcap": dict(attn_softcap=50.0), "final_softcap": dict(final_softcap=30.0),
+    "sliding_window": dict(sliding_window=8), "layer_pattern": dict(layer_pattern=()),
+    "experts": _EXPERTS, "experts_per_token": dict(_EXPERTS, experts_per_token=3),
+    "expert_hidden": dict(_EXPERTS, expert_hidden=16),
+    "shared_experts": dict(_EXPERTS, shared_experts=1),
+    "dense_layers": dict(_EXPERTS, dense_layers=1), "norm_topk": dict(norm_topk=True),
+    "router_bias": dict(router_bias=True), "routed_scale": dict(routed_scale=2.5),
+    "n_group": dict(_EXPERTS, n_group=2), "topk_group": dict(_EXPERTS, n_group=2, topk_group=2),
+    "q_lora_rank": dict(_LATENT, q_lora_rank=24), "kv_lora_rank": _LATENT,
+    "qk_nope_head_dim": dict(_LATENT, qk_nope_head_dim=8, head_dim=16),
+    "qk_rope_head_dim": dict(_LATENT, qk_rope_head_dim=4, head_dim=20),
+    "v_head_dim": dict(_LATENT, v_head_dim=8), "qkv_clip": dict(qkv_clip=0.5),
+}
+DERIVED = ("attn_scale", "rotary_dim", "layer_types", "moe_layers")
+
+
+def _everything(spec: ModelSpec) -> dict:
+    names = [f.name for f in dataclasses.fields(ModelSpec)] + list(DERIVED)
+    return {name: getattr(spec, name) for name in names}
+
+
+def test_changes_cover_every_field():
+    fields = {f.name for f in dataclasses.fields(ModelSpec)}
+    assert set(CHANGES) == fields, f"no change tested for {sorted(fields - set(CHANGES))}"
+
+
+@pytest.mark.parametrize("name", CHANGES)
+def test_replace_gives_the_spec_built_from_scratch(name):
+    base, change = ModelSpec(**BASE), CHANGES[name]
+    replaced, fresh = dataclasses.replace(base, **change), ModelSpec(**(BASE | change))
+    assert _everything(replaced) == _everything(fresh)
+    assert getattr(replaced, name) != getattr(base, name), f"{name}: the change changed nothing"
+
+
+def test_replace_recomputes_what_follows_from_the_fields():
+    assert dataclasses.replace(LLAMA_7B, head_dim=32).attn_scale == 32**-0.5
+    assert dataclasses.replace(LLAMA_7B, head_dim=32).rotary_dim == 32
+    assert dataclasses.replace(LLAMA_7B, layers=3).layer_types == ("full_attention",) * 3
+    gemma = as_spec(configs.tiny("Gemma-2-2B"))
+    three = as_spec(configs.tiny("Gemma-2-2B", num_hidden_layers=3, layer_types=None))
+    assert dataclasses.replace(gemma, layers=3) == three
+    assert three.layer_types == ("sliding_attention", "full_attention", "sliding_attention")

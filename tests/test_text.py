@@ -26,15 +26,15 @@ def test_whole_text_is_about_113k_smollm2_tokens(smollm2_tokenizer):
 
 
 def test_training_region_starts_after_the_evaluation_region():
-    assert text.TRAIN_OFFSET >= text.EVAL_OFFSET + text.EVAL_TOKENS
+    assert text.TRAIN_TOKEN_OFFSET >= text.EVAL_TOKEN_OFFSET + text.EVAL_TOKENS
 
 
 def test_token_slices_are_fixed_consistent_and_fresh(smollm2_tokenizer):
     tok = smollm2_tokenizer
     ids = text.token_ids(tok, 1024)
     assert ids.shape == (1, 1024) and ids.dtype == torch.long
-    assert torch.equal(ids, text.token_ids(tok, 1024, offset=text.EVAL_OFFSET))
-    inner = text.token_ids(tok, 100, offset=text.EVAL_OFFSET + 200)
+    assert torch.equal(ids, text.token_ids(tok, 1024, offset=text.EVAL_TOKEN_OFFSET))
+    inner = text.token_ids(tok, 100, offset=text.EVAL_TOKEN_OFFSET + 200)
     assert torch.equal(inner, ids[:, 200:300]), "a slice at an offset differs from the same tokens"
     ids[0, 0] = -1  # the caller's copy only
     assert text.token_ids(tok, 1)[0, 0] != -1, "editing a slice changed the cached tokens"

@@ -78,11 +78,11 @@ def test_the_vocabulary_is_every_character_of_the_text_and_round_trips():
 
 def test_the_evaluation_slice_is_the_start_of_the_text_in_windows_outside_training():
     ids = tinygpt.evaluation_ids(512)
-    start, window = tinygpt.EVAL_OFFSET, tinygpt.CONTEXT
+    start, window = tinygpt.EVAL_CHAR_OFFSET, tinygpt.CONTEXT
     assert ids.shape == (512 // window, window)
     assert tinygpt.decode(ids.flatten()) == text.load()[start : start + 512], (
         "the windows are not the text's first 512 characters, in order")
-    assert start + 512 <= tinygpt.TRAIN_OFFSET, "evaluation and training characters overlap"
+    assert start + 512 <= tinygpt.TRAIN_CHAR_OFFSET, "evaluation and training characters overlap"
     assert torch.equal(ids, tinygpt.evaluation_ids()), "the default slice is not 512 characters"
 
 
@@ -106,7 +106,7 @@ def test_decode_refuses_bad_input(ids, match):
 
 
 @pytest.mark.parametrize("n", [0, 1, tinygpt.CONTEXT + 1, 500, 2.5, True,
-                               tinygpt.TRAIN_OFFSET + tinygpt.CONTEXT])
+                               tinygpt.TRAIN_CHAR_OFFSET + tinygpt.CONTEXT])
 def test_bad_evaluation_lengths_are_refused(n):
     valid = r"n must be a multiple of CONTEXT \(64\) in \[64, 19968\]"
     with pytest.raises(ValueError, match=valid):

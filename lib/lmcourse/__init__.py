@@ -4,6 +4,8 @@
     lmcourse.describe(config)            # parameters, active parameters, cache bytes per token
     lmcourse.cache_bytes(config, tokens) # bytes the key-value cache holds after `tokens` tokens
     lmcourse.DecoderLM(spec)             # a readable decoder-only model (GPT-2 to DeepSeek-V3)
+    lmcourse.from_transformers(hf_model) # the same model, with a transformers model's weights
+    lmcourse.as_spec(config)             # a dict, a transformers config or a spec, as a ModelSpec
 
 Names are imported on first use, so `import lmcourse` stays fast and the counter
 works without loading torch's model code.
@@ -13,6 +15,8 @@ from importlib import import_module
 
 _EXPORTS = {
     "ModelSpec": "lmcourse.spec",
+    "as_spec": "lmcourse.spec",
+    "from_transformers": "lmcourse.bridge",
     "describe": "lmcourse.count",
     "cache_bytes": "lmcourse.count",
     "DecoderLM": "lmcourse.blocks.model",

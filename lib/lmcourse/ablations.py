@@ -14,6 +14,7 @@ import torch
 from . import evaluate
 from .blocks.ffn import ACTIVATIONS
 from .blocks.model import DecoderLM
+from .spec import divisors
 
 
 def _rebuild(model: DecoderLM, state: dict | None = None, spec=None, **options) -> DecoderLM:
@@ -58,9 +59,8 @@ def mean_pool_kv_heads(model: DecoderLM, kv_heads: int) -> DecoderLM:
     if spec.kv_lora_rank:
         raise ValueError("mean_pool_kv_heads needs grouped-query attention; this model uses "
                          "latent attention (kv_lora_rank > 0)")
-    if isinstance(kv_heads, bool) or not isinstance(kv_heads, int) or kv_heads < 1 \
-            or spec.kv_heads % kv_heads:
-        valid = [n for n in range(1, spec.kv_heads + 1) if spec.kv_heads % n == 0]
+    valid = divisors(spec.kv_heads)
+    if isinstance(kv_heads, bool) or not isinstance(kv_heads, int) or kv_heads not in valid:
         raise ValueError(f"kv_heads must divide the model's {spec.kv_heads} key-value heads "
                          f"(valid: {valid}), got {kv_heads!r}")
     group = spec.kv_heads // kv_heads
@@ -92,9 +92,9 @@ def rope_pairs_side_by_side(model: DecoderLM) -> DecoderLM:
     if not model.spec.rope_theta:
         raise ValueError("rope_pairs_side_by_side needs rotary positions; this model has a "
                          "learned table")
-    if model.spec.rope_interleave:
-        raise ValueError("this model already rotates side-by-side pairs (rope_interleave=True)")
-    return _rebuild(model, spec=dataclasses.replace(model.spec, rope_interleave=True))
+    if model.spec.rope_layout == "pairs":
+        raise ValueError("this model already rotates side-by-side pairs (rope_layout='pairs')")
+    return _rebuild(model, spec=dataclasses.replace(model.spec, rope_layout="pairs"))
 
 
 def with_norm(model: DecoderLM, kind: str) -> DecoderLM:
@@ -206,7 +206,7 @@ def run_all(model: DecoderLM, input_ids: torch.Tensor) -> list[Result]:
     spec = model.spec
     wrong = [what for what, bad in (
         ("rotary positions", not spec.rope_theta or spec.positions),
-        ("rotary pairs in halves (rope_interleave=False)", spec.rope_interleave),
+        ("rotary pairs in halves (rope_layout='half')", spec.rope_layout != "half"),
         ("RMSNorm", spec.norm != "rms"),
         ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.act != "silu"),
         ("grouped key-value heads, interleaved",

@@ -12,13 +12,15 @@ of the T1 lesson.
 
 from __future__ import annotations
 
+from .families import family
+
 SEED_GPT2 = dict(d=768, layers=12, vocab=50257, heads=12, ffn="gelu", bias=True, norm="layer",
                  tied=True, positions=1024)
 SEED_7B = dict(d=4096, layers=32, vocab=32000, heads=32, ffn="swiglu", hidden=11008, bias=False,
                norm="rms", tied=False)
 
 
-def _rope(theta: float, **scaling) -> dict:
+def _rope_parameters(theta: float, **scaling) -> dict:
     """transformers 5.x keeps the rotary base and its scaling together in `rope_parameters`."""
     return {"rope_parameters": {"rope_type": scaling.pop("rope_type", "default"),
                                 "rope_theta": theta, **scaling}}
@@ -42,71 +44,75 @@ _PUBLISHED: dict[str, tuple[str, dict]] = {
     "SmolLM2-135M": ("llama", dict(
         vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
         num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
-        rms_norm_eps=1e-5, tie_word_embeddings=True, **_rope(100000.0))),
+        rms_norm_eps=1e-5, tie_word_embeddings=True, **_rope_parameters(100000.0))),
     "TinyLlama-1.1B": ("llama", dict(
         vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
         num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
-        rms_norm_eps=1e-5, tie_word_embeddings=False, **_rope(10000.0))),
+        rms_norm_eps=1e-5, tie_word_embeddings=False, **_rope_parameters(10000.0))),
     "Llama-2-7B": ("llama", dict(
         vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
-        rms_norm_eps=1e-5, tie_word_embeddings=False, **_rope(10000.0))),
+        rms_norm_eps=1e-5, tie_word_embeddings=False, **_rope_parameters(10000.0))),
     "Llama-3.1-8B": ("llama", dict(
         vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
         rms_norm_eps=1e-5, tie_word_embeddings=False,
-        **_rope(500000.0, factor=8.0, **_LLAMA3_ROPE))),
+        **_rope_parameters(500000.0, factor=8.0, **_LLAMA3_ROPE))),
     "Llama-3.1-405B": ("llama", dict(
         vocab_size=128256, hidden_size=16384, intermediate_size=53248, num_hidden_layers=126,
         num_attention_heads=128, num_key_value_heads=8, max_position_embeddings=131072,
         rms_norm_eps=1e-5, tie_word_embeddings=False,
-        **_rope(500000.0, factor=8.0, **_LLAMA3_ROPE))),
+        **_rope_parameters(500000.0, factor=8.0, **_LLAMA3_ROPE))),
     "Llama-3.2-1B": ("llama", dict(
         vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
         num_attention_heads=32, num_key_value_heads=8, head_dim=64,
         max_position_embeddings=131072, rms_norm_eps=1e-5, tie_word_embeddings=True,
-        **_rope(500000.0, factor=32.0, **_LLAMA3_ROPE))),
+        **_rope_parameters(500000.0, factor=32.0, **_LLAMA3_ROPE))),
     "Mistral-7B-v0.1": ("mistral", dict(
         vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=8, head_dim=128,
         max_position_embeddings=32768, rms_norm_eps=1e-5, tie_word_embeddings=False,
-        sliding_window=4096, **_rope(10000.0))),
+        sliding_window=4096, **_rope_parameters(10000.0))),
     "Mixtral-8x7B": ("mixtral", dict(
         vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=32768,
         rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None,
-        num_local_experts=8, num_experts_per_tok=2, **_rope(1000000.0))),
+        num_local_experts=8, num_experts_per_tok=2, **_rope_parameters(1000000.0))),
     "Qwen2.5-7B": ("qwen2", dict(
         vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
         num_attention_heads=28, num_key_value_heads=4, max_position_embeddings=131072,
         rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
-        max_window_layers=28, **_rope(1000000.0))),
+        max_window_layers=28, **_rope_parameters(1000000.0))),
     "Qwen3-8B": ("qwen3", dict(
         vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
         num_attention_heads=32, num_key_value_heads=8, head_dim=128,
         max_position_embeddings=40960, rms_norm_eps=1e-6, tie_word_embeddings=False,
-        use_sliding_window=False, **_rope(1000000.0))),
+        use_sliding_window=False, **_rope_parameters(1000000.0))),
     "Qwen3-30B-A3B": ("qwen3_moe", dict(
         vocab_size=151936, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
         num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4, head_dim=128,
         num_experts=128, num_experts_per_tok=8, norm_topk_prob=True, decoder_sparse_step=1,
         mlp_only_layers=[], max_position_embeddings=40960, rms_norm_eps=1e-6,
-        tie_word_embeddings=False, use_sliding_window=False, **_rope(1000000.0))),
+        tie_word_embeddings=False, use_sliding_window=False, **_rope_parameters(1000000.0))),
     "Gemma-2-2B": ("gemma2", dict(
         vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
         num_attention_heads=8, num_key_value_heads=4, head_dim=256,
         hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192, rms_norm_eps=1e-6,
         query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
-        final_logit_softcapping=30.0, tie_word_embeddings=True, **_rope(10000.0))),
+        final_logit_softcapping=30.0, tie_word_embeddings=True, **_rope_parameters(10000.0))),
     "Phi-3-mini-4k": ("phi3", dict(
         vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
         original_max_position_embeddings=4096, rms_norm_eps=1e-5, sliding_window=2047,
-        tie_word_embeddings=False, **_rope(10000.0))),
+        tie_word_embeddings=False, **_rope_parameters(10000.0))),
     "OLMo-7B": ("olmo", dict(
         vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
         num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=2048,
-        clip_qkv=None, tie_word_embeddings=False, **_rope(10000.0))),
+        clip_qkv=None, tie_word_embeddings=False, **_rope_parameters(10000.0))),
+    "OLMo-2-7B": ("olmo2", dict(
+        vocab_size=100352, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, **_rope_parameters(500000.0))),
     "DeepSeek-V3": ("deepseek_v3", dict(
         vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
         num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128,
@@ -115,7 +121,7 @@ _PUBLISHED: dict[str, tuple[str, dict]] = {
         q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
         v_head_dim=128, max_position_embeddings=163840, rms_norm_eps=1e-6,
         tie_word_embeddings=False, rope_interleave=True,
-        **_rope(10000.0, rope_type="yarn", factor=40.0, beta_fast=32.0, beta_slow=1.0,
+        **_rope_parameters(10000.0, rope_type="yarn", factor=40.0, beta_fast=32.0, beta_slow=1.0,
                 mscale=1.0, mscale_all_dim=1.0, original_max_position_embeddings=4096))),
 }
 
@@ -135,42 +141,18 @@ def load(name: str):
     return AutoConfig.for_model(model_type, **fields)
 
 
-# Toy sizes that keep every feature of a family (biases, norms, tying, rope scaling, sliding
-# windows, experts, latent attention): small enough to run a forward pass in milliseconds.
-_TINY_SIZES = dict(
-    vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-    num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-)
 _TINY_TOKENS = dict(bos_token_id=0, eos_token_id=1, pad_token_id=None)  # inside the toy vocabulary
-_TINY_FAMILY = {
-    "gpt2": dict(vocab_size=128, n_positions=64, n_embd=64, n_layer=2, n_head=4),
-    "opt": dict(vocab_size=128, max_position_embeddings=64, hidden_size=64, ffn_dim=96,
-                num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64),
-    "mistral": dict(sliding_window=4),
-    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
-    "qwen3_moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32),
-    "gemma2": dict(sliding_window=4, query_pre_attn_scalar=16,
-                   layer_types=["sliding_attention", "full_attention"]),
-    "phi3": dict(sliding_window=4, num_key_value_heads=4),
-    "olmo": dict(num_key_value_heads=4),
-    "deepseek_v3": dict(
-        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2,
-        n_group=2, topk_group=1, first_k_dense_replace=1, moe_intermediate_size=32,
-        q_lora_rank=24, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16),
-}
 
 
 def tiny(name: str, **overrides):
-    """The family of `name` at toy sizes (for tests and quick forward passes), as a config."""
+    """The family of `name` at toy sizes (for tests and quick forward passes), as a config:
+    the published fields with the family's toy sizes (`lmcourse.families`) on top."""
     if name not in _PUBLISHED:
         raise ValueError(f"unknown configuration {name!r}; available: {available()}")
     from transformers import AutoConfig
 
     model_type, fields = _PUBLISHED[name]
-    sizes = {} if model_type in ("gpt2", "opt") else dict(_TINY_SIZES)  # their own field names
-    if model_type == "deepseek_v3":
-        sizes.pop("head_dim")  # derived from the latent sizes
-    fields = {**fields, **sizes, **_TINY_TOKENS, **_TINY_FAMILY.get(model_type, {}), **overrides}
+    fields = {**fields, **_TINY_TOKENS, **family(model_type).toy, **overrides}
     return AutoConfig.for_model(model_type, **fields)
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 
-from .spec import ModelSpec, as_spec
+from .spec import ModelSpec, as_spec, check_int
 
-SEED_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")
+# The keys `describe` returns first: the four figures of the T1 lesson's seed.
+DESCRIBE_SEED_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")
 BLOCK_PARTS = ("attention", "feed_forward", "experts", "shared_experts", "router", "norms")
 PARTS = ("embeddings", "positions", *BLOCK_PARTS, "output_head")
 
@@ -51,11 +52,13 @@ def _attention(s: ModelSpec) -> int:
     kv = s.kv_heads * s.head_dim
     weights = s.d * q + 2 * s.d * kv + q * s.d
     biases = (q + 2 * kv) * s.qkv_bias + s.d * s.out_bias
-    qk_norm = 2 * s.head_dim if s.qk_norm else 0  # one RMSNorm scale for queries, one for keys
+    qk_norm = 0  # one RMSNorm scale for queries, one for keys: per head, or across all heads
+    if s.qk_norm:
+        qk_norm = (s.heads + s.kv_heads) * s.head_dim if s.qk_norm_all_heads else 2 * s.head_dim
     return weights + biases + qk_norm
 
 
-def _mlp(s: ModelSpec, hidden: int, bias: bool) -> int:
+def _ffn(s: ModelSpec, hidden: int, bias: bool) -> int:
     """A feed-forward of width `hidden`: two matrices (gelu) or three (gated)."""
     if s.ffn == "gelu":
         return 2 * s.d * hidden + (hidden + s.d) * bias
@@ -67,12 +70,16 @@ def block_parts(config, layer: int = 0) -> dict[str, int]:
     s = as_spec(config)
     if not (isinstance(layer, int) and 0 <= layer < s.layers):
         raise ValueError(f"layer must be an integer in 0..{s.layers - 1}, got {layer!r}")
+    return _block_parts(s, layer)
+
+
+def _block_parts(s: ModelSpec, layer: int) -> dict[str, int]:
     moe = s.experts and layer >= s.dense_layers
     return {
         "attention": _attention(s),
-        "feed_forward": 0 if moe else _mlp(s, s.hidden, s.mlp_bias),
-        "experts": s.experts * _mlp(s, s.expert_hidden, False) if moe else 0,
-        "shared_experts": _mlp(s, s.expert_hidden * s.shared_experts, False) if moe else 0,
+        "feed_forward": 0 if moe else _ffn(s, s.hidden, s.ffn_bias),
+        "experts": s.experts * _ffn(s, s.expert_hidden, False) if moe else 0,
+        "shared_experts": _ffn(s, s.expert_hidden * s.shared_experts, False) if moe else 0,
         "router": s.experts * s.d if moe else 0,
         "norms": s.norms_per_block * _norm(s, s.d),
     }
@@ -84,14 +91,17 @@ def breakdown(config) -> dict[str, int]:
     Norms inside attention (Qwen3's query/key norms, MLA's latent norms) count as attention;
     `norms` holds the block norms and the final norm.
     """
-    s = as_spec(config)
+    return _breakdown(as_spec(config))
+
+
+def _breakdown(s: ModelSpec) -> dict[str, int]:
     parts = dict.fromkeys(PARTS, 0)
     parts["embeddings"] = s.vocab * s.d
     parts["positions"] = s.positions * s.d
     # dense blocks first (all of them for a dense model), then the MoE blocks
     for first, count in ((0, s.layers - s.moe_layers), (s.dense_layers, s.moe_layers)):
         if count:
-            for name, value in block_parts(s, first).items():
+            for name, value in _block_parts(s, first).items():
                 parts[name] += count * value
     parts["norms"] += _norm(s, s.d)  # final norm
     parts["output_head"] = 0 if s.tied else s.vocab * s.d
@@ -106,9 +116,9 @@ def describe(config, kv_bytes=2) -> dict:
     sliding window fills), `ffn_share` (feed-forward share of the first block, 3 decimals),
     then `active` (parameters one token uses: the total less the routed experts it skips).
     """
-    s = as_spec(config)
-    block = block_parts(s, 0)
-    parts = breakdown(s)
+    s, kv_bytes = as_spec(config), _check_bytes(kv_bytes)
+    block = _block_parts(s, 0)
+    parts = _breakdown(s)
     total = sum(parts.values())
     ffn = block["feed_forward"] + block["experts"] + block["shared_experts"] + block["router"]
     routed = parts["experts"]  # every expert of every MoE layer; a token uses k of E
@@ -116,7 +126,7 @@ def describe(config, kv_bytes=2) -> dict:
     return {
         "block": sum(block.values()),
         "total": total,
-        "cache_bytes_per_token": math.ceil(_cache_numbers_per_token(s) * _check_bytes(kv_bytes)),
+        "cache_bytes_per_token": math.ceil(_cache_numbers_per_token(s) * kv_bytes),
         "ffn_share": round(ffn / sum(block.values()), 3),
         "active": active,
     }
@@ -150,9 +160,10 @@ def cached_tokens(config, tokens: int) -> list[int]:
     A sliding-window layer (`DynamicSlidingWindowLayer`) keeps the last `sliding_window - 1`
     tokens: the newest token attends to those plus itself, `sliding_window` in all.
     """
-    s = as_spec(config)
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise ValueError(f"tokens must be an integer >= 0, got {tokens!r}")
+    return _cached_tokens(as_spec(config), check_int("tokens", tokens, low=0))
+
+
+def _cached_tokens(s: ModelSpec, tokens: int) -> list[int]:
     return [min(tokens, s.sliding_window - 1) if kind == "sliding_attention" else tokens
             for kind in s.layer_types]
 
@@ -164,10 +175,12 @@ def cache_bytes(config, tokens: int, kv_bytes=2, batch: int = 1) -> int:
     fractional `kv_bytes` (4-bit caches) rounds the total up to whole bytes.
     """
     s = as_spec(config)
-    kv_bytes = _check_bytes(kv_bytes)
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
-    numbers = batch * sum(cached_tokens(s, tokens)) * _cache_numbers_per_layer(s)
+    return _cache_bytes(s, check_int("tokens", tokens, low=0), _check_bytes(kv_bytes),
+                        check_int("batch", batch, low=1))
+
+
+def _cache_bytes(s: ModelSpec, tokens: int, kv_bytes, batch: int) -> int:
+    numbers = batch * sum(_cached_tokens(s, tokens)) * _cache_numbers_per_layer(s)
     return math.ceil(numbers * kv_bytes)
 
 
@@ -185,8 +198,10 @@ def flops_per_token(config, context: int) -> int:
     whole sequence is processed), with scores over (nope + rope)-wide keys.
     """
     s = as_spec(config)
-    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-        raise ValueError(f"context must be an integer >= 1 (keys attended to), got {context!r}")
+    return _flops_per_token(s, check_int("context", context, low=1, hint=" (keys attended to)"))
+
+
+def _flops_per_token(s: ModelSpec, context: int) -> int:
     flops = 0
     for layer, kind in enumerate(s.layer_types):
         keys = min(context, s.sliding_window) if kind == "sliding_attention" else context
@@ -196,9 +211,9 @@ def flops_per_token(config, context: int) -> int:
         moe = s.experts and layer >= s.dense_layers
         if moe:
             active = s.experts_per_token * s.expert_hidden + s.shared_experts * s.expert_hidden
-            flops += 2 * (s.experts * s.d + _mlp_weights(s, active))
+            flops += 2 * (s.experts * s.d + _ffn_weights(s, active))
         else:
-            flops += 2 * _mlp_weights(s, s.hidden)
+            flops += 2 * _ffn_weights(s, s.hidden)
     return flops + 2 * s.vocab * s.d  # output head
 
 
@@ -219,14 +234,13 @@ def decode_step(config, context: int, batch: int = 1, weight_bytes=2, kv_bytes=2
     if s.experts:
         raise ValueError("decode_step counts dense models only: which experts a batch of "
                          "tokens reads depends on the router's choices")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be an integer >= 1 (sequences decoded together), "
-                         f"got {batch!r}")
+    batch = check_int("batch", batch, low=1, hint=" (sequences decoded together)")
+    context = check_int("context", context, low=1, hint=" (keys attended to)")
     weight_bytes = _check_bytes(weight_bytes, "weight_bytes", "weight")
-    flops = batch * flops_per_token(s, context)
+    flops = batch * _flops_per_token(s, context)
     row_tables = [rows for rows in (0 if s.tied else s.vocab, s.positions) if rows]
-    weights = describe(s)["total"] - sum(row_tables) * s.d + batch * len(row_tables) * s.d
-    read = weights * weight_bytes + cache_bytes(s, context, kv_bytes=kv_bytes, batch=batch)
+    weights = sum(_breakdown(s).values()) - sum(row_tables) * s.d + batch * len(row_tables) * s.d
+    read = weights * weight_bytes + _cache_bytes(s, context, _check_bytes(kv_bytes), batch)
     return {"flops": flops, "bytes": read, "intensity": flops / read}
 
 
@@ -241,7 +255,7 @@ def _attention_weights(s: ModelSpec) -> int:
     return 2 * s.d * s.heads * s.head_dim + 2 * s.d * s.kv_heads * s.head_dim
 
 
-def _mlp_weights(s: ModelSpec, hidden: int) -> int:
+def _ffn_weights(s: ModelSpec, hidden: int) -> int:
     return (2 if s.ffn == "gelu" else 3) * s.d * hidden
 
 
@@ -288,6 +302,7 @@ def requests_that_fit(config, tokens: int, gpu_bytes: float, kv_bytes=2, weight_
     """
     if not gpu_bytes > 0:
         raise ValueError(f"gpu_bytes must be > 0, got {gpu_bytes!r}")
-    free = gpu_bytes - describe(config)["total"] * weight_bytes
-    per_request = cache_bytes(config, tokens, kv_bytes=kv_bytes)
+    s = as_spec(config)
+    free = gpu_bytes - sum(_breakdown(s).values()) * weight_bytes
+    per_request = _cache_bytes(s, check_int("tokens", tokens, low=0), _check_bytes(kv_bytes), 1)
     return max(0, int(free // per_request))

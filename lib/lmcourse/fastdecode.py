@@ -79,9 +79,13 @@ class _FastAttention:
         qkv = _project(x, self.qkv, self.qkv_bias)
         if a.clip:
             qkv = qkv.clamp(-a.clip, a.clip)
-        if a.qk_norm:  # each head normalised on its own, then rotated on its own
+        if a.qk_norm:  # each head (or all heads at once) normalised, then rotated on its own
             q, k, v = qkv.split(self.sizes, dim=-1)
-            q, k = a.q_norm(q.view(B, a.heads, 1, D)), a.k_norm(k.view(B, K, 1, D))
+            if a.qk_norm == "all_heads":
+                q, k = a.q_norm(q), a.k_norm(k)
+            q, k = q.view(B, a.heads, 1, D), k.view(B, K, 1, D)
+            if a.qk_norm == "per_head":
+                q, k = a.q_norm(q), a.k_norm(k)
             if a.rotary:
                 q = apply_rotary(q, cos, sin, a.rope_layout)
                 k = apply_rotary(k, cos, sin, a.rope_layout)
@@ -175,9 +179,9 @@ class FastDecoder:
         layers = zip(self.norms, self.attention, self.ffn, cache.layers, strict=True)
         for norms, attn, ffn, layer in layers:
             attn_norm, attn_post, ffn_norm, ffn_post = norms
-            y = attn(attn_norm(x), cos, sin, qpos, layer, start)
+            y = attn(attn_norm(x) if attn_norm else x, cos, sin, qpos, layer, start)
             x = x + (attn_post(y) if attn_post else y)
-            y = ffn(ffn_norm(x))
+            y = ffn(ffn_norm(x) if ffn_norm else x)  # OLMo 2 has no norm before a stage
             x = x + (ffn_post(y) if ffn_post else y)
         cache.length += 1
         return m.logits(self.final_norm(x))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from . import count
-from .spec import as_spec
+from .spec import as_spec, divisors
 
 # Colours of the diagrams: what changed or runs, what stays as it was, what sits idle.
 HIGHLIGHT, PLAIN, IDLE = "#f6c28b", "#dbe8f6", "#eeeeee"
@@ -668,12 +668,12 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
 
 def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80e9,
                            kv_bytes=2, weight_bytes=2):
-    """The static twin of `widgets.kv_cache_widget`: one sequence's cache (GB) for every valid
-    number of key-value heads, one line per context length, beside the weights and the GPU."""
+    """The static twin of `widgets.kv_cache_budget_widget`: one sequence's cache (GB) for every
+    valid number of key-value heads, one line per context length, beside the weights and the GPU."""
     import dataclasses
 
     spec = as_spec(config)
-    options = [k for k in range(1, spec.heads + 1) if spec.heads % k == 0]
+    options = divisors(spec.heads)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
     for n in contexts:
         sizes = [count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / 1e9

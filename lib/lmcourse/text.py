@@ -9,13 +9,13 @@ runs the same Python version (3.11; another patch release may ship slightly diff
 Token slices are fixed, so that a loss printed in a lesson is reproducible:
 
     ids = token_ids(tokenizer, 1024)                     # [1, 1024], the first evaluation tokens
-    ids = token_ids(tokenizer, 512, offset=TRAIN_OFFSET) # a slice of the training region
+    ids = token_ids(tokenizer, 512, offset=TRAIN_TOKEN_OFFSET) # a slice of the training region
 
-Tokens [EVAL_OFFSET, EVAL_OFFSET + EVAL_TOKENS) are the evaluation region: lessons measure
-SmolLM2's losses there; TRAIN_OFFSET marks where a model trained on this text should start. The
-small character-level model the course trains itself (`lmcourse.tinygpt`) splits the text in
-characters instead: it is evaluated on the first tinygpt.TRAIN_OFFSET characters and trained only
-on the rest, so its training and evaluation never overlap.
+Tokens [EVAL_TOKEN_OFFSET, EVAL_TOKEN_OFFSET + EVAL_TOKENS) are the evaluation region: lessons
+measure SmolLM2's losses there; TRAIN_TOKEN_OFFSET marks where a model trained on this text should
+start. The small character-level model the course trains itself (`lmcourse.tinygpt`) splits the
+text in characters instead: it is evaluated on the first tinygpt.TRAIN_CHAR_OFFSET characters and
+trained only on the rest, so its training and evaluation never overlap.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import functools
 
 import torch
 
-EVAL_OFFSET = 0  # where every evaluation slice of the course starts
+EVAL_TOKEN_OFFSET = 0  # where every evaluation slice of the course starts
 EVAL_TOKENS = 8192  # size of the evaluation region
-TRAIN_OFFSET = EVAL_OFFSET + EVAL_TOKENS  # training slices start here and run to the end
+TRAIN_TOKEN_OFFSET = EVAL_TOKEN_OFFSET + EVAL_TOKENS  # training slices start here, run to the end
 
 
 @functools.cache
@@ -49,7 +49,7 @@ def token_count(tokenizer) -> int:
     return _all_token_ids(tokenizer).numel()
 
 
-def token_ids(tokenizer, n_tokens: int, offset: int = EVAL_OFFSET) -> torch.LongTensor:
+def token_ids(tokenizer, n_tokens: int, offset: int = EVAL_TOKEN_OFFSET) -> torch.LongTensor:
     """Tokens [offset, offset + n_tokens) of the text as a batch of one: LongTensor [1, n_tokens].
 
     The result is a fresh tensor: editing it does not change later slices.

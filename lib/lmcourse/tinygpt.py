@@ -14,13 +14,13 @@ so the output layer is small and a minute of training buys a thousand steps.
 
 Losses (`lmcourse.evaluate.loss`) are in nats per character.
 
-Characters [EVAL_OFFSET, TRAIN_OFFSET) of the text are kept for evaluation; training windows
-are drawn from characters TRAIN_OFFSET.. only. Every training window is CONTEXT characters
-long, so rows 0..CONTEXT-1 of the position table are trained and rows CONTEXT..POSITIONS-1
-never receive a gradient; training uses AdamW without weight decay, so those rows stay exactly
-at their initial values. Short windows are what make the model lean on its positions: each
-trained row gets a gradient from every window, so within a minute the rows learn to tell
-"one character back" from "five back", and the model falls apart without them.
+Characters [EVAL_CHAR_OFFSET, TRAIN_CHAR_OFFSET) of the text are kept for evaluation; training
+windows are drawn from characters TRAIN_CHAR_OFFSET.. only. Every training window is CONTEXT
+characters long, so rows 0..CONTEXT-1 of the position table are trained and rows
+CONTEXT..POSITIONS-1 never receive a gradient; training uses AdamW without weight decay, so
+those rows stay exactly at their initial values. Short windows are what make the model lean on
+its positions: each trained row gets a gradient from every window, so within a minute the rows
+learn to tell "one character back" from "five back", and the model falls apart without them.
 
 Training is seeded: the same arguments give the same weights on the same machine, but not
 bit for bit on another CPU, whose float kernels round differently over a thousand steps. So the
@@ -53,8 +53,8 @@ BATCH = 32  # windows per step
 STEPS = 1000
 LEARNING_RATE = 1e-2
 WARMUP = 20
-EVAL_OFFSET = 0  # evaluation slices start at this character of the text
-TRAIN_OFFSET = 20_000  # training windows lie in characters TRAIN_OFFSET.. (disjoint from eval)
+EVAL_CHAR_OFFSET = 0  # evaluation slices start at this character of the text
+TRAIN_CHAR_OFFSET = 20_000  # training windows lie in characters 20,000.. (disjoint from eval)
 SHIPPED = Path(__file__).parent / "data" / "tinygpt.safetensors"  # train() with seed 0
 
 
@@ -95,14 +95,14 @@ def decode(ids: torch.Tensor) -> str:
 
 
 def evaluation_ids(n: int = 512) -> torch.LongTensor:
-    """The fixed evaluation slice: characters EVAL_OFFSET..EVAL_OFFSET+n, encoded and cut into
-    windows of the model's context, in order: LongTensor [n // CONTEXT, CONTEXT]."""
-    limit = (TRAIN_OFFSET - EVAL_OFFSET) // CONTEXT * CONTEXT
+    """The fixed evaluation slice: characters EVAL_CHAR_OFFSET..EVAL_CHAR_OFFSET+n, encoded and cut
+    into windows of the model's context, in order: LongTensor [n // CONTEXT, CONTEXT]."""
+    limit = (TRAIN_CHAR_OFFSET - EVAL_CHAR_OFFSET) // CONTEXT * CONTEXT
     if (isinstance(n, bool) or not isinstance(n, int) or not CONTEXT <= n <= limit
             or n % CONTEXT):
         raise ValueError(f"n must be a multiple of CONTEXT ({CONTEXT}) in [{CONTEXT}, {limit}] "
                          f"(the evaluation region), got {n!r}")
-    ids = encode(text.load()[EVAL_OFFSET : EVAL_OFFSET + n])  # [1, n]
+    ids = encode(text.load()[EVAL_CHAR_OFFSET : EVAL_CHAR_OFFSET + n])  # [1, n]
     return ids.view(n // CONTEXT, CONTEXT)
 
 
@@ -113,7 +113,7 @@ def unigram_loss(input_ids: torch.Tensor) -> float:
     if input_ids.dim() != 2 or input_ids.shape[1] < 2 or input_ids.dtype != torch.long:
         raise ValueError("input_ids must be a LongTensor [batch, tokens] with at least 2 tokens, "
                          f"got {input_ids.dtype} of shape {tuple(input_ids.shape)}")
-    data = encode(text.load()[TRAIN_OFFSET:])[0]  # [n_train]
+    data = encode(text.load()[TRAIN_CHAR_OFFSET:])[0]  # [n_train]
     counts = torch.bincount(data, minlength=len(vocabulary())).double() + 1.0  # [vocab]
     log_p = (counts / counts.sum()).log()
     return -log_p[input_ids[:, 1:]].mean().item()
@@ -221,7 +221,7 @@ def train(steps: int = STEPS, seed: int = 0, verbose: bool = True) -> DecoderLM:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an int, got {seed!r}")
-    data = encode(text.load()[TRAIN_OFFSET:])[0]  # [n_train]
+    data = encode(text.load()[TRAIN_CHAR_OFFSET:])[0]  # [n_train]
     torch.manual_seed(seed)
     model = DecoderLM(spec())
     sampler = torch.Generator().manual_seed(seed)
@@ -251,7 +251,7 @@ def settings(steps: int = STEPS, seed: int = 0) -> dict[str, int | float]:
     torch's kernels): recorded beside the shipped weights and checked when they are loaded."""
     return {"width": WIDTH, "layers": LAYERS, "heads": HEADS, "context": CONTEXT,
             "positions": POSITIONS, "batch": BATCH, "steps": steps, "learning_rate": LEARNING_RATE,
-            "warmup": WARMUP, "weight_decay": 0.0, "train_offset": TRAIN_OFFSET,
+            "warmup": WARMUP, "weight_decay": 0.0, "train_offset": TRAIN_CHAR_OFFSET,
             "vocabulary_size": len(vocabulary()), "seed": seed}
 
 

@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from . import count
-from .spec import as_spec
+from .spec import as_spec, divisors
 
 
 def _slider_look() -> dict:
@@ -89,9 +89,6 @@ def kv_heads_widget(names=("SmolLM2-135M", "Llama-3.1-8B", "Llama-2-7B", "Mistra
     kv = widgets.SelectionSlider(options=[1], description="kv heads", continuous_update=False)
     out = widgets.Output()
 
-    def divisors(n):
-        return [d for d in range(1, n + 1) if n % d == 0]
-
     def on_model(change=None):
         spec = specs[model.value]
         kv.options = divisors(spec.heads)
@@ -166,8 +163,7 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
     import dataclasses
 
     spec = as_spec(config)
-    kv = widgets.SelectionSlider(options=[k for k in range(1, spec.heads + 1)
-                                          if spec.heads % k == 0],
+    kv = widgets.SelectionSlider(options=divisors(spec.heads),
                                  value=spec.kv_heads, description="key-value heads",
                                  **_slider_look())
     tokens = widgets.SelectionSlider(options=[2**e for e in range(10, 18)], value=2**13,

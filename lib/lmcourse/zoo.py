@@ -17,9 +17,11 @@ import dataclasses
 from .count import describe
 from .spec import ModelSpec, as_spec
 
-# Fields derived from the sizes (attn_scale from head_dim, rotary_dim from head_dim, layer_types
-# from the window): a diff shows what a family chose, so these appear only when chosen.
-_DERIVED = ("attn_scale", "rotary_dim", "layer_types")
+# The spec stores what a family chose (a score scale, a rotated fraction, a layer pattern); a diff
+# shows the values that follow, under the names the rest of the course reads, and only when the
+# rest of the spec does not already explain them.
+_DERIVED = {"score_scale": "attn_scale", "rotary_fraction": "rotary_dim",
+            "layer_pattern": "layer_types"}
 _IDENTITY = ("family",)  # the name of the row, not a difference of the block
 
 
@@ -42,10 +44,11 @@ def diff(base, spec) -> dict[str, tuple]:
     a, b = as_spec(base), as_spec(spec)
     changes = {}
     for f in dataclasses.fields(ModelSpec):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if x == y or f.name in _IDENTITY or (f.name in _DERIVED and not _chosen(b, f.name)):
+        name = _DERIVED.get(f.name, f.name)
+        x, y = getattr(a, name), getattr(b, name)
+        if x == y or name in _IDENTITY or (f.name in _DERIVED and not _chosen(b, name)):
             continue
-        changes[f.name] = (_show(x), _show(y))
+        changes[name] = (_show(x), _show(y))
     return changes
 
 
@@ -70,9 +73,9 @@ def norm_placement(config) -> str:
     kind = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
     if s.norm == "layer" and not s.norm_affine:
         kind += " (no parameters)"
-    where = ["sandwich" if s.norms_per_block == 4 else "pre"]
+    where = ["sandwich" if s.norms_per_block == 4 else "post" if s.norms_after else "pre"]
     if s.qk_norm:
-        where.append("QK-norm")
+        where.append("QK-norm across heads" if s.qk_norm_all_heads else "QK-norm")
     if s.kv_lora_rank:
         where.append("latent")
     return f"{kind}: {' + '.join(where)}"

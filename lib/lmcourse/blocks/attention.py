@@ -67,18 +67,9 @@ def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 
     return probs @ v
 
 
-def is_sliding(spec, layer: int) -> bool:
-    """Whether `layer` attends within spec.sliding_window (all layers when layer_types is empty)."""
-    if not spec.sliding_window:
-        return False
-    return not spec.layer_types or spec.layer_types[layer] == "sliding_attention"
-
-
 class Attention(nn.Module):
     def __init__(self, spec, layer: int, kv_grouping: str = "interleave"):
         super().__init__()
-        if spec.heads % spec.kv_heads:
-            raise ValueError(f"kv_heads={spec.kv_heads} must divide heads={spec.heads}")
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, spec.head_dim
         self.group = spec.heads // spec.kv_heads
         self.kv_grouping = kv_grouping
@@ -86,16 +77,21 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
         self.v_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
         self.o_proj = nn.Linear(spec.heads * spec.head_dim, spec.d, bias=spec.out_bias)
-        if spec.qk_norm:  # Qwen3: RMSNorm over each query and key head, before rotation
-            self.q_norm = RMSNorm(spec.head_dim, spec.norm_eps, spec.norm_offset)
-            self.k_norm = RMSNorm(spec.head_dim, spec.norm_eps, spec.norm_offset)
-        self.qk_norm = spec.qk_norm
+        if spec.qk_norm:  # RMSNorm over each query and key head (Qwen3), or over all the
+            # heads at once, straight after the projection (OLMo 2); before rotation either way
+            q_width, k_width = spec.head_dim, spec.head_dim
+            if spec.qk_norm_all_heads:
+                q_width, k_width = spec.heads * spec.head_dim, spec.kv_heads * spec.head_dim
+            self.q_norm = RMSNorm(q_width, spec.norm_eps, spec.norm_offset)
+            self.k_norm = RMSNorm(k_width, spec.norm_eps, spec.norm_offset)
+        self.qk_norm = "all_heads" if spec.qk_norm_all_heads else "per_head" if spec.qk_norm else ""
         self.clip = spec.qkv_clip  # OLMo: clamp queries, keys and values to [-clip, clip]
         self.rotary = spec.positions == 0
-        self.rope_layout = "pairs" if spec.rope_interleave else "half"
-        self.scale = spec.attn_scale or spec.head_dim ** -0.5
+        self.rope_layout = spec.rope_layout
+        self.scale = spec.attn_scale
         self.softcap = spec.attn_softcap
-        self.window = spec.sliding_window if is_sliding(spec, layer) else 0
+        sliding = spec.layer_types[layer] == "sliding_attention"
+        self.window = spec.sliding_window if sliding else 0
 
     def new_cache(self, batch: int, max_tokens: int, dtype, device) -> LayerCache:
         return LayerCache(batch, self.kv_heads, self.head_dim, self.head_dim, max_tokens,
@@ -103,12 +99,15 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, qpos, cache: LayerCache | None = None, start: int = 0):
         B, T, _ = x.shape  # x [batch, T, d]
-        q = self.q_proj(x).view(B, T, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # [batch, T, heads * head_dim]
+        if self.qk_norm == "all_heads":
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = k.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
         if self.clip:
             q, k, v = (t.clamp(-self.clip, self.clip) for t in (q, k, v))
-        if self.qk_norm:
+        if self.qk_norm == "per_head":
             q, k = self.q_norm(q), self.k_norm(k)
         if self.rotary:
             q = apply_rotary(q, cos, sin, self.rope_layout)

@@ -2,7 +2,11 @@
 adding its result back.
 
     pre-norm (2 norms):   x = x + attn(norm1(x));          x = x + ffn(norm2(x))
+    post-norm (2 norms):  x = x + post1(attn(x));          x = x + post2(ffn(x))          OLMo 2
     sandwich (4 norms):   x = x + post1(attn(norm1(x)));  x = x + post2(ffn(norm2(x)))   Gemma 2
+
+(The post-norm here normalises the stage's output before it joins the residual stream, as
+OLMo 2 does; the original Transformer normalised the sum instead.)
 """
 
 from __future__ import annotations
@@ -19,21 +23,20 @@ from .norms import make_norm
 class Block(nn.Module):
     def __init__(self, spec, layer: int, kv_grouping: str = "interleave", ffn_gate: bool = True):
         super().__init__()
-        if spec.norms_per_block not in (2, 4):
-            raise ValueError(f"norms_per_block must be 2 or 4, got {spec.norms_per_block}")
-        self.attn_norm = make_norm(spec)
+        before = not spec.norms_after  # norms before each stage (all but OLMo 2)
+        after = spec.norms_per_block == 4 or spec.norms_after  # norms after each stage
+        self.attn_norm = make_norm(spec) if before else nn.Identity()
         if spec.kv_lora_rank:
             self.attn = LatentAttention(spec, layer)
         else:
             self.attn = Attention(spec, layer, kv_grouping)
-        self.ffn_norm = make_norm(spec)
+        self.ffn_norm = make_norm(spec) if before else nn.Identity()
         if spec.experts and layer >= spec.dense_layers:
             self.ffn = MoE(spec)
         else:
             self.ffn = make_ffn(spec, spec.hidden, ffn_gate)
-        sandwich = spec.norms_per_block == 4
-        self.attn_post_norm = make_norm(spec) if sandwich else nn.Identity()
-        self.ffn_post_norm = make_norm(spec) if sandwich else nn.Identity()
+        self.attn_post_norm = make_norm(spec) if after else nn.Identity()
+        self.ffn_post_norm = make_norm(spec) if after else nn.Identity()
 
     def forward(self, x, cos, sin, qpos, cache=None, start: int = 0):  # [batch, T, d] -> same
         x = x + self.attn_post_norm(self.attn(self.attn_norm(x), cos, sin, qpos, cache, start))

@@ -67,8 +67,6 @@ class GatedMLP(nn.Module):
 
 def make_ffn(spec, hidden: int, gated: bool = True) -> nn.Module:
     if spec.ffn == "gelu":
-        return MLP(spec.d, hidden, spec.act or "gelu_new", spec.mlp_bias)
-    if spec.ffn in ("swiglu", "geglu"):
-        default = "silu" if spec.ffn == "swiglu" else "gelu_pytorch_tanh"
-        return GatedMLP(spec.d, hidden, spec.act or default, spec.mlp_bias, gated)
-    raise ValueError(f"ffn must be 'gelu', 'swiglu' or 'geglu', got {spec.ffn!r}")
+        return MLP(spec.d, hidden, spec.act or "gelu_new", spec.ffn_bias)
+    default = "silu" if spec.ffn == "swiglu" else "gelu_pytorch_tanh"  # 'swiglu' | 'geglu'
+    return GatedMLP(spec.d, hidden, spec.act or default, spec.ffn_bias, gated)

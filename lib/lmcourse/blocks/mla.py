@@ -42,8 +42,8 @@ class LatentAttention(nn.Module):
         self.kv_a_norm = RMSNorm(self.rank, LATENT_NORM_EPS)
         self.kv_b_proj = nn.Linear(self.rank, spec.heads * (self.nope + self.v_dim), bias=False)
         self.o_proj = nn.Linear(spec.heads * self.v_dim, spec.d, bias=spec.out_bias)
-        self.rope_layout = "pairs" if spec.rope_interleave else "half"
-        self.scale = spec.attn_scale or qk_dim ** -0.5
+        self.rope_layout = spec.rope_layout
+        self.scale = spec.attn_scale
         self.q_lora = bool(spec.q_lora_rank)
 
     def new_cache(self, batch: int, max_tokens: int, dtype, device) -> LayerCache:

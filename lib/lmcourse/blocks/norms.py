@@ -61,6 +61,4 @@ def make_norm(spec, dim: int | None = None) -> nn.Module:
     dim = spec.d if dim is None else dim
     if spec.norm == "rms":
         return RMSNorm(dim, spec.norm_eps, spec.norm_offset)
-    if spec.norm == "layer":
-        return LayerNorm(dim, spec.norm_eps, spec.norm_affine, spec.norm_bias)
-    raise ValueError(f"norm must be 'layer' or 'rms', got {spec.norm!r}")
+    return LayerNorm(dim, spec.norm_eps, spec.norm_affine, spec.norm_bias)  # norm == 'layer'

@@ -4,7 +4,8 @@ Each head vector is read as pairs of numbers; pair i is turned by the angle
 position * inv_freq[i]. Two layouts of the pairs exist in the wild:
 
 - 'half'  (Llama, transformers' `rotate_half`): pair i is (x[i], x[i + dim/2]);
-- 'pairs' (DeepSeek-V3's `rope_interleave`, the original paper): pair i is (x[2i], x[2i+1]).
+- 'pairs' (DeepSeek-V3, whose config calls it `rope_interleave`; the original paper):
+  pair i is (x[2i], x[2i+1]).
 
 Weights trained with one layout give wrong answers, silently, under the other.
 """
@@ -71,7 +72,7 @@ def yarn_scaled(base: float, dim: int, factor: float, original_max_position_embe
 
 def rope_frequencies(spec) -> torch.Tensor:
     """inv_freq for a spec: the base, then the scaling its `rope_scaling` names (if any)."""
-    dim = spec.rotary_dim or spec.head_dim
+    dim = spec.rotary_dim
     params = dict(spec.rope_scaling)
     kind = params.get("rope_type", "default")
     if kind == "default":
