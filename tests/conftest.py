@@ -26,9 +26,9 @@ def smollm2_hf():
 @pytest.fixture(scope="session")
 def smollm2(smollm2_hf):
     """The course's DecoderLM with the same weights as `smollm2_hf` (read only)."""
-    from lmcourse import DecoderLM
+    from lmcourse import from_transformers
 
-    return DecoderLM.from_transformers(smollm2_hf).eval()
+    return from_transformers(smollm2_hf).eval()
 
 
 @pytest.fixture(scope="session")

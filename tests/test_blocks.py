@@ -220,3 +220,31 @@ def test_attention_uses_fused_kernel_exactly():
     manual = F.softmax((q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(~mask, -1e9), -1) @ v
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert (manual - fused).abs().max().item() < 1e-6
+
+
+def test_the_blocks_import_neither_the_bridge_nor_transformers():
+    """DESIGN: the blocks know nothing of transformers; weights come in through
+    `lmcourse.from_transformers` (lmcourse.bridge) only."""
+    import ast
+    from pathlib import Path
+
+    import lmcourse.blocks
+    from lmcourse import bridge
+
+    imported = {}
+    for path in Path(lmcourse.blocks.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad = [n for n in names if "bridge" in n or n.split(".")[0] == "transformers"]
+            if bad:
+                imported.setdefault(path.name, []).extend(bad)
+    assert imported == {}, f"blocks import the bridge or transformers: {imported}"
+    assert not hasattr(DecoderLM, "from_transformers"), "use lmcourse.from_transformers"
+    import lmcourse
+
+    assert lmcourse.from_transformers is bridge.from_transformers

@@ -4,6 +4,7 @@
     lmcourse.describe(config)            # parameters, active parameters, cache bytes per token
     lmcourse.cache_bytes(config, tokens) # bytes the key-value cache holds after `tokens` tokens
     lmcourse.DecoderLM(spec)             # a readable decoder-only model (GPT-2 to DeepSeek-V3)
+    lmcourse.from_transformers(hf_model) # a DecoderLM with a transformers model's weights
 
 Names are imported on first use, so `import lmcourse` stays fast and the counter
 works without loading torch's model code.
@@ -16,6 +17,7 @@ _EXPORTS = {
     "describe": "lmcourse.count",
     "cache_bytes": "lmcourse.count",
     "DecoderLM": "lmcourse.blocks.model",
+    "from_transformers": "lmcourse.bridge",
 }
 
 __all__ = sorted(_EXPORTS)
