@@ -331,49 +331,14 @@ def plot_kv_head_sweep(rows, name: str, tokens: int):
 # ---- LM10-T4: RMSNorm, SwiGLU and mixture of experts -----------------------------------------
 
 
-def norm_input_mean_fractions(model, input_ids) -> dict:
-    """|mean| / RMS of each token's vector entering every residual-stream norm of a DecoderLM.
-
-    One forward pass over `input_ids` [batch, T] with a pre-hook on each block's two norms and
-    on the final norm. Returns {(block, 'attention' | 'feed-forward' | 'final'): tensor
-    [batch * T]}, in the order the model applies the norms (the final norm has block
-    `spec.layers`). Both statistics are taken over the d features of one token: 0.02 means the
-    vector's mean is 2% of its root mean square. LayerNorm removes that mean; RMSNorm keeps it.
-    """
-    import torch
-
-    norms = {}
-    for i, block in enumerate(model.blocks):
-        norms[(i, "attention")] = block.attn_norm
-        norms[(i, "feed-forward")] = block.ffn_norm
-    norms[(len(model.blocks), "final")] = model.norm
-    fractions, handles = {}, []
-
-    def keep(key):
-        def hook(module, args):
-            x = args[0].detach().float().reshape(-1, args[0].shape[-1])  # [tokens, d]
-            fractions[key] = x.mean(-1).abs() / x.pow(2).mean(-1).sqrt()  # [tokens]
-
-        return hook
-
-    try:
-        for key, module in norms.items():
-            handles.append(module.register_forward_pre_hook(keep(key)))
-        with torch.inference_mode():
-            model(input_ids)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return fractions
-
-
 def plot_norm_mean_fractions(fractions: dict, title: str = ""):
     """Per norm layer, the median over tokens of |mean| / RMS (lines) and its 10th to 90th
-    percentile (band), in percent; `fractions` as `norm_input_mean_fractions` returns it."""
+    percentile (band), in percent; `fractions` as `probes.norm_input_mean_fractions` returns it."""
     import torch
 
     if not isinstance(fractions, dict) or not fractions:
-        raise ValueError("fractions must be a non-empty dict as norm_input_mean_fractions returns")
+        raise ValueError("fractions must be a non-empty dict as "
+                         "probes.norm_input_mean_fractions returns")
     fig, ax = plt.subplots(figsize=(9, 3.8), dpi=80)
     styles = (("attention", "tab:blue", "o", "before attention"),
               ("feed-forward", "tab:orange", "s", "before feed-forward"),
