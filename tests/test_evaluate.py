@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 import transformers
+from conftest import random_model, spec
 from lmcourse import evaluate
-from test_blocks import random_model, spec
 
 
 def test_uniform_logits_score_ln_vocab():

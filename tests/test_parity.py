@@ -141,10 +141,6 @@ def random_hf_model(config, seed: int = 0):
     return model
 
 
-def max_diff(a, b) -> float:
-    return (a - b).abs().max().item()
-
-
 @pytest.mark.parametrize("config", CASES + [pytest.param(cfg, id=name)
                                              for name, cfg in OTHER_FAMILIES.items()])
 def test_logits_match_transformers(config):
@@ -154,8 +150,8 @@ def test_logits_match_transformers(config):
     with torch.no_grad():
         expected, got = hf(ids).logits, ours(ids)
     assert got.shape == expected.shape == (2, 13, VOCAB)
-    diff = max_diff(got, expected)
-    assert diff < TOL, f"{config.model_type}: max abs logit difference {diff:.2e} >= {TOL}"
+    torch.testing.assert_close(got, expected, rtol=0, atol=TOL,
+                               msg=lambda m: f"{config.model_type}: {m}")
 
 
 @pytest.mark.parametrize("config", CASES)
@@ -181,9 +177,10 @@ def test_position_ids_match_transformers(name):
         expected = hf(ids, position_ids=positions).logits
         got = ours(ids, position_ids=positions)
         default = ours(ids)
-    diff = max_diff(got, expected)
-    assert diff < TOL, f"{name}: with position_ids, max abs logit difference {diff:.2e}"
-    assert max_diff(got, default) > 1e-3, f"{name}: position_ids had no effect on the logits"
+    torch.testing.assert_close(got, expected, rtol=0, atol=TOL,
+                               msg=lambda m: f"{name}, position_ids: {m}")
+    assert not torch.allclose(got, default, rtol=0, atol=1e-3), (
+        f"{name}: position_ids had no effect on the logits")
 
 
 YARN = {  # long-context rotary scaling, read at positions far beyond the original context (16)
@@ -210,8 +207,7 @@ def test_yarn_scaled_models_match_transformers_beyond_the_original_context(name)
     with torch.no_grad():
         expected = hf(ids, position_ids=positions).logits
         got = ours(ids, position_ids=positions)
-    diff = max_diff(got, expected)
-    assert diff < TOL, f"{name}: max abs logit difference {diff:.2e} >= {TOL}"
+    torch.testing.assert_close(got, expected, rtol=0, atol=TOL, msg=lambda m: f"{name}: {m}")
     prompt = ids[:1, :5]
     hf.generation_config.eos_token_id = None
     expected_tokens = hf.generate(prompt, max_new_tokens=20, do_sample=False, pad_token_id=0)
@@ -271,5 +267,5 @@ def test_bfloat16_logits_equal_transformers_bit_for_bit(name):
     with torch.no_grad():
         expected, got = hf(ids).logits, ours(ids)
     assert got.dtype == torch.bfloat16
-    diff = max_diff(got.float(), expected.float())
-    assert torch.equal(got, expected), f"{name}: max difference {diff:.3e}"
+    torch.testing.assert_close(got, expected, rtol=0, atol=0,
+                               msg=lambda m: f"{name}, bfloat16: {m}")

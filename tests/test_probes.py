@@ -3,9 +3,9 @@ it hooks really received."""
 
 import pytest
 import torch
+from conftest import random_model, spec
 from lmcourse import probes, tinygpt
 from lmcourse.blocks.model import DecoderLM
-from test_blocks import random_model, spec
 
 
 def test_inputs_of_records_each_modules_last_input_and_removes_its_hooks():
@@ -69,8 +69,8 @@ def test_attention_weights_reproduce_the_layers_own_output():
         assert weights.triu(1).abs().max() == 0.0, "a query attends to a later key"
         v = attn.v_proj(seen["h"]).view(3, 20, attn.heads, attn.head_dim).transpose(1, 2)
         out = attn.o_proj((weights @ v).transpose(1, 2).reshape(3, 20, -1))
-        diff = (out - seen["out"]).abs().max().item()
-        assert diff < 1e-5, f"layer {layer}: weights @ values differ from the output by {diff:.1e}"
+        torch.testing.assert_close(out, seen["out"], rtol=0, atol=1e-5,
+                                   msg=lambda m, i=layer: f"layer {i}, weights @ values: {m}")
 
 
 def test_attention_by_offset_averages_each_diagonal_over_the_same_queries():
