@@ -1,4 +1,7 @@
-"""Matplotlib figures used by the lessons; each function returns the figure it draws."""
+"""Matplotlib figures used by the lessons and the widgets: every figure of the course is drawn
+here. Each plot_* function returns the figure it draws; the few other functions compute what a
+figure shows (parameter_shares, block_layout, rope_rotate_pairs, trained_context) or build the
+toy model one shows (toy_moe)."""
 
 from __future__ import annotations
 
@@ -295,7 +298,7 @@ def plot_rope_score_at(q, k, inv_freq, query_position: int, window: int, key_pos
 
 def plot_attention_by_offset(curves: dict, title: str = ""):
     """Mean attention weight against how many characters back the key is, one line per entry of
-    `curves` (label -> [heads, offsets] from `tinygpt.attention_by_offset`): the mean over heads,
+    `curves` (label -> [heads, offsets] from `probes.attention_by_offset`): the mean over heads,
     with the band from the least to the most focused head."""
     import numpy as np
 

@@ -1,4 +1,7 @@
-"""ipywidgets interactives used by the lessons; each lesson stores a static figure beside them."""
+"""ipywidgets interactives used by the lessons; each lesson stores a static figure beside them.
+
+A widget wires its sliders to a figure of `lmcourse.plots` (or prints a table); it draws nothing
+itself."""
 
 from __future__ import annotations
 
