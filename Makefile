@@ -41,8 +41,8 @@ test: setup lint hub-proxy
 	$(MAKE) --no-print-directory test-perturbed
 
 # The library's tests alone, on 2 workers: no notebooks, browser, hub, exchange or grading.
-# Tests marked slow (the tiny GPT-2 retrained from scratch, a minute by itself) are left to
-# `make test`.
+# Tests marked slow (the tiny GPT-2 retrained from scratch, the heaviest checks on the real
+# SmolLM2 weights: 15 s or more each) are left to `make test`.
 LIB_TESTS := $(patsubst %,tests/test_%.py,ablations blocks configs count evaluate fastdecode \
 	parity plots pretrained probes source spec text timing tinygpt widgets zoo)
 test-lib: setup
