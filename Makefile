@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-perturbed lint notebooks release autograde feedback grades bench student-edition clean hub-proxy
+.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades bench student-edition clean hub-proxy
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -28,6 +28,10 @@ grading/exchange/.released: $(wildcard solutions/*/*.ipynb) | setup
 lint: setup
 	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
 
+# The formatting decision: ruff format as configured in pyproject.toml (notebooks excluded).
+format: setup
+	$(RUN) $(BIN)/ruff format lib tests benchmarks grading
+
 # Strict nbval: re-execute every lesson and compare its stored outputs.
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
@@ -35,6 +39,14 @@ test: setup lint hub-proxy
 	$(RUN) $(BIN)/python -m pytest tests
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
+
+# The library's tests alone, on 2 workers: no notebooks, browser, hub, exchange or grading.
+# Tests marked slow (the tiny GPT-2 retrained from scratch, the heaviest checks on the real
+# SmolLM2 weights: 15 s or more each) are left to `make test`.
+LIB_TESTS := $(patsubst %,tests/test_%.py,ablations blocks configs count evaluate fastdecode \
+	parity plots pretrained probes source spec text timing tinygpt widgets zoo)
+test-lib: setup
+	$(RUN) $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider $(LIB_TESTS) -m "not slow"
 
 # The stored outputs must hold on other machines too. Here they are compared again as another
 # machine would present them: torch's generic CPU kernels instead of this CPU's vector ones, one

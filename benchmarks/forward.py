@@ -29,7 +29,7 @@ import argparse
 import copy
 
 import torch
-from lmcourse import DecoderLM, evaluate, text, timing
+from lmcourse import evaluate, from_transformers, text, timing
 from lmcourse.fastdecode import FastDecoder
 from lmcourse.pretrained import load_smollm2_transformers, load_tokenizer
 from transformers import GenerationConfig
@@ -75,7 +75,7 @@ def main() -> None:
     device = torch.device(args.device)
 
     theirs = load_smollm2_transformers().to(device)
-    ours = DecoderLM.from_transformers(theirs).eval().to(device)
+    ours = from_transformers(theirs).eval().to(device)
     fast = FastDecoder(ours)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens

@@ -1,10 +1,60 @@
-"""Shared fixtures. The SmolLM2 models are loaded once per test session (and converted from the
-GGUF file first if the user's cache does not hold them yet): tests must not modify them."""
+"""Shared fixtures and helpers.
 
+Fixtures: the SmolLM2 models are loaded once per test session (and converted from the GGUF file
+first if the user's cache does not hold them yet): tests must not modify them.
+
+Helpers that several test modules use are plain functions here, imported with
+`from conftest import random_model, spec` (pytest puts tests/ on sys.path).
+"""
+
+import functools
 import os
 import shutil
 
 import pytest
+
+
+def spec(**changes):
+    """A tiny Llama-style ModelSpec; keyword arguments override fields."""
+    from lmcourse import ModelSpec
+
+    base = dict(d=32, layers=2, vocab=64, heads=4, kv_heads=2, head_dim=8, ffn="swiglu",
+                hidden=48, act="silu", norm="rms")
+    return ModelSpec(**(base | changes))
+
+
+def random_model(s, seed: int = 0):
+    """A DecoderLM of spec `s` in eval mode with large random weights (std 0.3) and norm scales
+    away from one, so that a norm or scale applied in the wrong place shows."""
+    import torch
+    from lmcourse import DecoderLM
+
+    torch.manual_seed(seed)
+    model = DecoderLM(s).eval()
+    model.reset_parameters(std=0.3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(0.2 * torch.randn_like(p))
+    return model
+
+
+@functools.cache
+def meta_model(name: str):
+    """transformers' own model of the published config `name`, without memory (shapes only)."""
+    import torch
+    from lmcourse import configs
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(configs.load(name))
+
+
+def decoder_blocks(model):
+    """The decoder blocks of a transformers causal LM (GPT-2 calls them `h`, OPT nests them)."""
+    base = model.base_model
+    base = base.decoder if hasattr(base, "decoder") else base
+    return base.layers if hasattr(base, "layers") else base.h
 
 
 @pytest.fixture(scope="session")
@@ -26,9 +76,9 @@ def smollm2_hf():
 @pytest.fixture(scope="session")
 def smollm2(smollm2_hf):
     """The course's DecoderLM with the same weights as `smollm2_hf` (read only)."""
-    from lmcourse import DecoderLM
+    from lmcourse import from_transformers
 
-    return DecoderLM.from_transformers(smollm2_hf).eval()
+    return from_transformers(smollm2_hf).eval()
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import random_model
 from lmcourse import ModelSpec, evaluate
 from lmcourse.ablations import (
     ESSAY,
@@ -20,7 +21,6 @@ from lmcourse.ablations import (
     without_gate,
 )
 from lmcourse.blocks import DecoderLM
-from test_blocks import random_model
 
 SPEC = ModelSpec(d=48, layers=2, vocab=64, heads=6, kv_heads=2, head_dim=8, ffn="swiglu",
                  hidden=64, act="silu", norm="rms", tied=True, rope_theta=100000.0)
@@ -41,16 +41,12 @@ def n_params(m) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
-def max_diff(a, b) -> float:
-    return (a - b).abs().max().item()
-
-
 def test_expand_kv_heads_is_exact_and_costs_parameters(model):
     before = logits(model)
     full = expand_kv_heads(model)
     assert full.spec.kv_heads == SPEC.heads
-    diff = max_diff(logits(full), before)
-    assert diff < 1e-6, f"expanded model's logits differ by {diff:.2e}"
+    torch.testing.assert_close(logits(full), before, rtol=0, atol=1e-6,
+                               msg=lambda m: f"expanded model's logits differ: {m}")
     extra = 2 * (SPEC.heads - SPEC.kv_heads) * SPEC.head_dim * SPEC.d * SPEC.layers  # k and v
     assert n_params(full) == n_params(model) + extra, (n_params(full), n_params(model), extra)
     assert torch.equal(logits(model), before), "expand_kv_heads changed the original model"
@@ -65,7 +61,7 @@ def test_ablation_changes_logits_and_leaves_original(model, ablate):
     new = ablate(model)
     assert new is not model
     assert n_params(new) == n_params(model), "an ablation must keep every weight"
-    diff = max_diff(logits(new), before)
+    diff = (logits(new) - before).abs().max().item()
     assert diff > 1e-3, f"ablation changed the logits by only {diff:.2e}"
     assert torch.equal(logits(model), before), "the original model's logits changed"
     shared = {p.data_ptr() for p in model.parameters()} & {p.data_ptr() for p in new.parameters()}
@@ -76,8 +72,8 @@ def test_identity_settings_change_nothing(model):
     before = logits(model)
     for same in (with_rope_base(model, SPEC.rope_theta), with_activation(model, "silu"),
                  with_norm(model, "rms")):
-        diff = max_diff(logits(same), before)
-        assert diff == 0.0, f"an ablation to the model's own setting moved logits by {diff:.2e}"
+        torch.testing.assert_close(logits(same), before, rtol=0, atol=0,
+                                   msg=lambda m: f"an ablation to the model's own setting: {m}")
 
 
 def test_tiling_is_harmless_without_grouping():
@@ -99,7 +95,8 @@ def test_with_norm_layer_centres_rows(model):
     x = torch.randn(4, SPEC.d) + 5.0
     with torch.no_grad():
         centred = norm(x) / norm.weight
-    assert centred.mean(-1).abs().max().item() < 1e-4, "LayerNorm output (unscaled) must be centred"
+    torch.testing.assert_close(centred.mean(-1), torch.zeros(4), rtol=0, atol=1e-4,
+                               msg=lambda m: f"LayerNorm output (unscaled) must be centred: {m}")
     assert torch.equal(norm.weight, model.blocks[0].attn_norm.weight), "the scale must be kept"
 
 
@@ -123,8 +120,8 @@ def test_mean_pooling_the_expanded_heads_gives_back_the_model_exactly(model):
     pooled = mean_pool_kv_heads(expand_kv_heads(model), SPEC.kv_heads)
     assert pooled.spec == model.spec
     with torch.no_grad():
-        diff = (model(IDS) - pooled(IDS)).abs().max().item()
-    assert diff == 0.0, f"pooling copies back changed the logits by {diff:.2e}"
+        torch.testing.assert_close(pooled(IDS), model(IDS), rtol=0, atol=0,
+                                   msg=lambda m: f"pooling copies back changed the logits: {m}")
 
 
 def test_mean_pooling_distinct_heads_to_one_averages_them(model):

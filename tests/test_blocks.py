@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import transformers
+from conftest import random_model, spec
 from lmcourse import ModelSpec
 from lmcourse.blocks import (
     DecoderLM,
@@ -26,36 +27,18 @@ torch.manual_seed(0)
 X = torch.randn(2, 5, 16) * 3 + 1  # rows with a clear mean, so centring matters
 
 
-def spec(**changes) -> ModelSpec:
-    """A tiny Llama-style spec; keyword arguments override fields."""
-    base = dict(d=32, layers=2, vocab=64, heads=4, kv_heads=2, head_dim=8, ffn="swiglu",
-                hidden=48, act="silu", norm="rms")
-    return ModelSpec(**(base | changes))
-
-
-def random_model(s: ModelSpec, seed: int = 0) -> DecoderLM:
-    torch.manual_seed(seed)
-    model = DecoderLM(s).eval()
-    model.reset_parameters(std=0.3)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.add_(0.2 * torch.randn_like(p))
-    return model
-
-
 def test_rmsnorm_matches_llama_and_gemma2():
     weight = torch.randn(16)
     ours, theirs = RMSNorm(16, 1e-6), LlamaRMSNorm(16, eps=1e-6)
     ours.weight.data.copy_(weight)
     theirs.weight.data.copy_(weight)
-    diff = (ours(X) - theirs(X)).abs().max().item()
-    assert diff < 1e-6, f"RMSNorm differs from LlamaRMSNorm by {diff:.2e}"
+    torch.testing.assert_close(ours(X), theirs(X), rtol=0, atol=1e-6,
+                               msg=lambda m: f"RMSNorm differs from LlamaRMSNorm: {m}")
     ours, theirs = RMSNorm(16, 1e-6, offset=1.0), Gemma2RMSNorm(16, eps=1e-6)
     ours.weight.data.copy_(weight)
     theirs.weight.data.copy_(weight)
-    diff = (ours(X) - theirs(X)).abs().max().item()
-    assert diff < 1e-6, f"RMSNorm(offset=1) differs from Gemma2RMSNorm by {diff:.2e}"
+    torch.testing.assert_close(ours(X), theirs(X), rtol=0, atol=1e-6,
+                               msg=lambda m: f"RMSNorm(offset=1) differs from Gemma2RMSNorm: {m}")
 
 
 def test_layernorm_matches_torch_and_olmo():
@@ -65,12 +48,12 @@ def test_layernorm_matches_torch_and_olmo():
             p.normal_()
         theirs.weight.copy_(ours.weight)
         theirs.bias.copy_(ours.bias)
-    diff = (ours(X) - theirs(X)).abs().max().item()
-    assert diff < 1e-5, f"LayerNorm differs from torch.nn.LayerNorm by {diff:.2e}"
+    torch.testing.assert_close(ours(X), theirs(X), rtol=0, atol=1e-5,
+                               msg=lambda m: f"LayerNorm differs from torch.nn.LayerNorm: {m}")
     free = LayerNorm(16, 1e-5, affine=False)
     assert not list(free.parameters()), "OLMo's LayerNorm must have no parameters"
-    diff = (free(X) - OlmoLayerNorm(16)(X)).abs().max().item()
-    assert diff < 1e-5, f"parameter-free LayerNorm differs from OlmoLayerNorm by {diff:.2e}"
+    torch.testing.assert_close(free(X), OlmoLayerNorm(16)(X), rtol=0, atol=1e-5,
+                               msg=lambda m: f"parameter-free LayerNorm differs from OLMo's: {m}")
 
 
 def test_rope_frequencies_match_transformers_default_and_llama3():
@@ -81,7 +64,8 @@ def test_rope_frequencies_match_transformers_default_and_llama3():
     expected, _ = ROPE_INIT_FUNCTIONS["llama3"](config)
     plain = inverse_frequencies(500000.0, 32)
     got = llama3_scaled(plain, 8.0, 1.0, 4.0, 64)
-    assert torch.allclose(got, expected, rtol=1e-6, atol=0), f"llama3 scaling: {got} vs {expected}"
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=0,
+                               msg=lambda m: f"llama3 scaling: {m}")
     assert (got < plain).any() and (got == plain).any(), "scaling should slow some pairs, not all"
 
 
@@ -160,8 +144,8 @@ def test_cache_in_chunks_equals_one_forward(changes):
         cache = model.new_cache(2, 11)
         chunks = ((0, 4), (4, 5), (5, 6), (6, 9), (9, 10), (10, 11))  # decode steps, then a chunk
         parts = [model(ids[:, a:b], cache=cache) for a, b in chunks]
-    diff = (torch.cat(parts, dim=1) - full).abs().max().item()
-    assert diff < 1e-5, f"{changes}: chunked cached forward differs from one forward by {diff:.2e}"
+    torch.testing.assert_close(torch.cat(parts, dim=1), full, rtol=0, atol=1e-5,
+                               msg=lambda m: f"{changes}: chunked cached forward differs: {m}")
 
 
 def test_sliding_layers_cache_only_the_window():
@@ -183,9 +167,9 @@ def test_shifting_positions_keeps_rope_logits_and_moves_learned_ones():
     rope = random_model(spec())
     learned = random_model(spec(positions=600, rope_theta=0.0))
     with torch.no_grad():
-        rope_diff = (rope(ids, shifted) - rope(ids)).abs().max().item()
+        torch.testing.assert_close(rope(ids, shifted), rope(ids), rtol=0, atol=1e-4,
+                                   msg=lambda m: f"RoPE logits moved under a constant shift: {m}")
         learned_diff = (learned(ids, shifted) - learned(ids)).abs().max().item()
-    assert rope_diff < 1e-4, f"RoPE logits moved by {rope_diff:.2e} under a constant shift"
     assert learned_diff > 1e-2, f"learned-position logits moved only {learned_diff:.2e}"
 
 
@@ -219,4 +203,32 @@ def test_attention_uses_fused_kernel_exactly():
     mask = torch.ones(6, 6, dtype=torch.bool).tril()
     manual = F.softmax((q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(~mask, -1e9), -1) @ v
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    assert (manual - fused).abs().max().item() < 1e-6
+    torch.testing.assert_close(manual, fused, rtol=0, atol=1e-6)
+
+
+def test_the_blocks_import_neither_the_bridge_nor_transformers():
+    """DESIGN: the blocks know nothing of transformers; weights come in through
+    `lmcourse.from_transformers` (lmcourse.bridge) only."""
+    import ast
+    from pathlib import Path
+
+    import lmcourse.blocks
+    from lmcourse import bridge
+
+    imported = {}
+    for path in Path(lmcourse.blocks.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad = [n for n in names if "bridge" in n or n.split(".")[0] == "transformers"]
+            if bad:
+                imported.setdefault(path.name, []).extend(bad)
+    assert imported == {}, f"blocks import the bridge or transformers: {imported}"
+    assert not hasattr(DecoderLM, "from_transformers"), "use lmcourse.from_transformers"
+    import lmcourse
+
+    assert lmcourse.from_transformers is bridge.from_transformers

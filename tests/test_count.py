@@ -5,6 +5,8 @@ import warnings
 
 import pytest
 import torch
+from conftest import decoder_blocks as blocks
+from conftest import meta_model
 from lmcourse import configs
 from lmcourse.count import (
     DESCRIBE_SEED_KEYS,
@@ -36,13 +38,6 @@ MOE = ["Mixtral-8x7B", "Qwen3-30B-A3B", "DeepSeek-V3"]
 
 
 @functools.cache
-def meta_model(name):
-    """transformers' own model of the published config, without memory (shapes only)."""
-    with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(configs.load(name))
-
-
-@functools.cache
 def tiny_model(name):
     """A randomly initialised toy model of the family; eager kernels so every matmul is seen."""
     torch.manual_seed(0)
@@ -51,13 +46,6 @@ def tiny_model(name):
         model = AutoModelForCausalLM.from_config(
             configs.tiny(name), attn_implementation="eager", experts_implementation="eager")
     return model.eval()
-
-
-def blocks(model):
-    """The decoder blocks of a transformers causal LM (GPT-2 calls them `h`, OPT nests them)."""
-    base = model.base_model
-    base = base.decoder if hasattr(base, "decoder") else base
-    return base.layers if hasattr(base, "layers") else base.h
 
 
 def count(params) -> int:

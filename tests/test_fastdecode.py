@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from lmcourse import DecoderLM
+from lmcourse import from_transformers
 from lmcourse.ablations import tile_kv_heads, without_gate
 from lmcourse.fastdecode import FastDecoder
 from test_parity import CASES, OTHER_FAMILIES, VOCAB, random_hf_model
@@ -16,7 +16,7 @@ FAMILIES = CASES + [pytest.param(cfg, id=name) for name, cfg in OTHER_FAMILIES.i
 
 
 def reference_and_fast(config):
-    model = DecoderLM.from_transformers(random_hf_model(config)).eval()
+    model = from_transformers(random_hf_model(config)).eval()
     return model, FastDecoder(model)
 
 
@@ -31,8 +31,9 @@ def assert_same_decoding(model, fast, steps: int = 9):
         model(prompt, cache=theirs)
         for t in range(5, 14):
             token = expected[:, t : t + 1]
-            diff = (fast.step(token, ours) - model(token, cache=theirs)).abs().max().item()
-            assert diff < TOL, f"step {t}: max abs logit difference {diff:.2e} >= {TOL}"
+            got, want = fast.step(token, ours), model(token, cache=theirs)
+            torch.testing.assert_close(got, want, rtol=0, atol=TOL,
+                                       msg=lambda m, t=t: f"step {t}: {m}")
 
 
 @pytest.mark.parametrize("config", FAMILIES)
@@ -44,7 +45,7 @@ def test_fast_decoding_gives_the_reference_tokens_and_logits(config):
 def test_fast_decoding_follows_the_ablated_model(ablate):
     from test_parity import MAIN
 
-    model = ablate(DecoderLM.from_transformers(random_hf_model(MAIN["llama"])).eval())
+    model = ablate(from_transformers(random_hf_model(MAIN["llama"])).eval())
     assert_same_decoding(model, FastDecoder(model))
 
 

@@ -5,45 +5,9 @@ stored outputs is strict nbval's job, the second pytest call of `make test`:
 
     pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-HOW STRICT NBVAL 0.11 COMPARES A LESSON (read from nbval/plugin.py, version 0.11.0)
-- One kernel per notebook, started from the notebook's kernelspec name (ours: "python3", the
-  virtualenv's kernel) with the notebook's folder (lessons/) as working directory. Every code cell
-  is one pytest item, run in order in that kernel; the default cell timeout is 2,000 s.
-- A cell that raises fails, unless it is marked NBVAL_RAISES_EXCEPTION (or tagged
-  raises-exception). A stored cell with outputs but no execution_count fails ("Unrun reference
-  cell has outputs"); a stored cell with no execution_count is run but never compared.
-- Cell tags mark cells: nbval-ignore-output (run, do not compare), nbval-check-output,
-  nbval-skip (not run: later cells must not depend on it), raises-exception. Comment lines such as
-  `# NBVAL_IGNORE_OUTPUT` do the same, but a student reads them as part of the code; the lessons
-  use the tags, which JupyterLab shows only in the cell's metadata.
-- Stream outputs are first merged per stream name ("\\r" and "\\b" applied, so a progress bar
-  collapses to its last state) and compared by name: stdout against stdout, stderr against
-  stderr. A warning on stderr is therefore a compared output; these tests forbid it anyway.
-- display_data and execute_result are flattened to their MIME types and compared as strings for
-  equality after sanitizing. NOT compared: image/png, image/jpeg (unless --nbdime is given),
-  application/vnd.jupyter.widget-view+json (random model ids), output metadata,
-  execution_count, traceback. COMPARED: text/plain (including a figure's
-  "<Figure size 640x480 with 1 Axes>" and a widget's repr), text/html, text/markdown,
-  text/latex, image/svg+xml, application/json and every other MIME type.
-- The SET of MIME types must match exactly ("Missing/Unexpected output fields") and so must the
-  number of outputs per MIME type; order only matters among outputs of the same type. So a
-  figure that appears in one run and not the next fails even though PNG bytes are not compared.
-- The regexes in tests/nbval_sanitize.cfg (addresses, uuids, 32-hex ids, timestamps, durations
-  such as "57.3 µs", temp paths, home folders, pids) are applied to both sides before comparing.
-
-WHAT THAT MEANS FOR A LESSON: seed every random generator; print a float from a model or from
-random numbers only to digits that another CPU, thread count or BLAS build cannot change (its last
-printed digit far from a rounding edge; losses mostly to 3 decimals), and assert its value with a
-stated tolerance in the same cell (`make test-perturbed` re-runs the lessons as another machine
-would); start any cell that prints timings, versions, machine
-details or random-state-dependent text carries the tag nbval-ignore-output; end a figure cell with
-`plt.show()` (or return the figure from the library) so the text/plain repr is the same every
-run; never print to stderr (silence warnings, disable tqdm). An interactive widget cell starts
-the tag nbval-ignore-output and the NEXT code cell stores a static figure (image/png).
-Loading SmolLM2: transformers 5 draws a "Loading weights" bar on stderr at every load (call
-`transformers.utils.logging.disable_progress_bar()` first), and the very first load on a machine
-converts the weights and reports it on stderr, so the cell that calls
-`lmcourse.pretrained.load_smollm2()` carries the tag nbval-ignore-output and prints nothing else.
+How strict nbval 0.11 compares a lesson, and what that means for writing one (seeds, printed
+digits, tags, figures, widgets, stderr, loading SmolLM2): CONTRIBUTING.md, "Lessons and strict
+nbval".
 
 WHAT THESE TESTS CHECK, per lesson (each failure message names the lesson and what is missing):
 - exactly one file lessons/LM10-T<n>-<slug>.ipynb for every lesson number found (T1 to T8 at

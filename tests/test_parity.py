@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 import transformers
-from lmcourse import ModelSpec
+from lmcourse import ModelSpec, from_transformers
 from lmcourse.blocks import DecoderLM
 
 TOL = 1e-4  # max abs logit difference allowed, float32
@@ -142,28 +142,24 @@ def random_hf_model(config, seed: int = 0):
     return model
 
 
-def max_diff(a, b) -> float:
-    return (a - b).abs().max().item()
-
-
 @pytest.mark.parametrize("config", CASES + [pytest.param(cfg, id=name)
                                              for name, cfg in OTHER_FAMILIES.items()])
 def test_logits_match_transformers(config):
     hf = random_hf_model(config)
-    ours = DecoderLM.from_transformers(hf)
+    ours = from_transformers(hf)
     ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected, got = hf(ids).logits, ours(ids)
     assert got.shape == expected.shape == (2, 13, VOCAB)
-    diff = max_diff(got, expected)
-    assert diff < TOL, f"{config.model_type}: max abs logit difference {diff:.2e} >= {TOL}"
+    torch.testing.assert_close(got, expected, rtol=0, atol=TOL,
+                               msg=lambda m: f"{config.model_type}: {m}")
 
 
 @pytest.mark.parametrize("config", CASES)
 def test_greedy_generation_matches_transformers(config):
     hf = random_hf_model(config)
     hf.generation_config.eos_token_id = None  # never stop early
-    ours = DecoderLM.from_transformers(hf)
+    ours = from_transformers(hf)
     prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(2))
     cached = ours.generate(prompt, 7)  # 12 tokens: past Gemma 2's and Mixtral's windows
     uncached = ours.generate(prompt, 7, use_cache=False)
@@ -175,16 +171,17 @@ def test_greedy_generation_matches_transformers(config):
 @pytest.mark.parametrize("name", ["gpt2", "opt", "llama", "gemma2", "deepseek_v3"])
 def test_position_ids_match_transformers(name):
     hf = random_hf_model(MAIN[name])
-    ours = DecoderLM.from_transformers(hf)
+    ours = from_transformers(hf)
     ids = torch.randint(0, VOCAB, (2, 7), generator=torch.Generator().manual_seed(3))
     positions = torch.tensor([[3, 5, 8, 9, 20, 21, 30], [0, 1, 2, 10, 11, 12, 40]])
     with torch.no_grad():
         expected = hf(ids, position_ids=positions).logits
         got = ours(ids, position_ids=positions)
         default = ours(ids)
-    diff = max_diff(got, expected)
-    assert diff < TOL, f"{name}: with position_ids, max abs logit difference {diff:.2e}"
-    assert max_diff(got, default) > 1e-3, f"{name}: position_ids had no effect on the logits"
+    torch.testing.assert_close(got, expected, rtol=0, atol=TOL,
+                               msg=lambda m: f"{name}, position_ids: {m}")
+    assert not torch.allclose(got, default, rtol=0, atol=1e-3), (
+        f"{name}: position_ids had no effect on the logits")
 
 
 YARN = {  # long-context rotary scaling, read at positions far beyond the original context (16)
@@ -204,15 +201,14 @@ YARN = {  # long-context rotary scaling, read at positions far beyond the origin
 @pytest.mark.parametrize("name", YARN)
 def test_yarn_scaled_models_match_transformers_beyond_the_original_context(name):
     hf = random_hf_model(YARN[name])
-    ours = DecoderLM.from_transformers(hf)
+    ours = from_transformers(hf)
     assert ours.rotary.amplitude == pytest.approx(hf.model.rotary_emb.attention_scaling)
     ids = torch.randint(0, VOCAB, (2, 9), generator=torch.Generator().manual_seed(4))
     positions = torch.tensor([[0, 1, 2, 3, 15, 16, 17, 30, 60], [5, 9, 20, 33, 34, 40, 47, 50, 63]])
     with torch.no_grad():
         expected = hf(ids, position_ids=positions).logits
         got = ours(ids, position_ids=positions)
-    diff = max_diff(got, expected)
-    assert diff < TOL, f"{name}: max abs logit difference {diff:.2e} >= {TOL}"
+    torch.testing.assert_close(got, expected, rtol=0, atol=TOL, msg=lambda m: f"{name}: {m}")
     prompt = ids[:1, :5]
     hf.generation_config.eos_token_id = None
     expected_tokens = hf.generate(prompt, max_new_tokens=20, do_sample=False, pad_token_id=0)
@@ -253,7 +249,7 @@ def test_unsupported_family_lists_supported_ones():
     config = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                      intermediate_size=64, vocab_size=VOCAB)
     with pytest.raises(ValueError, match="supported.*llama"):
-        DecoderLM.from_transformers(transformers.BertForMaskedLM(config))
+        from_transformers(transformers.BertForMaskedLM(config))
 
 
 BF16_EXACT = ["llama", "smollm2", "qwen3", "mistral", "qwen2", "phi3"]
@@ -267,10 +263,10 @@ def test_bfloat16_logits_equal_transformers_bit_for_bit(name):
     in places, for example LayerNorm statistics in float32, and differ by a few bfloat16 steps.)"""
     config = {**MAIN, **OTHER_FAMILIES}[name]
     hf = random_hf_model(config).to(torch.bfloat16)
-    ours = DecoderLM.from_transformers(hf)
+    ours = from_transformers(hf)
     ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected, got = hf(ids).logits, ours(ids)
     assert got.dtype == torch.bfloat16
-    diff = max_diff(got.float(), expected.float())
-    assert torch.equal(got, expected), f"{name}: max difference {diff:.3e}"
+    torch.testing.assert_close(got, expected, rtol=0, atol=0,
+                               msg=lambda m: f"{name}, bfloat16: {m}")

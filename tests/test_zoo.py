@@ -1,30 +1,18 @@
 """The zoo's summaries against transformers: norm layers per block, the hybrid state, diffs."""
 
-import functools
 import warnings
 
 import pytest
 import torch
 import transformers
+from conftest import decoder_blocks, meta_model
 from lmcourse import configs, zoo
 from lmcourse.spec import as_spec
 
 
-@functools.cache
-def meta_model(name):
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(configs.load(name))
-
-
-def first_block(model):
-    base = model.base_model
-    base = base.decoder if hasattr(base, "decoder") else base
-    return (base.layers if hasattr(base, "layers") else base.h)[0]
-
-
 @pytest.mark.parametrize("name", configs.available())
 def test_norm_modules_equal_the_norm_layers_transformers_builds_in_a_block(name):
-    block = first_block(meta_model(name))
+    block = decoder_blocks(meta_model(name))[0]
     want = sum("norm" in type(m).__name__.lower() for m in block.modules())
     assert zoo.norm_modules(configs.load(name)) == want, f"{name}: transformers has {want}"
 

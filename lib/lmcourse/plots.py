@@ -1,4 +1,7 @@
-"""Matplotlib figures used by the lessons; each function returns the figure it draws."""
+"""Matplotlib figures used by the lessons and the widgets: every figure of the course is drawn
+here. Each plot_* function returns the figure it draws; the few other functions compute what a
+figure shows (parameter_shares, block_layout, rope_rotate_pairs, trained_context) or build the
+toy model one shows (toy_moe)."""
 
 from __future__ import annotations
 
@@ -145,15 +148,15 @@ def rope_rotate_pairs(x, inv_freq, positions):
     `positions`, returned as its pairs: [len(positions), head_dim/2, 2]."""
     import torch
 
-    from .blocks.rope import apply_rotary
+    from .blocks.rope import apply_rotary, rotary_cos_sin
 
     if x.dim() != 1 or x.shape[0] != 2 * inv_freq.shape[-1]:
         raise ValueError(f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
                          f"got shape {tuple(x.shape)}")
-    angles = torch.as_tensor(positions, dtype=torch.float)[:, None] * inv_freq  # [T, pairs]
-    angles = torch.cat((angles, angles), dim=-1)[None]  # [1, T, head_dim]
-    x = x.expand(1, 1, angles.shape[1], -1)  # [batch, heads, T, head_dim]
-    out = apply_rotary(x, angles.cos(), angles.sin())[0, 0]  # [T, head_dim]
+    position_ids = torch.as_tensor(positions)[None]  # [1, T]
+    cos, sin = rotary_cos_sin(position_ids, inv_freq)  # [1, 1, T, head_dim]
+    x = x.expand(1, 1, position_ids.shape[1], -1)  # [batch, heads, T, head_dim]
+    out = apply_rotary(x, cos, sin)[0, 0]  # [T, head_dim]
     return torch.stack(out.chunk(2, dim=-1), dim=-1)  # pair i is (x[i], x[i + head_dim/2])
 
 
@@ -252,9 +255,50 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
     return fig
 
 
+def plot_rope_score_at(q, k, inv_freq, query_position: int, window: int, key_position: int,
+                       shift: int = 0, pair: int = 0):
+    """One setting of `widgets.rope_score_widget`: the score q̃·k̃ for every key position in the
+    `window` before the query at `query_position` (left, the key at `key_position` marked), both
+    moved by `shift`; and one `pair` of the chosen query and key as arrows with their cosine
+    (right)."""
+    import numpy as np
+    import torch
+
+    m = query_position + shift
+    keys = np.arange(query_position - window, query_position + 1) + shift  # candidate n
+    qr = rope_rotate_pairs(q, inv_freq, [m] * len(keys))  # [T, pairs, 2]
+    kr = rope_rotate_pairs(k, inv_freq, keys)
+    scores = (qr * kr).sum((-1, -2))
+    j = key_position - (query_position - window)  # index of the chosen key
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=80)
+    a.plot(keys, scores, color="0.6")
+    a.plot(keys[j], scores[j], "o", color="tab:red", ms=9)
+    a.set_xlabel("key position n")
+    a.set_ylabel("score q̃·k̃")
+    a.set_title(f"query at m = {m}, key at n = {keys[j]}: m − n = {m - keys[j]}, "
+                f"score {scores[j].item():.4f}", fontsize=10)
+    a.grid(alpha=0.3)
+    cos = torch.nn.functional.cosine_similarity(qr[j, pair], kr[j, pair], dim=0).item()
+    arrows = ((qr[j, pair], "tab:blue", "q̃"), (kr[j, pair], "tab:orange", "k̃"))
+    for vec, colour, label in arrows:
+        v = (vec / vec.norm()).numpy()
+        b.annotate("", v, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
+        b.text(*(1.15 * v), label, color=colour, ha="center", va="center")
+    wavelength = 2 * np.pi / inv_freq[pair].item()
+    b.set_title(f"pair {pair} (one turn per {wavelength:,.1f} positions): cosine {cos:.3f}",
+                fontsize=10)
+    b.set_xlim(-1.3, 1.3)
+    b.set_ylim(-1.3, 1.3)
+    b.set_aspect("equal")
+    b.set_xticks([])
+    b.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
 def plot_attention_by_offset(curves: dict, title: str = ""):
     """Mean attention weight against how many characters back the key is, one line per entry of
-    `curves` (label -> [heads, offsets] from `tinygpt.attention_by_offset`): the mean over heads,
+    `curves` (label -> [heads, offsets] from `probes.attention_by_offset`): the mean over heads,
     with the band from the least to the most focused head."""
     import numpy as np
 
@@ -281,8 +325,9 @@ def plot_attention_by_offset(curves: dict, title: str = ""):
 def plot_kv_groups(heads: int = 8, kv_heads=(8, 2, 1)):
     """Which key-value head each query head reads (query head i reads kv head i // group), one
     row per setting of the dial: MHA (kv_heads == heads), GQA, MQA (kv_heads == 1)."""
-    fig, axes = plt.subplots(1, len(kv_heads), figsize=(3.4 * len(kv_heads), 2.8), dpi=80)
-    for ax, kv in zip(axes, kv_heads, strict=True):
+    fig, axes = plt.subplots(1, len(kv_heads), figsize=(3.4 * len(kv_heads), 2.8), dpi=80,
+                             squeeze=False)  # one row of axes even for a single setting
+    for ax, kv in zip(axes[0], kv_heads, strict=True):
         if heads % kv:
             raise ValueError(f"kv_heads={kv} must divide heads={heads}")
         group = heads // kv
@@ -331,49 +376,14 @@ def plot_kv_head_sweep(rows, name: str, tokens: int):
 # ---- LM10-T4: RMSNorm, SwiGLU and mixture of experts -----------------------------------------
 
 
-def norm_input_mean_fractions(model, input_ids) -> dict:
-    """|mean| / RMS of each token's vector entering every residual-stream norm of a DecoderLM.
-
-    One forward pass over `input_ids` [batch, T] with a pre-hook on each block's two norms and
-    on the final norm. Returns {(block, 'attention' | 'feed-forward' | 'final'): tensor
-    [batch * T]}, in the order the model applies the norms (the final norm has block
-    `spec.layers`). Both statistics are taken over the d features of one token: 0.02 means the
-    vector's mean is 2% of its root mean square. LayerNorm removes that mean; RMSNorm keeps it.
-    """
-    import torch
-
-    norms = {}
-    for i, block in enumerate(model.blocks):
-        norms[(i, "attention")] = block.attn_norm
-        norms[(i, "feed-forward")] = block.ffn_norm
-    norms[(len(model.blocks), "final")] = model.norm
-    fractions, handles = {}, []
-
-    def keep(key):
-        def hook(module, args):
-            x = args[0].detach().float().reshape(-1, args[0].shape[-1])  # [tokens, d]
-            fractions[key] = x.mean(-1).abs() / x.pow(2).mean(-1).sqrt()  # [tokens]
-
-        return hook
-
-    try:
-        for key, module in norms.items():
-            handles.append(module.register_forward_pre_hook(keep(key)))
-        with torch.inference_mode():
-            model(input_ids)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return fractions
-
-
 def plot_norm_mean_fractions(fractions: dict, title: str = ""):
     """Per norm layer, the median over tokens of |mean| / RMS (lines) and its 10th to 90th
-    percentile (band), in percent; `fractions` as `norm_input_mean_fractions` returns it."""
+    percentile (band), in percent; `fractions` as `probes.norm_input_mean_fractions` returns it."""
     import torch
 
     if not isinstance(fractions, dict) or not fractions:
-        raise ValueError("fractions must be a non-empty dict as norm_input_mean_fractions returns")
+        raise ValueError("fractions must be a non-empty dict as "
+                         "probes.norm_input_mean_fractions returns")
     fig, ax = plt.subplots(figsize=(9, 3.8), dpi=80)
     styles = (("attention", "tab:blue", "o", "before attention"),
               ("feed-forward", "tab:orange", "s", "before feed-forward"),
@@ -669,7 +679,8 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
 def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80e9,
                            kv_bytes=2, weight_bytes=2):
     """The static twin of `widgets.kv_cache_budget_widget`: one sequence's cache (GB) for every
-    valid number of key-value heads, one line per context length, beside the weights and the GPU."""
+    valid number of key-value heads, one line per context length, beside the weights and the
+    GPU."""
     import dataclasses
 
     spec = as_spec(config)
@@ -690,6 +701,31 @@ def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: fl
     ax.set_ylabel("GB")
     ax.legend(fontsize=8)
     ax.set_title("Cache of one sequence against the number of key-value heads")
+    fig.tight_layout()
+    return fig
+
+
+def plot_kv_cache_budget(config, kv_heads: int, tokens: int, gpu_gb: float, kv_bytes=2,
+                         weight_bytes=2):
+    """One setting of `widgets.kv_cache_budget_widget`: one bar splits a GPU of `gpu_gb` GB into
+    the weights and one sequence's cache of `tokens` tokens with `kv_heads` key-value heads; the
+    title says how many such sequences fit (`count.requests_that_fit`)."""
+    import dataclasses
+
+    chosen = dataclasses.replace(as_spec(config), kv_heads=kv_heads)
+    weights = count.describe(chosen)["total"] * weight_bytes / 1e9
+    cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / 1e9
+    fits = count.requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
+    fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
+    ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GB")
+    ax.barh([0], [cache], left=[weights], color="tab:red",
+            label=f"one sequence's cache {cache:.2f} GB")
+    ax.axvline(gpu_gb, color="grey", ls=":")
+    ax.set_xlim(0, max(gpu_gb, weights + cache) * 1.05)
+    ax.set_yticks([])
+    ax.set_xlabel("GB")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, frameon=False)
+    ax.set_title(f"{fits} sequence(s) of {tokens:,} tokens fit on a {gpu_gb} GB GPU")
     fig.tight_layout()
     return fig
 

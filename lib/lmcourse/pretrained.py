@@ -192,7 +192,7 @@ def weights_licence() -> dict:
 
 def load_smollm2():
     """(DecoderLM, tokenizer): the course's own model carrying the real SmolLM2 weights."""
-    from lmcourse.blocks.model import DecoderLM
+    from lmcourse.bridge import from_transformers
 
-    model = DecoderLM.from_transformers(load_smollm2_transformers())
+    model = from_transformers(load_smollm2_transformers())
     return model.eval(), load_tokenizer()

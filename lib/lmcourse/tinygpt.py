@@ -42,7 +42,6 @@ import torch
 import torch.nn.functional as F
 
 from . import text
-from .blocks.attention import Attention
 from .blocks.model import DecoderLM
 from .spec import ModelSpec
 
@@ -117,85 +116,6 @@ def unigram_loss(input_ids: torch.Tensor) -> float:
     counts = torch.bincount(data, minlength=len(vocabulary())).double() + 1.0  # [vocab]
     log_p = (counts / counts.sum()).log()
     return -log_p[input_ids[:, 1:]].mean().item()
-
-
-def _check_batch(model: DecoderLM, input_ids, position_ids, layer: int) -> torch.Tensor:
-    """Validate attention_weights' arguments; return the position ids [batch, T]."""
-    plain = isinstance(model, DecoderLM) and model.pos_embed is not None and all(
-        isinstance(b.attn, Attention) and b.attn.group == 1
-        and not (b.attn.rotary or b.attn.qk_norm or b.attn.clip or b.attn.softcap or b.attn.window)
-        for b in model.blocks)
-    if not plain:
-        raise ValueError("model must be a GPT-2-style DecoderLM (learned position table, plain "
-                         "multi-head attention), such as tinygpt.load(); got "
-                         f"{type(model).__name__}")
-    if (not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2
-            or input_ids.dtype != torch.long or input_ids.shape[1] < 1):
-        raise ValueError("input_ids must be a LongTensor [batch, tokens], got "
-                         f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} of shape "
-                         f"{tuple(getattr(input_ids, 'shape', ()))}")
-    layers = len(model.blocks)
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < layers:
-        raise ValueError(f"layer must be an int in [0, {layers}), got {layer!r}")
-    if position_ids is None:
-        return torch.arange(input_ids.shape[1]).expand_as(input_ids)
-    if position_ids.shape != input_ids.shape:
-        raise ValueError(f"position_ids must have the shape of input_ids "
-                         f"{tuple(input_ids.shape)}, got {tuple(position_ids.shape)}")
-    return position_ids
-
-
-def attention_weights(model: DecoderLM, input_ids: torch.Tensor,
-                      position_ids: torch.Tensor | None = None, layer: int = 0) -> torch.Tensor:
-    """How much each query attends to each key in one layer: the softmax of the scaled scores,
-    FloatTensor [batch, heads, T, T], each row summing to 1, zero above the diagonal.
-
-    Computed from the layer's own projections on the hidden states the model's forward pass
-    feeds that layer (a GPT-2 layer: no rotation, one key-value head per query head).
-    """
-    position_ids = _check_batch(model, input_ids, position_ids, layer)
-    return _attention_weights(model, input_ids, position_ids, layer)
-
-
-@torch.no_grad()
-def _attention_weights(model: DecoderLM, input_ids: torch.Tensor, position_ids: torch.Tensor,
-                       layer: int) -> torch.Tensor:
-    """attention_weights on arguments _check_batch has accepted."""
-    captured = {}
-    block = model.blocks[layer]
-    hook = block.register_forward_pre_hook(lambda module, args: captured.update(x=args[0]))
-    try:
-        model.hidden_states(input_ids, position_ids)
-    finally:
-        hook.remove()
-    attn = block.attn
-    h = block.attn_norm(captured["x"])  # [batch, T, d]
-    B, T, _ = h.shape
-    q = attn.q_proj(h).view(B, T, attn.heads, attn.head_dim).transpose(1, 2)
-    k = attn.k_proj(h).view(B, T, attn.heads, attn.head_dim).transpose(1, 2)
-    scores = (q @ k.transpose(-2, -1)) * attn.scale  # [batch, heads, T, T]
-    later = torch.ones(T, T, dtype=torch.bool).triu(1)  # keys after the query
-    return scores.masked_fill(later, float("-inf")).softmax(-1)
-
-
-def attention_by_offset(model: DecoderLM, input_ids: torch.Tensor,
-                        position_ids: torch.Tensor | None = None, layer: int = 0,
-                        offsets: int = 8) -> torch.Tensor:
-    """Where a layer's heads look: the mean attention weight on the key `d` characters back,
-    for d = 0 (the character itself) .. offsets-1, FloatTensor [heads, offsets].
-
-    Averaged over every batch row and every query with at least `offsets` keys behind it
-    (window index >= offsets - 1), so each offset is averaged over the same queries.
-    """
-    position_ids = _check_batch(model, input_ids, position_ids, layer)
-    T = input_ids.shape[1]
-    if isinstance(offsets, bool) or not isinstance(offsets, int) or not 1 <= offsets <= T:
-        raise ValueError(f"offsets must be an int in [1, {T}] (the tokens per row), "
-                         f"got {offsets!r}")
-    probs = _attention_weights(model, input_ids, position_ids, layer)  # [batch, heads, T, T]
-    first = offsets - 1  # the first query that has `offsets` keys to look at
-    return torch.stack([probs.diagonal(-d, dim1=-2, dim2=-1)[..., first - d :].mean((0, 2))
-                        for d in range(offsets)], dim=-1)
 
 
 def spec() -> ModelSpec:

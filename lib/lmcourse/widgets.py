@@ -1,4 +1,7 @@
-"""ipywidgets interactives used by the lessons; each lesson stores a static figure beside them."""
+"""ipywidgets interactives used by the lessons; each lesson stores a static figure beside them.
+
+A widget wires its sliders to a figure of `lmcourse.plots` (or prints a table); it draws nothing
+itself."""
 
 from __future__ import annotations
 
@@ -24,43 +27,12 @@ def rope_score_widget(q, k, inv_freq, query_position: int = 64, window: int = 64
     """Drag the key's position n (the query sits at `query_position`), then a shift that moves
     both: the score q̃·k̃ follows n but not the shift. A third slider picks the pair drawn on
     the right, its two rotated halves as arrows with their cosine."""
-    import numpy as np
-    import torch
-
-    from .plots import rope_rotate_pairs
+    from .plots import plot_rope_score_at
 
     pairs = inv_freq.shape[-1]
 
     def show(key_position: int, shift: int, pair: int):
-        m = query_position + shift
-        keys = np.arange(query_position - window, query_position + 1) + shift  # candidate n
-        qr = rope_rotate_pairs(q, inv_freq, [m] * len(keys))  # [T, pairs, 2]
-        kr = rope_rotate_pairs(k, inv_freq, keys)
-        scores = (qr * kr).sum((-1, -2))
-        j = key_position - (query_position - window)  # index of the chosen key
-        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=80)
-        a.plot(keys, scores, color="0.6")
-        a.plot(keys[j], scores[j], "o", color="tab:red", ms=9)
-        a.set_xlabel("key position n")
-        a.set_ylabel("score q̃·k̃")
-        a.set_title(f"query at m = {m}, key at n = {keys[j]}: m − n = {m - keys[j]}, "
-                    f"score {scores[j].item():.4f}", fontsize=10)
-        a.grid(alpha=0.3)
-        cos = torch.nn.functional.cosine_similarity(qr[j, pair], kr[j, pair], dim=0).item()
-        arrows = ((qr[j, pair], "tab:blue", "q̃"), (kr[j, pair], "tab:orange", "k̃"))
-        for vec, colour, label in arrows:
-            v = (vec / vec.norm()).numpy()
-            b.annotate("", v, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
-            b.text(*(1.15 * v), label, color=colour, ha="center", va="center")
-        wavelength = 2 * np.pi / inv_freq[pair].item()
-        b.set_title(f"pair {pair} (one turn per {wavelength:,.1f} positions): cosine {cos:.3f}",
-                    fontsize=10)
-        b.set_xlim(-1.3, 1.3)
-        b.set_ylim(-1.3, 1.3)
-        b.set_aspect("equal")
-        b.set_xticks([])
-        b.set_yticks([])
-        fig.tight_layout()
+        plot_rope_score_at(q, k, inv_freq, query_position, window, key_position, shift, pair)
         plt.show()
 
     return widgets.interactive(
@@ -160,7 +132,7 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
     """Sliders for the number of key-value heads, the context length and the GPU's memory:
     one bar splits the GPU into weights, one sequence's cache and the rest, and the text says
     how many such sequences fit (`count.requests_that_fit`)."""
-    import dataclasses
+    from .plots import plot_kv_cache_budget
 
     spec = as_spec(config)
     kv = widgets.SelectionSlider(options=divisors(spec.heads),
@@ -173,21 +145,7 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
                                   description="GPU memory (GB)", **_slider_look())
 
     def show(kv_heads, tokens, gpu_gb):
-        chosen = dataclasses.replace(spec, kv_heads=kv_heads)
-        weights = count.describe(chosen)["total"] * weight_bytes / 1e9
-        cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / 1e9
-        fits = count.requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
-        fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
-        ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GB")
-        ax.barh([0], [cache], left=[weights], color="tab:red",
-                label=f"one sequence's cache {cache:.2f} GB")
-        ax.axvline(gpu_gb, color="grey", ls=":")
-        ax.set_xlim(0, max(gpu_gb, weights + cache) * 1.05)
-        ax.set_yticks([])
-        ax.set_xlabel("GB")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, frameon=False)
-        ax.set_title(f"{fits} sequence(s) of {tokens:,} tokens fit on a {gpu_gb} GB GPU")
-        fig.tight_layout()
+        plot_kv_cache_budget(spec, kv_heads, tokens, gpu_gb, kv_bytes, weight_bytes)
         plt.show()
 
     return widgets.interactive(show, kv_heads=kv, tokens=tokens, gpu_gb=gpu)

@@ -50,13 +50,6 @@ class DecoderLM(nn.Module):
             else:
                 nn.init.zeros_(p)
 
-    @classmethod
-    def from_transformers(cls, hf_model) -> DecoderLM:
-        """A DecoderLM with the weights of a transformers causal LM (see lmcourse.bridge)."""
-        from ..bridge import from_transformers
-
-        return from_transformers(hf_model)
-
     def new_cache(self, batch: int, max_tokens: int) -> KVCache:
         """An empty cache with room for `max_tokens` tokens per sequence."""
         p = self.embed.weight

@@ -120,10 +120,16 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, position_ids: torch.Tensor,
                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-        angles = position_ids[..., None].float() * self.inv_freq  # [batch, T, dim/2]
-        angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # [batch, 1, T, dim]
-        cos, sin = angles.cos() * self.amplitude, angles.sin() * self.amplitude  # in float32
-        return cos.to(dtype), sin.to(dtype)  # then in the model's dtype, as transformers does
+        return rotary_cos_sin(position_ids, self.inv_freq, self.amplitude, dtype)
+
+
+def rotary_cos_sin(position_ids: torch.Tensor, inv_freq: torch.Tensor, amplitude: float = 1.0,
+                   dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """position_ids [batch, T] and inv_freq [dim/2] -> (cos, sin), each [batch, 1, T, dim]."""
+    angles = position_ids[..., None].float() * inv_freq  # [batch, T, dim/2]
+    angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # [batch, 1, T, dim]
+    cos, sin = angles.cos() * amplitude, angles.sin() * amplitude  # in float32
+    return cos.to(dtype), sin.to(dtype)  # then in the model's dtype, as transformers does
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
