@@ -47,9 +47,17 @@ def _fused(*linears) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 
 def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """x [..., in] @ weight [in, out] (+ bias)."""
-    return x @ weight if bias is None else torch.addmm(bias, x.flatten(0, -2), weight).view(
-        *x.shape[:-1], weight.shape[1])
+    """x [batch, in] @ weight [in, out] (+ bias)."""
+    return x @ weight if bias is None else torch.addmm(bias, x, weight)
+
+
+def _add_projected(x, h, weight, bias, post_norm):
+    """x + post_norm(h @ weight + bias) -> [batch, d]. Without a bias or a post norm (most
+    families), the product and the residual sum are one `torch.addmm`: one operation, not two."""
+    if bias is None and post_norm is None:
+        return torch.addmm(x, h, weight)
+    y = _project(h, weight, bias)
+    return x + (post_norm(y) if post_norm else y)
 
 
 def _norm(module):
@@ -63,36 +71,55 @@ def _norm(module):
     return module
 
 
+def rotation_matrix(cos: torch.Tensor, sin: torch.Tensor, head_dim: int,
+                    layout: str) -> torch.Tensor:
+    """The rotary embedding of one position as a [head_dim, head_dim] matrix R: x @ R ==
+    apply_rotary(x, cos, sin, layout) for every head vector x.
+
+    The rotation is linear in x, so row j of R is the rotation of the j-th unit vector: the
+    reference function, applied once per step to the identity, builds R for either pair
+    layout and for partial rotary (the identity on the dimensions that do not turn). Every
+    layer then rotates all its query and key heads with one product instead of the six
+    elementwise operations of `apply_rotary` (a product, a split, a negation, a concatenation,
+    a product and a sum).
+    """
+    eye = torch.eye(head_dim, dtype=cos.dtype, device=cos.device).view(1, 1, head_dim, head_dim)
+    return apply_rotary(eye, cos[:1], sin[:1], layout)[0, 0]
+
+
 class _FastAttention:
-    """One `Attention` block's decoding step: one fused projection, no grouped copy."""
+    """One `Attention` block's decoding step: one fused projection, one product for the
+    rotation, keys and values written straight into the cache, no grouped copy."""
 
     def __init__(self, attn: Attention):
         self.attn = attn
         self.qkv, self.qkv_bias = _fused(attn.q_proj, attn.k_proj, attn.v_proj)
         self.out, self.out_bias = _fused(attn.o_proj)
-        self.sizes = (attn.heads * attn.head_dim, attn.kv_heads * attn.head_dim,
-                      attn.kv_heads * attn.head_dim)
 
-    def __call__(self, x, cos, sin, qpos, cache, start):  # x [batch, 1, d]
+    def __call__(self, x, rotation, pos, cache, start):  # x [batch, d] -> heads [batch, H * D]
         a = self.attn
-        B, K, G, D = x.shape[0], a.kv_heads, a.group, a.head_dim
+        B, H, K, G, D = x.shape[0], a.heads, a.kv_heads, a.group, a.head_dim
         qkv = _project(x, self.qkv, self.qkv_bias)
         if a.clip:
             qkv = qkv.clamp(-a.clip, a.clip)
-        if a.qk_norm:  # each head normalised on its own, then rotated on its own
-            q, k, v = qkv.split(self.sizes, dim=-1)
-            q, k = a.q_norm(q.view(B, a.heads, 1, D)), a.k_norm(k.view(B, K, 1, D))
-            if a.rotary:
-                q = apply_rotary(q, cos, sin, a.rope_layout)
-                k = apply_rotary(k, cos, sin, a.rope_layout)
-        else:  # the query and key heads side by side: one rotation turns both
-            qk, v = qkv.split((self.sizes[0] + self.sizes[1], self.sizes[2]), dim=-1)
-            qk = qk.view(B, a.heads + K, 1, D)
-            if a.rotary:
-                qk = apply_rotary(qk, cos, sin, a.rope_layout)
-            q, k = qk.split((a.heads, K), dim=1)
+        # the query and key heads as rows of one matrix [batch * (H + K), head_dim]
+        qk, v = qkv.split(((H + K) * D, K * D), dim=-1)
+        qk = qk.reshape(B * (H + K), D)  # a view for one sequence, a copy for several
+        if a.qk_norm:  # each head normalised on its own
+            q, k = qk.view(B, H + K, D).split((H, K), dim=1)
+            qk = torch.cat((a.q_norm(q), a.k_norm(k)), dim=1).view(B * (H + K), D)
+        if a.rotary:  # every query and key head rotated by one (single-threaded) product
+            qk = qk @ rotation
+        q, k = qk.view(B, H + K, 1, D).split((H, K), dim=1)
         v = v.view(B, K, 1, D)
-        keys, values, _ = cache.update(k, v, qpos, start)  # [batch, K, S, D], views, no copy
+        if cache.window or start >= cache.keys.shape[2]:  # a ring of slots, or an error to raise
+            keys, values, _ = cache.update(k, v, pos, start)
+        else:
+            # Position `start` is slot `start`: the new key and value are copied into place and
+            # the filled slots read as views, without `LayerCache.update`'s generic bookkeeping.
+            cache.keys.index_copy_(2, pos, k)
+            cache.values.index_copy_(2, pos, v)
+            keys, values = cache.keys[:, :, : start + 1], cache.values[:, :, : start + 1]
         # Query head h reads key-value head h // G ('interleave') or h % K ('tile'): stack the
         # G query heads of each key-value head as G rows of one [G, S] score matrix.
         if a.kv_grouping == "interleave":
@@ -108,7 +135,7 @@ class _FastAttention:
             y = F.scaled_dot_product_attention(q, keys, values, scale=a.scale)
         if a.kv_grouping != "interleave":
             y = y.transpose(1, 2)
-        return _project(y.reshape(B, 1, a.heads * D), self.out, self.out_bias)
+        return y.reshape(B, H * D)
 
 
 class _FastMLP:
@@ -120,17 +147,15 @@ class _FastMLP:
             self.up, self.up_bias = _fused(ffn.gate_proj, ffn.up_proj)
         else:
             self.up, self.up_bias = _fused(ffn.up_proj)
-        self.down, self.down_bias = _fused(ffn.down_proj)
+        self.out, self.out_bias = _fused(ffn.down_proj)
         self.gated = isinstance(ffn, GatedMLP) and ffn.gated
 
-    def __call__(self, x):
+    def __call__(self, x):  # x [batch, d] -> hidden [batch, hidden], before the down projection
         h = _project(x, self.up, self.up_bias)
         if self.gated:
             gate, up = h.chunk(2, dim=-1)
-            h = self.ffn.act(gate) * up
-        elif isinstance(self.ffn, MLP):
-            h = self.ffn.act(h)
-        return _project(h, self.down, self.down_bias)
+            return self.ffn.act(gate) * up
+        return self.ffn.act(h) if isinstance(self.ffn, MLP) else h
 
 
 class FastDecoder:
@@ -154,6 +179,13 @@ class FastDecoder:
         self.norms = [tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm,
                                                b.ffn_post_norm)) for b in model.blocks]
         self.final_norm = _norm(model.norm)
+        # the output matrix [d, vocab] too, the largest matrix of a small model (and for tied
+        # embeddings a copy of the table): `x @ W` reads [in, out] faster than `F.linear`
+        # reads the table's [vocab, d]
+        self.head = model.head.weight.detach().t().contiguous()
+        rotary = [a.attn for a in self.attention if isinstance(a, _FastAttention) and a.attn.rotary]
+        self.rope_layout = rotary[0].rope_layout if rotary else None
+        self.head_dim = rotary[0].head_dim if rotary else None
 
     @torch.inference_mode()
     def step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
@@ -161,26 +193,38 @@ class FastDecoder:
         if token.dim() != 2 or token.shape[1] != 1:
             raise ValueError(f"step takes one token per sequence, [batch, 1]; got shape "
                              f"{tuple(token.shape)} (run longer inputs through prefill)")
-        m, start = self.model, cache.length
-        qpos = torch.tensor([start], device=token.device)
-        x = m.embed(token)
+        m, start, B = self.model, cache.length, token.shape[0]
+        pos = torch.tensor([start], device=token.device)
+        x = m.embed(token.view(B))  # the hidden state as [batch, d] throughout the step
         if m.spec.embed_scale != 1.0:
             x = x * m.spec.embed_scale
-        cos = sin = None
-        positions = qpos.expand(token.shape[0], 1)
+        cos = sin = rotation = None
         if m.pos_embed is not None:
-            x = x + m.pos_embed(positions)
+            x = x + m.pos_embed(pos)
         else:
-            cos, sin = m.rotary(positions, x.dtype)
+            cos, sin = m.rotary(pos.expand(B, 1), x.dtype)
+            if self.rope_layout is not None:  # one matrix for this position, for every layer
+                rotation = rotation_matrix(cos, sin, self.head_dim, self.rope_layout)
         layers = zip(self.norms, self.attention, self.ffn, cache.layers, strict=True)
         for norms, attn, ffn, layer in layers:
             attn_norm, attn_post, ffn_norm, ffn_post = norms
-            y = attn(attn_norm(x), cos, sin, qpos, layer, start)
-            x = x + (attn_post(y) if attn_post else y)
-            y = ffn(ffn_norm(x))
-            x = x + (ffn_post(y) if ffn_post else y)
+            if isinstance(attn, _FastAttention):
+                h = attn(attn_norm(x), rotation, pos, layer, start)
+                x = _add_projected(x, h, attn.out, attn.out_bias, attn_post)
+            else:  # a block without a fast form, called as it is on [batch, 1, d]
+                y = attn(attn_norm(x).unsqueeze(1), cos, sin, pos, layer, start).squeeze(1)
+                x = x + (attn_post(y) if attn_post else y)
+            if isinstance(ffn, _FastMLP):
+                x = _add_projected(x, ffn(ffn_norm(x)), ffn.out, ffn.out_bias, ffn_post)
+            else:
+                y = ffn(ffn_norm(x).unsqueeze(1)).squeeze(1)
+                x = x + (ffn_post(y) if ffn_post else y)
         cache.length += 1
-        return m.logits(self.final_norm(x))
+        logits = self.final_norm(x) @ self.head
+        cap = m.spec.final_softcap
+        if cap:  # as `DecoderLM.logits`
+            logits = cap * torch.tanh(logits / cap)
+        return logits.unsqueeze(1)
 
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
