@@ -9,6 +9,8 @@ Measures, for both implementations on the same device and threads, interleaved r
     matrix-vector product, which no decoding step can beat;
   - our fast decoding path (`lmcourse.fastdecode`: fused projections, no grouped-cache copy)
     on the same cached generations;
+  - the operator calls of one cached decoding step on each side (torch.profiler): the per-step
+    overhead above the floor, counted, which a busy machine cannot blur as it blurs times;
   - our model in bfloat16 (half the bytes, half the floor): its decoding step, its loss on the
     evaluation text and its greedy tokens against float32's;
 and prints the ratio ours/transformers, tokens per second, one cached decoding step as a
@@ -56,6 +58,38 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
     print(f"bfloat16: loss on 1,024 tokens of the evaluation text {loss16:.4f} against float32's "
           f"{loss32:.4f}; greedy tokens equal to float32's: the first {prefix} of {n}, "
           f"{sum(same)} of {n} in all")
+
+
+def operator_calls(fn) -> int:
+    """The operator calls (outermost aten calls, as torch.profiler records them) that fn()
+    makes: a measure of the per-step overhead that, unlike a time, a busy machine leaves alone."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+
+    def outermost(event):
+        parent = event.cpu_parent
+        while parent is not None and not parent.name.startswith("aten::"):
+            parent = parent.cpu_parent
+        return parent is None
+
+    return sum(1 for e in prof.events() if e.name.startswith("aten::") and outermost(e))
+
+
+def step_operator_calls(theirs, ours, fast, ids) -> dict[str, int]:
+    """Operator calls of one cached decoding step after the context `ids`, for each side."""
+    token = ids[:, -1:]
+    with torch.inference_mode():
+        past = theirs(ids, use_cache=True).cache
+        counts = {"transformers": operator_calls(lambda: theirs(token, cache=past))}
+        cache = ours.new_cache(ids.shape[0], ids.shape[1] + 1)
+        ours(ids, cache=cache)
+        counts["ours"] = operator_calls(lambda: ours(token, cache=cache))
+        cache = ours.new_cache(ids.shape[0], ids.shape[1] + 1)
+        fast.prefill(ids, cache)
+        counts["fast"] = operator_calls(lambda: fast.step(token, cache))
+    return counts
 
 
 def main() -> None:
@@ -156,6 +190,9 @@ def main() -> None:
                         ("fast", "ours, fast path")):
         print(f"  {label:<24}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the floor"
               f"  {step['transformers'] / step[side]:>5.2f}x transformers' tokens/s")
+    calls = step_operator_calls(theirs, ours, fast, ids)
+    print("operator calls in one cached decoding step (torch.profiler, outermost aten calls): "
+          + ", ".join(f"{side} {count}" for side, count in calls.items()))
     print(f"cache speed-up (no cache / cache): transformers "
           f"{plain['transformers'] / many['transformers']:.1f}x, "
           f"ours {plain['ours'] / many['ours']:.1f}x")
