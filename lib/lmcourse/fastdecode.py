@@ -26,6 +26,8 @@ tokens and logits against `DecoderLM` on every family of the parity tests.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 
@@ -158,15 +160,29 @@ class _FastMLP:
         return self.ffn.act(h) if isinstance(self.ffn, MLP) else h
 
 
+@contextlib.contextmanager
+def _outside_inference_mode():
+    """Gradients off and inference mode off, even inside a caller's `torch.inference_mode`:
+    the context of a compiled step, as torch.compile cannot trace inference tensors."""
+    with torch.inference_mode(False), torch.no_grad():
+        yield
+
+
 class FastDecoder:
     """Greedy decoding of a `DecoderLM` with the reference model's numbers, one token per step.
 
-    The decoder holds its own fused copies of the attention and feed-forward matrices (as many
-    bytes again as those weights): build it once per model, and rebuild it if the model's
-    weights change.
+    The decoder holds its own fused copies of the attention and feed-forward matrices and of
+    the output matrix (as many bytes again as those weights): build it once per model, and
+    rebuild it if the model's weights change.
+
+    compiled=True hands the step to `torch.compile` (inductor), which fuses the small
+    operations between the matrix products into a few generated C++ kernels. The first step
+    compiles for about a minute on a 2-core CPU, later lengths reuse it (dynamic shapes). A
+    compiled step runs under `torch.no_grad`, not `torch.inference_mode`: its cache must be made
+    outside inference mode (`generate` does so).
     """
 
-    def __init__(self, model: DecoderLM):
+    def __init__(self, model: DecoderLM, compiled: bool = False):
         if not isinstance(model, DecoderLM):
             raise ValueError(f"FastDecoder needs a lmcourse DecoderLM, got {type(model).__name__}")
         self.model = model
@@ -186,13 +202,25 @@ class FastDecoder:
         rotary = [a.attn for a in self.attention if isinstance(a, _FastAttention) and a.attn.rotary]
         self.rope_layout = rotary[0].rope_layout if rotary else None
         self.head_dim = rotary[0].head_dim if rotary else None
+        self.compiled = compiled
+        self._decode = torch.compile(self._step, dynamic=True) if compiled else self._step
+        self._no_grad = _outside_inference_mode if compiled else torch.inference_mode
 
-    @torch.inference_mode()
     def step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """token [batch, 1] continues the cached sequences -> logits [batch, 1, vocab]."""
         if token.dim() != 2 or token.shape[1] != 1:
             raise ValueError(f"step takes one token per sequence, [batch, 1]; got shape "
                              f"{tuple(token.shape)} (run longer inputs through prefill)")
+        if self.compiled:  # torch.compile cannot trace tensors made in inference mode
+            if cache.layers[0].keys.is_inference():
+                raise ValueError("a compiled FastDecoder needs a cache made outside "
+                                 "torch.inference_mode")
+            if token.is_inference():
+                token = token.clone()  # outside inference mode: an ordinary tensor
+        with self._no_grad():
+            return self._decode(token, cache)
+
+    def _step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         m, start, B = self.model, cache.length, token.shape[0]
         pos = torch.tensor([start], device=token.device)
         x = m.embed(token.view(B))  # the hidden state as [batch, d] throughout the step
@@ -226,12 +254,11 @@ class FastDecoder:
             logits = cap * torch.tanh(logits / cap)
         return logits.unsqueeze(1)
 
-    @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """The prompt through the reference path into `cache` -> logits of its last position."""
-        return self.model.logits(self.model.hidden_states(input_ids, cache=cache)[:, -1:])
+        with self._no_grad():
+            return self.model.logits(self.model.hidden_states(input_ids, cache=cache)[:, -1:])
 
-    @torch.inference_mode()
     def generate(self, input_ids: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
         """Greedy decoding: input_ids [batch, T] -> [batch, T + max_new_tokens], the tokens
         `DecoderLM.generate` gives."""
@@ -241,12 +268,14 @@ class FastDecoder:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
         B, T = input_ids.shape
-        ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype, device=input_ids.device)
-        ids[:, :T] = input_ids
-        cache = self.model.new_cache(B, T + max_new_tokens)
-        logits = self.prefill(input_ids, cache)
-        for t in range(T, T + max_new_tokens):
-            ids[:, t] = logits[:, -1].argmax(-1)
-            if t + 1 < T + max_new_tokens:
-                logits = self.step(ids[:, t : t + 1], cache)
+        with self._no_grad():
+            ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype,
+                              device=input_ids.device)
+            ids[:, :T] = input_ids
+            cache = self.model.new_cache(B, T + max_new_tokens)
+            logits = self.prefill(input_ids, cache)
+            for t in range(T, T + max_new_tokens):
+                ids[:, t] = logits[:, -1].argmax(-1)
+                if t + 1 < T + max_new_tokens:
+                    logits = self.step(ids[:, t : t + 1], cache)
         return ids
