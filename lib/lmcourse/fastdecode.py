@@ -112,13 +112,15 @@ class _FastAttention:
         qkv = _project(x, self.qkv, self.qkv_bias)
         if a.clip:
             qkv = qkv.clamp(-a.clip, a.clip)
-        # the query and key heads as rows of one matrix [batch * (H + K), head_dim]
+        # the query and key heads as rows of one matrix [batch * (H + K), head_dim]: a 2-D
+        # product, which stays on one thread; the same product on 4-D heads becomes a batched
+        # one (`bmm`) split across threads, which waits on every other busy core
         qk, v = qkv.split(((H + K) * D, K * D), dim=-1)
         qk = qk.reshape(B * (H + K), D)  # a view for one sequence, a copy for several
         if a.qk_norm:  # each head normalised on its own
             q, k = qk.view(B, H + K, D).split((H, K), dim=1)
             qk = torch.cat((a.q_norm(q), a.k_norm(k)), dim=1).view(B * (H + K), D)
-        if a.rotary:  # every query and key head rotated by one (single-threaded) product
+        if a.rotary:  # every query and key head rotated by one product
             qk = qk @ rotation
         q, k = qk.view(B, H + K, 1, D).split((H, K), dim=1)
         v = v.view(B, K, 1, D)
