@@ -9,6 +9,8 @@ Measures, for both implementations on the same device and threads, interleaved r
     matrix-vector product, which no decoding step can beat;
   - our fast decoding path (`lmcourse.fastdecode`: fused projections, no grouped-cache copy)
     on the same cached generations;
+  - the operator calls of one cached decoding step on each side (torch.profiler): the per-step
+    overhead above the floor, counted, which a busy machine cannot blur as it blurs times;
   - our model in bfloat16 (half the bytes, half the floor): its decoding step, its loss on the
     evaluation text and its greedy tokens against float32's;
 and prints the ratio ours/transformers, tokens per second, one cached decoding step as a
@@ -18,6 +20,7 @@ are identical.
     python benchmarks/forward.py                       # 2-core CPU: about 10 minutes
     python benchmarks/forward.py --device cuda
     python benchmarks/forward.py --tokens 64 --new-tokens 8 --repeats 1   # a quick look
+    python benchmarks/forward.py --compile             # the fast path through torch.compile
 
 Targets: forward ratio <= 1.1; cached generation at least 10x faster than uncached; the fast
 path's cached decoding step within 1.25x of the floor, with the same tokens as transformers.
@@ -58,6 +61,40 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
           f"{sum(same)} of {n} in all")
 
 
+def operator_calls(fn) -> int:
+    """The operator calls (outermost aten calls, as torch.profiler records them) that fn()
+    makes: a measure of the per-step overhead that, unlike a time, a busy machine leaves alone."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+
+    def outermost(event):
+        parent = event.cpu_parent
+        while parent is not None and not parent.name.startswith("aten::"):
+            parent = parent.cpu_parent
+        return parent is None
+
+    return sum(1 for e in prof.events() if e.name.startswith("aten::") and outermost(e))
+
+
+def step_operator_calls(theirs, ours, fast, ids) -> dict[str, int]:
+    """Operator calls of one cached decoding step after the context `ids`, for each side."""
+    token = ids[:, -1:]
+    with torch.inference_mode():
+        past = theirs(ids, use_cache=True).cache
+        counts = {"transformers": operator_calls(lambda: theirs(token, cache=past))}
+        cache = ours.new_cache(ids.shape[0], ids.shape[1] + 1)
+        ours(ids, cache=cache)
+        counts["ours"] = operator_calls(lambda: ours(token, cache=cache))
+    cache = ours.new_cache(ids.shape[0], ids.shape[1] + 2)  # outside inference mode, as a
+    fast.prefill(ids, cache)                                 # compiled step needs
+    fast.step(token, cache)  # a compiled step compiles on its first call: not counted
+    cache.length -= 1
+    counts["fast"] = operator_calls(lambda: fast.step(token, cache))
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
@@ -67,6 +104,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed runs (default 5)")
     parser.add_argument("--uncached-repeats", type=int, default=1,
                         help="timed runs without the cache, each minutes long on CPU (default 1)")
+    parser.add_argument("--compile", action="store_true",
+                        help="the fast path compiled (FastDecoder(compiled=True)): about a "
+                             "minute more, before timing")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
@@ -76,7 +116,7 @@ def main() -> None:
 
     theirs = load_smollm2_transformers().to(device)
     ours = from_transformers(theirs).eval().to(device)
-    fast = FastDecoder(ours)
+    fast = FastDecoder(ours, compiled=args.compile)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
@@ -106,7 +146,8 @@ def main() -> None:
     threads = None  # torch's setting: --threads, or every core
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     print(f"SmolLM2-135M-Instruct, float32, {device}, {torch.get_num_threads()} CPU threads, "
-          f"torch {torch.__version__}; {args.tokens} tokens of context, {n} generated")
+          f"torch {torch.__version__}; {args.tokens} tokens of context, {n} generated"
+          f"{'; the fast path compiled' if args.compile else ''}")
     rows, outputs = [], {}
     cases = [  # name, {contestant: function}, runs, tokens produced
         (f"forward, {args.tokens} tokens", {"transformers": hf_forward, "ours": our_forward},
@@ -156,6 +197,9 @@ def main() -> None:
                         ("fast", "ours, fast path")):
         print(f"  {label:<24}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the floor"
               f"  {step['transformers'] / step[side]:>5.2f}x transformers' tokens/s")
+    calls = step_operator_calls(theirs, ours, fast, ids)
+    print("operator calls in one cached decoding step (torch.profiler, outermost aten calls): "
+          + ", ".join(f"{side} {count}" for side, count in calls.items()))
     print(f"cache speed-up (no cache / cache): transformers "
           f"{plain['transformers'] / many['transformers']:.1f}x, "
           f"ours {plain['ours'] / many['ours']:.1f}x")

@@ -49,6 +49,19 @@ def test_fast_decoding_follows_the_ablated_model(ablate):
     assert_same_decoding(model, FastDecoder(model))
 
 
+def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
+    """torch.compile of the step (opt-in, about a minute to compile): the same tokens and
+    logits, with no new compilation as the cached length grows."""
+    from test_parity import MAIN
+
+    model = from_transformers(random_hf_model(MAIN["smollm2"])).eval()
+    fast = FastDecoder(model, compiled=True)
+    assert_same_decoding(model, fast)
+    frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert_same_decoding(model, fast)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == frames
+
+
 def test_fast_path_fuses_projections_and_falls_back_for_other_blocks():
     from test_parity import MAIN
 

@@ -16,8 +16,16 @@ this module removes:
     key-value head are stacked as G rows against that head's keys, so no cache is copied;
   - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
     [in, out] and multiplied as `x @ W`, the layout of the floor's probe;
-  - small operations: RMSNorm as one call of `F.rms_norm` (the same numbers in float32), the
-    query and key rotated together, no calls to modules that do nothing.
+  - the output matrix read as the table [vocab, d] by `F.linear`: a copy stored [d, vocab];
+  - small operations, which cost more than their arithmetic when a step makes hundreds of
+    them (one cached step of SmolLM2-135M: about 1,850 operator calls on the reference path,
+    under 700 here): RMSNorm as one call of `F.rms_norm` (the same numbers in float32); the
+    query and key heads rotated by one product with a [head_dim, head_dim] matrix built once
+    per step (`rotation_matrix`); the new key and value copied straight into their cache slot;
+    each residual sum folded into its output projection (`torch.addmm`); the hidden state kept
+    as [batch, d]; no calls to modules that do nothing;
+  - and, opt-in (`FastDecoder(model, compiled=True)`), `torch.compile` of the whole step, which
+    fuses the operations between the products into about four generated kernels per layer.
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
 blocks this module has no fast form for (latent attention, mixtures of experts) are called as
 they are: every family decodes, the common ones quickly. tests/test_fastdecode.py checks the
@@ -25,6 +33,8 @@ tokens and logits against `DecoderLM` on every family of the parity tests.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 import torch.nn.functional as F
@@ -47,9 +57,17 @@ def _fused(*linears) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 
 def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """x [..., in] @ weight [in, out] (+ bias)."""
-    return x @ weight if bias is None else torch.addmm(bias, x.flatten(0, -2), weight).view(
-        *x.shape[:-1], weight.shape[1])
+    """x [batch, in] @ weight [in, out] (+ bias)."""
+    return x @ weight if bias is None else torch.addmm(bias, x, weight)
+
+
+def _add_projected(x, h, weight, bias, post_norm):
+    """x + post_norm(h @ weight + bias) -> [batch, d]. Without a bias or a post norm (most
+    families), the product and the residual sum are one `torch.addmm`: one operation, not two."""
+    if bias is None and post_norm is None:
+        return torch.addmm(x, h, weight)
+    y = _project(h, weight, bias)
+    return x + (post_norm(y) if post_norm else y)
 
 
 def _norm(module):
@@ -63,40 +81,60 @@ def _norm(module):
     return module
 
 
+def rotation_matrix(cos: torch.Tensor, sin: torch.Tensor, head_dim: int,
+                    layout: str) -> torch.Tensor:
+    """The rotary embedding of one position as a [head_dim, head_dim] matrix R: x @ R ==
+    apply_rotary(x, cos, sin, layout) for every head vector x.
+
+    The rotation is linear in x, so row j of R is the rotation of the j-th unit vector: the
+    reference function, applied once per step to the identity, builds R for either pair
+    layout and for partial rotary (the identity on the dimensions that do not turn). Every
+    layer then rotates all its query and key heads with one product instead of the six
+    elementwise operations of `apply_rotary` (a product, a split, a negation, a concatenation,
+    a product and a sum).
+    """
+    eye = torch.eye(head_dim, dtype=cos.dtype, device=cos.device).view(1, 1, head_dim, head_dim)
+    return apply_rotary(eye, cos[:1], sin[:1], layout)[0, 0]
+
+
 class _FastAttention:
-    """One `Attention` block's decoding step: one fused projection, no grouped copy."""
+    """One `Attention` block's decoding step: one fused projection, one product for the
+    rotation, keys and values written straight into the cache, no grouped copy."""
 
     def __init__(self, attn: Attention):
         self.attn = attn
         self.qkv, self.qkv_bias = _fused(attn.q_proj, attn.k_proj, attn.v_proj)
         self.out, self.out_bias = _fused(attn.o_proj)
-        self.sizes = (attn.heads * attn.head_dim, attn.kv_heads * attn.head_dim,
-                      attn.kv_heads * attn.head_dim)
 
-    def __call__(self, x, cos, sin, qpos, cache, start):  # x [batch, 1, d]
+    def __call__(self, x, rotation, pos, cache, start):  # x [batch, d] -> heads [batch, H * D]
         a = self.attn
-        B, K, G, D = x.shape[0], a.kv_heads, a.group, a.head_dim
+        B, H, K, G, D = x.shape[0], a.heads, a.kv_heads, a.group, a.head_dim
         qkv = _project(x, self.qkv, self.qkv_bias)
         if a.clip:
             qkv = qkv.clamp(-a.clip, a.clip)
-        if a.qk_norm:  # each head (or all heads at once) normalised, then rotated on its own
-            q, k, v = qkv.split(self.sizes, dim=-1)
-            if a.qk_norm == "all_heads":
-                q, k = a.q_norm(q), a.k_norm(k)
-            q, k = q.view(B, a.heads, 1, D), k.view(B, K, 1, D)
-            if a.qk_norm == "per_head":
-                q, k = a.q_norm(q), a.k_norm(k)
-            if a.rotary:
-                q = apply_rotary(q, cos, sin, a.rope_layout)
-                k = apply_rotary(k, cos, sin, a.rope_layout)
-        else:  # the query and key heads side by side: one rotation turns both
-            qk, v = qkv.split((self.sizes[0] + self.sizes[1], self.sizes[2]), dim=-1)
-            qk = qk.view(B, a.heads + K, 1, D)
-            if a.rotary:
-                qk = apply_rotary(qk, cos, sin, a.rope_layout)
-            q, k = qk.split((a.heads, K), dim=1)
+        # the query and key heads as rows of one matrix [batch * (H + K), head_dim]: a 2-D
+        # product, which stays on one thread; the same product on 4-D heads becomes a batched
+        # one (`bmm`) split across threads, which waits on every other busy core
+        qk, v = qkv.split(((H + K) * D, K * D), dim=-1)
+        if a.qk_norm == "all_heads":  # OLMo 2: one norm across the query heads, one across keys
+            q, k = qk.split((H * D, K * D), dim=-1)
+            qk = torch.cat((a.q_norm(q), a.k_norm(k)), dim=-1)
+        qk = qk.reshape(B * (H + K), D)  # a view for one sequence, a copy for several
+        if a.qk_norm == "per_head":  # each head normalised on its own
+            q, k = qk.view(B, H + K, D).split((H, K), dim=1)
+            qk = torch.cat((a.q_norm(q), a.k_norm(k)), dim=1).view(B * (H + K), D)
+        if a.rotary:  # every query and key head rotated by one product
+            qk = qk @ rotation
+        q, k = qk.view(B, H + K, 1, D).split((H, K), dim=1)
         v = v.view(B, K, 1, D)
-        keys, values, _ = cache.update(k, v, qpos, start)  # [batch, K, S, D], views, no copy
+        if cache.window or start >= cache.keys.shape[2]:  # a ring of slots, or an error to raise
+            keys, values, _ = cache.update(k, v, pos, start)
+        else:
+            # Position `start` is slot `start`: the new key and value are copied into place and
+            # the filled slots read as views, without `LayerCache.update`'s generic bookkeeping.
+            cache.keys.index_copy_(2, pos, k)
+            cache.values.index_copy_(2, pos, v)
+            keys, values = cache.keys[:, :, : start + 1], cache.values[:, :, : start + 1]
         # Query head h reads key-value head h // G ('interleave') or h % K ('tile'): stack the
         # G query heads of each key-value head as G rows of one [G, S] score matrix.
         if a.kv_grouping == "interleave":
@@ -112,7 +150,7 @@ class _FastAttention:
             y = F.scaled_dot_product_attention(q, keys, values, scale=a.scale)
         if a.kv_grouping != "interleave":
             y = y.transpose(1, 2)
-        return _project(y.reshape(B, 1, a.heads * D), self.out, self.out_bias)
+        return y.reshape(B, H * D)
 
 
 class _FastMLP:
@@ -124,28 +162,40 @@ class _FastMLP:
             self.up, self.up_bias = _fused(ffn.gate_proj, ffn.up_proj)
         else:
             self.up, self.up_bias = _fused(ffn.up_proj)
-        self.down, self.down_bias = _fused(ffn.down_proj)
+        self.out, self.out_bias = _fused(ffn.down_proj)
         self.gated = isinstance(ffn, GatedMLP) and ffn.gated
 
-    def __call__(self, x):
+    def __call__(self, x):  # x [batch, d] -> hidden [batch, hidden], before the down projection
         h = _project(x, self.up, self.up_bias)
         if self.gated:
             gate, up = h.chunk(2, dim=-1)
-            h = self.ffn.act(gate) * up
-        elif isinstance(self.ffn, MLP):
-            h = self.ffn.act(h)
-        return _project(h, self.down, self.down_bias)
+            return self.ffn.act(gate) * up
+        return self.ffn.act(h) if isinstance(self.ffn, MLP) else h
+
+
+@contextlib.contextmanager
+def _outside_inference_mode():
+    """Gradients off and inference mode off, even inside a caller's `torch.inference_mode`:
+    the context of a compiled step, as torch.compile cannot trace inference tensors."""
+    with torch.inference_mode(False), torch.no_grad():
+        yield
 
 
 class FastDecoder:
     """Greedy decoding of a `DecoderLM` with the reference model's numbers, one token per step.
 
-    The decoder holds its own fused copies of the attention and feed-forward matrices (as many
-    bytes again as those weights): build it once per model, and rebuild it if the model's
-    weights change.
+    The decoder holds its own fused copies of the attention and feed-forward matrices and of
+    the output matrix (as many bytes again as those weights): build it once per model, and
+    rebuild it if the model's weights change.
+
+    compiled=True hands the step to `torch.compile` (inductor), which fuses the small
+    operations between the matrix products into a few generated C++ kernels. The first step
+    compiles for about a minute on a 2-core CPU, later lengths reuse it (dynamic shapes). A
+    compiled step runs under `torch.no_grad`, not `torch.inference_mode`: its cache must be made
+    outside inference mode (`generate` does so).
     """
 
-    def __init__(self, model: DecoderLM):
+    def __init__(self, model: DecoderLM, compiled: bool = False):
         if not isinstance(model, DecoderLM):
             raise ValueError(f"FastDecoder needs a lmcourse DecoderLM, got {type(model).__name__}")
         self.model = model
@@ -158,40 +208,72 @@ class FastDecoder:
         self.norms = [tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm,
                                                b.ffn_post_norm)) for b in model.blocks]
         self.final_norm = _norm(model.norm)
+        # the output matrix [d, vocab] too, the largest matrix of a small model (and for tied
+        # embeddings a copy of the table): `x @ W` reads [in, out] faster than `F.linear`
+        # reads the table's [vocab, d]
+        self.head = model.head.weight.detach().t().contiguous()
+        rotary = [a.attn for a in self.attention if isinstance(a, _FastAttention) and a.attn.rotary]
+        self.rope_layout = rotary[0].rope_layout if rotary else None
+        self.head_dim = rotary[0].head_dim if rotary else None
+        self.compiled = compiled
+        self._decode = torch.compile(self._step, dynamic=True) if compiled else self._step
+        self._no_grad = _outside_inference_mode if compiled else torch.inference_mode
 
-    @torch.inference_mode()
     def step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """token [batch, 1] continues the cached sequences -> logits [batch, 1, vocab]."""
         if token.dim() != 2 or token.shape[1] != 1:
             raise ValueError(f"step takes one token per sequence, [batch, 1]; got shape "
                              f"{tuple(token.shape)} (run longer inputs through prefill)")
-        m, start = self.model, cache.length
-        qpos = torch.tensor([start], device=token.device)
-        x = m.embed(token)
+        if self.compiled:  # torch.compile cannot trace tensors made in inference mode
+            if cache.layers[0].keys.is_inference():
+                raise ValueError("a compiled FastDecoder needs a cache made outside "
+                                 "torch.inference_mode")
+            if token.is_inference():
+                token = token.clone()  # outside inference mode: an ordinary tensor
+        with self._no_grad():
+            return self._decode(token, cache)
+
+    def _step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        m, start, B = self.model, cache.length, token.shape[0]
+        pos = torch.tensor([start], device=token.device)
+        x = m.embed(token.view(B))  # the hidden state as [batch, d] throughout the step
         if m.spec.embed_scale != 1.0:
             x = x * m.spec.embed_scale
-        cos = sin = None
-        positions = qpos.expand(token.shape[0], 1)
+        cos = sin = rotation = None
         if m.pos_embed is not None:
-            x = x + m.pos_embed(positions)
+            x = x + m.pos_embed(pos)
         else:
-            cos, sin = m.rotary(positions, x.dtype)
+            cos, sin = m.rotary(pos.expand(B, 1), x.dtype)
+            if self.rope_layout is not None:  # one matrix for this position, for every layer
+                rotation = rotation_matrix(cos, sin, self.head_dim, self.rope_layout)
         layers = zip(self.norms, self.attention, self.ffn, cache.layers, strict=True)
         for norms, attn, ffn, layer in layers:
             attn_norm, attn_post, ffn_norm, ffn_post = norms
-            y = attn(attn_norm(x) if attn_norm else x, cos, sin, qpos, layer, start)
-            x = x + (attn_post(y) if attn_post else y)
-            y = ffn(ffn_norm(x) if ffn_norm else x)  # OLMo 2 has no norm before a stage
-            x = x + (ffn_post(y) if ffn_post else y)
+            x_attn = attn_norm(x) if attn_norm else x  # OLMo 2 has no norm before a stage
+            if isinstance(attn, _FastAttention):
+                h = attn(x_attn, rotation, pos, layer, start)
+                x = _add_projected(x, h, attn.out, attn.out_bias, attn_post)
+            else:  # a block without a fast form, called as it is on [batch, 1, d]
+                y = attn(x_attn.unsqueeze(1), cos, sin, pos, layer, start).squeeze(1)
+                x = x + (attn_post(y) if attn_post else y)
+            x_ffn = ffn_norm(x) if ffn_norm else x
+            if isinstance(ffn, _FastMLP):
+                x = _add_projected(x, ffn(x_ffn), ffn.out, ffn.out_bias, ffn_post)
+            else:
+                y = ffn(x_ffn.unsqueeze(1)).squeeze(1)
+                x = x + (ffn_post(y) if ffn_post else y)
         cache.length += 1
-        return m.logits(self.final_norm(x))
+        logits = self.final_norm(x) @ self.head
+        cap = m.spec.final_softcap
+        if cap:  # as `DecoderLM.logits`
+            logits = cap * torch.tanh(logits / cap)
+        return logits.unsqueeze(1)
 
-    @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """The prompt through the reference path into `cache` -> logits of its last position."""
-        return self.model.logits(self.model.hidden_states(input_ids, cache=cache)[:, -1:])
+        with self._no_grad():
+            return self.model.logits(self.model.hidden_states(input_ids, cache=cache)[:, -1:])
 
-    @torch.inference_mode()
     def generate(self, input_ids: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
         """Greedy decoding: input_ids [batch, T] -> [batch, T + max_new_tokens], the tokens
         `DecoderLM.generate` gives."""
@@ -201,12 +283,14 @@ class FastDecoder:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
         B, T = input_ids.shape
-        ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype, device=input_ids.device)
-        ids[:, :T] = input_ids
-        cache = self.model.new_cache(B, T + max_new_tokens)
-        logits = self.prefill(input_ids, cache)
-        for t in range(T, T + max_new_tokens):
-            ids[:, t] = logits[:, -1].argmax(-1)
-            if t + 1 < T + max_new_tokens:
-                logits = self.step(ids[:, t : t + 1], cache)
+        with self._no_grad():
+            ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype,
+                              device=input_ids.device)
+            ids[:, :T] = input_ids
+            cache = self.model.new_cache(B, T + max_new_tokens)
+            logits = self.prefill(input_ids, cache)
+            for t in range(T, T + max_new_tokens):
+                ids[:, t] = logits[:, -1].argmax(-1)
+                if t + 1 < T + max_new_tokens:
+                    logits = self.step(ids[:, t : t + 1], cache)
         return ids
