@@ -27,6 +27,7 @@ grading/exchange/.released: $(wildcard solutions/*/*.ipynb) | setup
 
 lint: setup
 	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
+	$(RUN) $(BIN)/ruff format --check lib tests benchmarks grading
 
 # The formatting decision: ruff format as configured in pyproject.toml (notebooks excluded).
 format: setup

@@ -35,9 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from lab_cases import fill  # noqa: E402
 
-GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
-                 "sandbox_exec.py", "submission_checks.py"]
-PLAIN_CONFIG = '''c = get_config()  # noqa: F821
+GRADING_FILES = [
+    "nbgrader_config.py",
+    "course_preprocessors.py",
+    "autograde.py",
+    "sandbox.py",
+    "sandbox_exec.py",
+    "submission_checks.py",
+]
+PLAIN_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "LM10"
 c.CourseDirectory.root = {root!r}
 c.CourseDirectory.source_directory = "solutions"
@@ -46,7 +52,7 @@ c.CourseDirectory.submitted_directory = "grading/submitted"
 c.CourseDirectory.autograded_directory = "grading/autograded"
 c.CourseDirectory.db_url = "sqlite:///{root}/grading/gradebook.db"
 c.Execute.timeout = 120
-'''
+"""
 
 
 def environment():
@@ -56,19 +62,25 @@ def environment():
 def submissions(lab, released, count):
     """`count` notebooks named by student: the lab's cases in turn."""
     cases = __import__(f"lab_cases.l{lab.rsplit('L', 1)[1]}", fromlist=["correct"])
-    first_answer = next(c for c in released.cells
-                        if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    first_answer = next(
+        c for c in released.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    )
     makers = {
         "correct": cases.correct,
         "mistake": cases.mistake,
         "hardcoded": cases.hardcoded,
         "blank": lambda nb: nb,
-        "broken": lambda nb: fill(nb, {first_answer.metadata.nbgrader.grade_id:
-                                       "def half_written(:\n    return"}),
+        "broken": lambda nb: fill(
+            nb, {first_answer.metadata.nbgrader.grade_id: "def half_written(:\n    return"}
+        ),
     }
     names = list(makers)
-    return {f"{names[i % len(names)]}{i:02d}": makers[names[i % len(names)]](
-        nbformat.from_dict(released)) for i in range(count)}
+    return {
+        f"{names[i % len(names)]}{i:02d}": makers[names[i % len(names)]](
+            nbformat.from_dict(released)
+        )
+        for i in range(count)
+    }
 
 
 def make_course(folder, lab, notebooks):
@@ -78,9 +90,13 @@ def make_course(folder, lab, notebooks):
     for name in GRADING_FILES:
         shutil.copy(ROOT / "grading" / name, grading / name)
     shutil.copytree(ROOT / "solutions" / lab, folder / "solutions" / lab)
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lab,
-                           "--force"], cwd=grading, env=environment(), capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force"],
+        cwd=grading,
+        env=environment(),
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(f"generate_assignment failed:\n{done.stdout}{done.stderr}")
     released = nbformat.read(folder / "labs" / lab / f"{lab}.ipynb", as_version=4)
@@ -93,10 +109,14 @@ def make_course(folder, lab, notebooks):
 def scores(grading, lab):
     """{student: {grade_id: autograded score}} of every submission, from the gradebook."""
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
-        return {submission.student_id: {grade.name: grade.auto_score
-                                        for notebook in submission.notebooks
-                                        for grade in notebook.grades}
-                for submission in gradebook.find_assignment(lab).submissions}
+        return {
+            submission.student_id: {
+                grade.name: grade.auto_score
+                for notebook in submission.notebooks
+                for grade in notebook.grades
+            }
+            for submission in gradebook.find_assignment(lab).submissions
+        }
 
 
 def main():
@@ -107,20 +127,32 @@ def main():
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="lm10-bench-autograde-"))
     try:
+
         def notebooks(released):
             return submissions(args.lab, released, args.submissions)
+
         plain = make_course(scratch / "plain", args.lab, notebooks)
         (plain / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(plain.parent)))
         course = make_course(scratch / "course", args.lab, notebooks)
 
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", args.lab],
-                              cwd=plain, env=environment(), capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "nbgrader", "autograde", args.lab],
+            cwd=plain,
+            env=environment(),
+            capture_output=True,
+            text=True,
+        )
         plain_s = time.monotonic() - start
         start = time.monotonic()
         command = [sys.executable, "autograde.py", args.lab]
-        ours = subprocess.run(command + (["--jobs", str(args.jobs)] if args.jobs else []),
-                              cwd=course, env=environment(), capture_output=True, text=True)
+        ours = subprocess.run(
+            command + (["--jobs", str(args.jobs)] if args.jobs else []),
+            cwd=course,
+            env=environment(),
+            capture_output=True,
+            text=True,
+        )
         ours_s = time.monotonic() - start
         if ours.returncode:
             raise SystemExit(f"autograde.py failed:\n{ours.stdout}{ours.stderr[-3000:]}")
@@ -128,20 +160,29 @@ def main():
         differ = sorted(s for s in set(expected) | set(got) if expected.get(s) != got.get(s))
         missing = sorted(set(got) ^ set(expected))
         count = args.submissions
-        print(f"{count} submissions of {args.lab} (correct, mistake, hardcoded, blank, broken "
-              f"in turn), {os.cpu_count()} cores")
-        print(f"  plain nbgrader autograde, sequential: {plain_s:7.1f} s  "
-              f"{plain_s / count:5.2f} s per submission (exit status {done.returncode})")
-        print(f"  make autograde (grading/autograde.py): {ours_s:7.1f} s  "
-              f"{ours_s / count:5.2f} s per submission")
+        print(
+            f"{count} submissions of {args.lab} (correct, mistake, hardcoded, blank, broken "
+            f"in turn), {os.cpu_count()} cores"
+        )
+        print(
+            f"  plain nbgrader autograde, sequential: {plain_s:7.1f} s  "
+            f"{plain_s / count:5.2f} s per submission (exit status {done.returncode})"
+        )
+        print(
+            f"  make autograde (grading/autograde.py): {ours_s:7.1f} s  "
+            f"{ours_s / count:5.2f} s per submission"
+        )
         print(f"  ratio: {plain_s / ours_s:.2f}x")
         totals = sorted({round(sum(v or 0 for v in s.values()), 3) for s in got.values()})
-        print(f"  scores identical for {count - len(differ)} of {count} submissions "
-              f"(totals seen: {totals})")
+        print(
+            f"  scores identical for {count - len(differ)} of {count} submissions "
+            f"(totals seen: {totals})"
+        )
         if differ or missing or len(got) != count:
             for student in differ[:10]:
-                print(f"  DIFFERENT {student}: plain {expected.get(student)} "
-                      f"ours {got.get(student)}")
+                print(
+                    f"  DIFFERENT {student}: plain {expected.get(student)} ours {got.get(student)}"
+                )
             print(done.stdout[-2000:], done.stderr[-2000:], ours.stdout[-2000:])
             raise SystemExit(1)
     finally:

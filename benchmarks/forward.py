@@ -43,22 +43,30 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
     own floor and float32's, its loss on the evaluation text against float32's, and how many
     of the n greedy tokens it shares with float32 (up to the first that differs and in all)."""
     low = copy.deepcopy(ours).to(torch.bfloat16)
-    steps = timing.compare({"1": lambda: low.generate(ids, 1), "n": lambda: low.generate(ids, n)},
-                           repeats=repeats, threads=threads, sync=sync)
+    steps = timing.compare(
+        {"1": lambda: low.generate(ids, 1), "n": lambda: low.generate(ids, n)},
+        repeats=repeats,
+        threads=threads,
+        sync=sync,
+    )
     step = (steps.median_of("n") - steps.median_of("1")) / (n - 1)
     floor_s, floor_bytes = timing.read_floor(low, repeats * 4, threads, sync)
     tokens = low.generate(ids, n)
-    new32, new16 = tokens32[0, ids.shape[1]:], tokens[0, ids.shape[1]:]
+    new32, new16 = tokens32[0, ids.shape[1] :], tokens[0, ids.shape[1] :]
     same = (new32 == new16).tolist()
     prefix = same.index(False) if False in same else len(same)
     evaluation = text.token_ids(load_tokenizer(), 1024).to(ids.device)
     loss32, loss16 = evaluate.loss(ours, evaluation), evaluate.loss(low, evaluation)
-    print(f"\nbfloat16: weights {floor_bytes / 1e6:,.0f} MB, floor {1e3 * floor_s:.1f} ms; one "
-          f"cached decoding step {1e3 * step:.1f} ms ({step / floor_s:.2f}x its floor, "
-          f"{step / floor32_s:.2f}x the float32 floor){'  (busy machine)' if steps.busy else ''}")
-    print(f"bfloat16: loss on 1,024 tokens of the evaluation text {loss16:.4f} against float32's "
-          f"{loss32:.4f}; greedy tokens equal to float32's: the first {prefix} of {n}, "
-          f"{sum(same)} of {n} in all")
+    print(
+        f"\nbfloat16: weights {floor_bytes / 1e6:,.0f} MB, floor {1e3 * floor_s:.1f} ms; one "
+        f"cached decoding step {1e3 * step:.1f} ms ({step / floor_s:.2f}x its floor, "
+        f"{step / floor32_s:.2f}x the float32 floor){'  (busy machine)' if steps.busy else ''}"
+    )
+    print(
+        f"bfloat16: loss on 1,024 tokens of the evaluation text {loss16:.4f} against float32's "
+        f"{loss32:.4f}; greedy tokens equal to float32's: the first {prefix} of {n}, "
+        f"{sum(same)} of {n} in all"
+    )
 
 
 def operator_calls(fn) -> int:
@@ -88,7 +96,7 @@ def step_operator_calls(theirs, ours, fast, ids) -> dict[str, int]:
         ours(ids, cache=cache)
         counts["ours"] = operator_calls(lambda: ours(token, cache=cache))
     cache = ours.new_cache(ids.shape[0], ids.shape[1] + 2)  # outside inference mode, as a
-    fast.prefill(ids, cache)                                 # compiled step needs
+    fast.prefill(ids, cache)  # compiled step needs
     fast.step(token, cache)  # a compiled step compiles on its first call: not counted
     cache.length -= 1
     counts["fast"] = operator_calls(lambda: fast.step(token, cache))
@@ -102,11 +110,18 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=512, help="context tokens (default 512)")
     parser.add_argument("--new-tokens", type=int, default=64, help="generated tokens (default 64)")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs (default 5)")
-    parser.add_argument("--uncached-repeats", type=int, default=1,
-                        help="timed runs without the cache, each minutes long on CPU (default 1)")
-    parser.add_argument("--compile", action="store_true",
-                        help="the fast path compiled (FastDecoder(compiled=True)): about a "
-                             "minute more, before timing")
+    parser.add_argument(
+        "--uncached-repeats",
+        type=int,
+        default=1,
+        help="timed runs without the cache, each minutes long on CPU (default 1)",
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="the fast path compiled (FastDecoder(compiled=True)): about a "
+        "minute more, before timing",
+    )
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
@@ -120,8 +135,13 @@ def main() -> None:
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
-    greedy = GenerationConfig(do_sample=False, max_new_tokens=n, min_new_tokens=n,
-                              eos_token_id=None, pad_token_id=theirs.config.pad_token_id)
+    greedy = GenerationConfig(
+        do_sample=False,
+        max_new_tokens=n,
+        min_new_tokens=n,
+        eos_token_id=None,
+        pad_token_id=theirs.config.pad_token_id,
+    )
 
     def hf_forward():
         with torch.inference_mode():
@@ -132,8 +152,14 @@ def main() -> None:
             return ours(ids)
 
     def hf_generate(use_cache, new=n):
-        config = GenerationConfig(**{**greedy.to_diff_dict(), "use_cache": use_cache,
-                                     "max_new_tokens": new, "min_new_tokens": new})
+        config = GenerationConfig(
+            **{
+                **greedy.to_diff_dict(),
+                "use_cache": use_cache,
+                "max_new_tokens": new,
+                "min_new_tokens": new,
+            }
+        )
         with torch.inference_mode():
             return theirs.generate(ids, generation_config=config)
 
@@ -145,22 +171,45 @@ def main() -> None:
 
     threads = None  # torch's setting: --threads, or every core
     sync = torch.cuda.synchronize if device.type == "cuda" else None
-    print(f"SmolLM2-135M-Instruct, float32, {device}, {torch.get_num_threads()} CPU threads, "
-          f"torch {torch.__version__}; {args.tokens} tokens of context, {n} generated"
-          f"{'; the fast path compiled' if args.compile else ''}")
+    print(
+        f"SmolLM2-135M-Instruct, float32, {device}, {torch.get_num_threads()} CPU threads, "
+        f"torch {torch.__version__}; {args.tokens} tokens of context, {n} generated"
+        f"{'; the fast path compiled' if args.compile else ''}"
+    )
     rows, outputs = [], {}
     cases = [  # name, {contestant: function}, runs, tokens produced
-        (f"forward, {args.tokens} tokens", {"transformers": hf_forward, "ours": our_forward},
-         args.repeats, args.tokens),
-        ("generate 1, cache", {"transformers": lambda: hf_generate(True, 1),
-                               "ours": lambda: our_generate(True, 1),
-                               "fast": lambda: fast_generate(1)}, args.repeats, 1),
-        (f"generate {n}, cache", {"transformers": lambda: hf_generate(True),
-                                  "ours": lambda: our_generate(True),
-                                  "fast": fast_generate}, args.repeats, n),
-        (f"generate {n}, no cache", {"transformers": lambda: hf_generate(False),
-                                     "ours": lambda: our_generate(False)},
-         args.uncached_repeats, n),
+        (
+            f"forward, {args.tokens} tokens",
+            {"transformers": hf_forward, "ours": our_forward},
+            args.repeats,
+            args.tokens,
+        ),
+        (
+            "generate 1, cache",
+            {
+                "transformers": lambda: hf_generate(True, 1),
+                "ours": lambda: our_generate(True, 1),
+                "fast": lambda: fast_generate(1),
+            },
+            args.repeats,
+            1,
+        ),
+        (
+            f"generate {n}, cache",
+            {
+                "transformers": lambda: hf_generate(True),
+                "ours": lambda: our_generate(True),
+                "fast": fast_generate,
+            },
+            args.repeats,
+            n,
+        ),
+        (
+            f"generate {n}, no cache",
+            {"transformers": lambda: hf_generate(False), "ours": lambda: our_generate(False)},
+            args.uncached_repeats,
+            n,
+        ),
     ]
     for name, contestants, repeats, count in cases:
         outputs[name] = {}
@@ -168,51 +217,84 @@ def main() -> None:
         def keep(fn, side, name=name):
             return lambda: outputs[name].__setitem__(side, fn())
 
-        result = timing.compare({side: keep(fn, side) for side, fn in contestants.items()},
-                                repeats=repeats, threads=threads, sync=sync)
-        rows.append((name, repeats, {side: result.median_of(side) for side in contestants},
-                     count, result.busy))
+        result = timing.compare(
+            {side: keep(fn, side) for side, fn in contestants.items()},
+            repeats=repeats,
+            threads=threads,
+            sync=sync,
+        )
+        rows.append(
+            (
+                name,
+                repeats,
+                {side: result.median_of(side) for side in contestants},
+                count,
+                result.busy,
+            )
+        )
         print(f"  measured {name}", flush=True)
     floor_s, floor_bytes = timing.read_floor(ours, args.repeats * 4, threads, sync)
 
     print()
-    print(f"{'':<26}{'runs':>5}{'transformers s':>16}{'ours s':>10}{'fast s':>10}{'ours/tf':>9}"
-          f"{'fast/tf':>9}{'tf tok/s':>10}{'our tok/s':>11}{'fast tok/s':>12}")
+    print(
+        f"{'':<26}{'runs':>5}{'transformers s':>16}{'ours s':>10}{'fast s':>10}{'ours/tf':>9}"
+        f"{'fast/tf':>9}{'tf tok/s':>10}{'our tok/s':>11}{'fast tok/s':>12}"
+    )
     for name, repeats, s, count, busy in rows:
         hf_s, our_s, fast_s = s["transformers"], s["ours"], s.get("fast")
-        fast_cells = (f"{fast_s:>10.3f}", f"{fast_s / hf_s:>9.2f}", f"{count / fast_s:>12.1f}") \
-            if fast_s else (f"{'':>10}", f"{'':>9}", f"{'':>12}")
-        print(f"{name:<26}{repeats:>5}{hf_s:>16.3f}{our_s:>10.3f}{fast_cells[0]}"
-              f"{our_s / hf_s:>9.2f}{fast_cells[1]}{count / hf_s:>10.1f}{count / our_s:>11.1f}"
-              f"{fast_cells[2]}{'  (busy machine)' if busy else ''}")
+        fast_cells = (
+            (f"{fast_s:>10.3f}", f"{fast_s / hf_s:>9.2f}", f"{count / fast_s:>12.1f}")
+            if fast_s
+            else (f"{'':>10}", f"{'':>9}", f"{'':>12}")
+        )
+        print(
+            f"{name:<26}{repeats:>5}{hf_s:>16.3f}{our_s:>10.3f}{fast_cells[0]}"
+            f"{our_s / hf_s:>9.2f}{fast_cells[1]}{count / hf_s:>10.1f}{count / our_s:>11.1f}"
+            f"{fast_cells[2]}{'  (busy machine)' if busy else ''}"
+        )
     by_name = {row[0]: row[2] for row in rows}
-    one, many, plain = (by_name[k] for k in ("generate 1, cache", f"generate {n}, cache",
-                                             f"generate {n}, no cache"))
+    one, many, plain = (
+        by_name[k] for k in ("generate 1, cache", f"generate {n}, cache", f"generate {n}, no cache")
+    )
     step = {side: (many[side] - one[side]) / (n - 1) for side in many}
-    print(f"\nfloor: reading the {floor_bytes / 1e6:,.0f} MB of weight matrices once "
-          f"(x @ W, W stored [in, out]) takes {1e3 * floor_s:.1f} ms, "
-          f"{floor_bytes / floor_s / 1e9:.1f} GB/s")
+    print(
+        f"\nfloor: reading the {floor_bytes / 1e6:,.0f} MB of weight matrices once "
+        f"(x @ W, W stored [in, out]) takes {1e3 * floor_s:.1f} ms, "
+        f"{floor_bytes / floor_s / 1e9:.1f} GB/s"
+    )
     print(f"one cached decoding step ((generate {n} - generate 1) / {n - 1}):")
-    for side, label in (("transformers", "transformers"), ("ours", "ours, reference blocks"),
-                        ("fast", "ours, fast path")):
-        print(f"  {label:<24}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the floor"
-              f"  {step['transformers'] / step[side]:>5.2f}x transformers' tokens/s")
+    for side, label in (
+        ("transformers", "transformers"),
+        ("ours", "ours, reference blocks"),
+        ("fast", "ours, fast path"),
+    ):
+        print(
+            f"  {label:<24}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the floor"
+            f"  {step['transformers'] / step[side]:>5.2f}x transformers' tokens/s"
+        )
     calls = step_operator_calls(theirs, ours, fast, ids)
-    print("operator calls in one cached decoding step (torch.profiler, outermost aten calls): "
-          + ", ".join(f"{side} {count}" for side, count in calls.items()))
-    print(f"cache speed-up (no cache / cache): transformers "
-          f"{plain['transformers'] / many['transformers']:.1f}x, "
-          f"ours {plain['ours'] / many['ours']:.1f}x")
+    print(
+        "operator calls in one cached decoding step (torch.profiler, outermost aten calls): "
+        + ", ".join(f"{side} {count}" for side, count in calls.items())
+    )
+    print(
+        f"cache speed-up (no cache / cache): transformers "
+        f"{plain['transformers'] / many['transformers']:.1f}x, "
+        f"ours {plain['ours'] / many['ours']:.1f}x"
+    )
 
-    bfloat16_report(ours, ids, n, args.repeats, threads, sync, floor_s,
-                    outputs[f"generate {n}, cache"]["ours"])
+    bfloat16_report(
+        ours, ids, n, args.repeats, threads, sync, floor_s, outputs[f"generate {n}, cache"]["ours"]
+    )
 
     hf_logits, our_logits = (outputs[rows[0][0]][side] for side in ("transformers", "ours"))
     print(f"forward: max |logit difference| {(hf_logits - our_logits).abs().max().item():.2e}")
     generated = [out for name, *_ in rows[2:] for out in outputs[name].values()]
     same = all(torch.equal(generated[0], other) for other in generated[1:])
-    print(f"generated tokens identical (transformers, ours and our fast path, with and without "
-          f"cache): {same}")
+    print(
+        f"generated tokens identical (transformers, ours and our fast path, with and without "
+        f"cache): {same}"
+    )
     if not same:
         raise SystemExit("generated tokens differ")
 

@@ -80,8 +80,13 @@ def course_paths(grading=GRADING):
     config = PyFileConfigLoader("nbgrader_config.py", path=str(grading)).load_config()
     course = config.CourseDirectory
     root = Path(course.root)
-    return (root / course.submitted_directory, root / course.autograded_directory,
-            course.db_url, course.course_id, root)
+    return (
+        root / course.submitted_directory,
+        root / course.autograded_directory,
+        course.db_url,
+        course.course_id,
+        root,
+    )
 
 
 def submitted_students(submitted, lab):
@@ -105,12 +110,16 @@ def find_notebook(folder, lab):
         return (f"graded {same[0]} as {lab}.ipynb" if len(same) == 1 else ""), ""
     if not notebooks:
         others = sorted(p.name for p in folder.iterdir())[:5]
-        return "", (f"no notebook in the submission folder (expected {lab}.ipynb; found "
-                    f"{', '.join(others) if others else 'nothing'})")
+        return "", (
+            f"no notebook in the submission folder (expected {lab}.ipynb; found "
+            f"{', '.join(others) if others else 'nothing'})"
+        )
     if len(notebooks) > 1:
         names = ", ".join(p.name for p in notebooks[:5])
-        return "", (f"{len(notebooks)} notebooks ({names}) and none named {lab}.ipynb: "
-                    f"rename the one to grade to {lab}.ipynb")
+        return "", (
+            f"{len(notebooks)} notebooks ({names}) and none named {lab}.ipynb: "
+            f"rename the one to grade to {lab}.ipynb"
+        )
     shutil.copyfile(notebooks[0], want)
     return f"graded {notebooks[0].name} as {lab}.ipynb", ""
 
@@ -124,11 +133,15 @@ def notebook_problem(path, answer_ids):
     present = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb.cells}
     missing = [grade_id for grade_id in answer_ids if grade_id not in present]
     if answer_ids and len(missing) == len(answer_ids):
-        return (f"none of the lab's answer cells ({', '.join(missing)}) is in the notebook: "
-                "was it emptied or replaced by another notebook?")
+        return (
+            f"none of the lab's answer cells ({', '.join(missing)}) is in the notebook: "
+            "was it emptied or replaced by another notebook?"
+        )
     if missing:
-        return (f"answer cell{'s' if len(missing) > 1 else ''} {', '.join(missing)} deleted: "
-                "put the cell back (copy it from the released notebook) and grade again")
+        return (
+            f"answer cell{'s' if len(missing) > 1 else ''} {', '.join(missing)} deleted: "
+            "put the cell back (copy it from the released notebook) and grade again"
+        )
     return ""
 
 
@@ -138,22 +151,36 @@ def answer_cells(release):
         nb = nbformat.read(release, as_version=4)
     except OSError:
         return []
-    return [c.metadata.nbgrader["grade_id"] for c in nb.cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    return [
+        c.metadata.nbgrader["grade_id"]
+        for c in nb.cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    ]
 
 
 def log_reason(log):
     """Why nbgrader failed, from its log: the exception line of the last traceback, else the
     first ERROR line that is not nbgrader's generic wrapper."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
-    generic = ("There was an error processing", "Please see the", "Traceback (most recent",
-               "nbgrader.", "ERROR | Failed", "Interrupting kernel", "Timeout waiting")
-    exceptions = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*:",
-                                                     line)]
+    generic = (
+        "There was an error processing",
+        "Please see the",
+        "Traceback (most recent",
+        "nbgrader.",
+        "ERROR | Failed",
+        "Interrupting kernel",
+        "Timeout waiting",
+    )
+    exceptions = [
+        line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*:", line)
+    ]
     if exceptions:
         return exceptions[-1][:400]
-    errors = [line for line in lines if ("ERROR" in line or "WARNING" in line)
-              and not any(g in line for g in generic)]
+    errors = [
+        line
+        for line in lines
+        if ("ERROR" in line or "WARNING" in line) and not any(g in line for g in generic)
+    ]
     return (errors[0] if errors else (lines[-1] if lines else "no output"))[:400]
 
 
@@ -196,8 +223,14 @@ class Worker:
     with nbgrader's own autograde step, in its own process."""
 
     def __init__(self, lab, grading, timeout, cell_timeout, threads):
-        self.command = [sys.executable, str(Path(grading) / "autograde.py"), lab, "--worker",
-                        "--timeout", str(timeout)]
+        self.command = [
+            sys.executable,
+            str(Path(grading) / "autograde.py"),
+            lab,
+            "--worker",
+            "--timeout",
+            str(timeout),
+        ]
         if cell_timeout:
             self.command += ["--cell-timeout", str(cell_timeout)]
         self.grading, self.env, self.process = grading, environment(threads), None
@@ -205,9 +238,15 @@ class Worker:
     def start(self):
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (kept while the worker runs)
         # A session of its own, so that a timeout stops the sandbox it started as well.
-        self.process = subprocess.Popen(self.command, cwd=self.grading, env=self.env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.errors, start_new_session=True)
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=self.grading,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            start_new_session=True,
+        )
         self.buffer = b""
 
     def ask(self, student, notes_path, wait):
@@ -217,8 +256,9 @@ class Worker:
             self.start()
         deadline = time.monotonic() + wait
         try:
-            self.process.stdin.write((json.dumps({"student": student, "notes": notes_path})
-                                      + "\n").encode())
+            self.process.stdin.write(
+                (json.dumps({"student": student, "notes": notes_path}) + "\n").encode()
+            )
             self.process.stdin.flush()
             while b"\n" not in self.buffer:
                 left = deadline - time.monotonic()
@@ -231,8 +271,9 @@ class Worker:
         except BrokenPipeError:
             self.errors.seek(0)
             last = self.errors.read().decode("utf-8", "replace").strip().splitlines()[-1:]
-            raise EOFError(f"the grader process died ({last[0][:300] if last else 'silently'})"
-                           ) from None
+            raise EOFError(
+                f"the grader process died ({last[0][:300] if last else 'silently'})"
+            ) from None
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
@@ -281,8 +322,15 @@ def serve(lab, grading, timeout, cell_timeout):
             request = json.loads(line)
             os.environ["LM10_NOTES"] = request["notes"]
             done = api.autograde(lab, request["student"], force=True, create=True)
-            protocol.write(json.dumps({"success": bool(done["success"]), "log": "\n".join(
-                [done.get("log") or "", done.get("error") or ""])}) + "\n")
+            protocol.write(
+                json.dumps(
+                    {
+                        "success": bool(done["success"]),
+                        "log": "\n".join([done.get("log") or "", done.get("error") or ""]),
+                    }
+                )
+                + "\n"
+            )
             protocol.flush()
     finally:
         sandbox.cool()
@@ -304,27 +352,49 @@ def run_nbgrader(worker, lab, student, timeout, retries):
                 reply = worker.ask(student, notes_path, wait)
             except TimeoutError:
                 worker.stop(kill=True)
-                return Result(student, "timeout", attempts=attempt,
-                              seconds=time.monotonic() - start,
-                              message=f"still running after {timeout} s; stopped"), {}
+                return Result(
+                    student,
+                    "timeout",
+                    attempts=attempt,
+                    seconds=time.monotonic() - start,
+                    message=f"still running after {timeout} s; stopped",
+                ), {}
             except EOFError as error:
                 worker.stop(kill=True)
-                return Result(student, "error", attempts=attempt,
-                              seconds=time.monotonic() - start, message=str(error)), {}
+                return Result(
+                    student,
+                    "error",
+                    attempts=attempt,
+                    seconds=time.monotonic() - start,
+                    message=str(error),
+                ), {}
             notes = json.loads(Path(notes_path).read_text() or "{}")
             if notes.get("timeout"):
-                return Result(student, "timeout", attempts=attempt,
-                              seconds=time.monotonic() - start,
-                              message=f"still running after {timeout} s; stopped"), notes
+                return Result(
+                    student,
+                    "timeout",
+                    attempts=attempt,
+                    seconds=time.monotonic() - start,
+                    message=f"still running after {timeout} s; stopped",
+                ), notes
             log = reply["log"]
             if reply["success"] or LOCKED not in log:
                 status = "graded" if reply["success"] else "error"
-                return Result(student, status, attempts=attempt,
-                              seconds=time.monotonic() - start,
-                              message="" if status == "graded" else log_reason(log)), notes
+                return Result(
+                    student,
+                    status,
+                    attempts=attempt,
+                    seconds=time.monotonic() - start,
+                    message="" if status == "graded" else log_reason(log),
+                ), notes
             time.sleep(attempt * 2.0)  # the lock holder finishes a short transaction meanwhile
-        return Result(student, "error", attempts=attempt, seconds=time.monotonic() - start,
-                      message=f"{LOCKED} after {attempt} attempts"), notes
+        return Result(
+            student,
+            "error",
+            attempts=attempt,
+            seconds=time.monotonic() - start,
+            message=f"{LOCKED} after {attempt} attempts",
+        ), notes
     finally:
         os.unlink(notes_path)
 
@@ -337,8 +407,9 @@ def check_released(lab, db_url, course_id):
         try:
             gradebook.find_assignment(lab)
         except MissingEntry:
-            raise ValueError(f"lab {lab} is not in the gradebook: run `make release LAB={lab}` "
-                             "first") from None
+            raise ValueError(
+                f"lab {lab} is not in the gradebook: run `make release LAB={lab}` first"
+            ) from None
 
 
 def first_line(text, limit=160):
@@ -374,8 +445,10 @@ def explain(result, notes, note, autograded_notebook):
             parts.append(f"stopped {notes['stopped']}")
         timed = [c for c in notes.get("timed_out_cells", [])]
         if timed:
-            parts.append(f"cell{'s' if len(timed) > 1 else ''} {', '.join(timed)} stopped "
-                         "after the per-cell time limit")
+            parts.append(
+                f"cell{'s' if len(timed) > 1 else ''} {', '.join(timed)} stopped "
+                "after the per-cell time limit"
+            )
         if failed:
             grade_id, reason = failed[0]
             more = f" (+{len(failed) - 1} more failed)" if len(failed) > 1 else ""
@@ -387,8 +460,11 @@ def explain(result, notes, note, autograded_notebook):
     elif result.message:
         parts.append(result.message)
     if notes.get("flags"):
-        parts.append("FLAGGED for review: " + "; ".join(notes["flags"][:4]) + (
-            f" (+{len(notes['flags']) - 4} more)" if len(notes["flags"]) > 4 else ""))
+        parts.append(
+            "FLAGGED for review: "
+            + "; ".join(notes["flags"][:4])
+            + (f" (+{len(notes['flags']) - 4} more)" if len(notes["flags"]) > 4 else "")
+        )
     if notes and notes.get("isolated") is False:
         parts.append("NOT ISOLATED (bubblewrap missing)")
     return " | ".join(parts)[:1000]
@@ -409,8 +485,11 @@ def record(results, lab, db_url, course_id):
             missing = [g.name for g in grades if g.auto_score is None and not g.needs_manual_grade]
             if result.status in ("graded", "flagged") and (missing or not grades):
                 result.status = "error"
-                result.message = (f"no score in the gradebook for {', '.join(missing)}"
-                                  if missing else "no grades in the gradebook")
+                result.message = (
+                    f"no score in the gradebook for {', '.join(missing)}"
+                    if missing
+                    else "no grades in the gradebook"
+                )
             if result.status not in ("graded", "flagged"):
                 for grade in grades:
                     grade.auto_score, grade.needs_manual_grade = 0.0, False
@@ -427,9 +506,17 @@ def keep_only_notebook(folder, lab):
     if not folder.is_dir():
         return
     for path in folder.iterdir():
-        if path.is_file() and not path.is_symlink() and (path.name == f"{lab}.ipynb" or (
-                path.name in ("timestamp.txt", "submission_secret.txt")
-                and path.stat().st_size <= 1024)):
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and (
+                path.name == f"{lab}.ipynb"
+                or (
+                    path.name in ("timestamp.txt", "submission_secret.txt")
+                    and path.stat().st_size <= 1024
+                )
+            )
+        ):
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -447,8 +534,7 @@ def write_report(path, results):
                 if row.get("student"):
                     rows[row["student"]] = [row.get(name, "") for name in names]
     for r in results:
-        rows[r.student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f)
-                           for f in names]
+        rows[r.student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f) for f in names]
     scratch = path.with_suffix(".csv.tmp")
     with open(scratch, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -461,12 +547,23 @@ def write_report(path, results):
 def progress(done, total, result, stream=sys.stderr):
     width = 20
     bar = "#" * (width * done // total) + "-" * (width - width * done // total)
-    print(f"[{bar}] {done}/{total} {result.student}: {result.status} "
-          f"({result.seconds:.0f} s)", file=stream, flush=True)
+    print(
+        f"[{bar}] {done}/{total} {result.student}: {result.status} ({result.seconds:.0f} s)",
+        file=stream,
+        flush=True,
+    )
 
 
-def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRADING,
-              cell_timeout=None, show_progress=True):
+def autograde(
+    lab,
+    students=None,
+    jobs=None,
+    timeout=900,
+    retries=5,
+    grading=GRADING,
+    cell_timeout=None,
+    show_progress=True,
+):
     """Autograde `students` (default: every submission of `lab`); return one Result each."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", lab):
         raise ValueError(f"lab must be a folder name such as LM10-L2, got {lab!r}")
@@ -490,14 +587,19 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
     if sandbox.bwrap() is None:
         print(sandbox.NOT_ISOLATED, file=sys.stderr, flush=True)
     elif problem := sandbox.probe():
-        raise ValueError(f"bubblewrap is installed but cannot make a sandbox here: {problem}. "
-                         "Fix that (user namespaces must be allowed), or grade without "
-                         "isolation, knowingly: LM10_NO_SANDBOX=1")
+        raise ValueError(
+            f"bubblewrap is installed but cannot make a sandbox here: {problem}. "
+            "Fix that (user namespaces must be allowed), or grade without "
+            "isolation, knowingly: LM10_NO_SANDBOX=1"
+        )
     source = root / "solutions" / lab / f"{lab}.ipynb"
     if source.is_file() and "pretrained" in source.read_text():
         # The sandbox reads the SmolLM2 cache read-only: convert it here, once, if needed.
-        subprocess.run([sys.executable, "-c", "from lmcourse.pretrained import convert; "
-                        "convert()"], env=environment(), check=True)
+        subprocess.run(
+            [sys.executable, "-c", "from lmcourse.pretrained import convert; convert()"],
+            env=environment(),
+            check=True,
+        )
     threads = max(1, (os.cpu_count() or 1) // min(jobs, len(students)))
     lock, done, results, notes, extra = threading.Lock(), [0], {}, {}, {}
 
@@ -541,8 +643,9 @@ def autograde(lab, students=None, jobs=None, timeout=900, retries=5, grading=GRA
         found = notes[r.student]
         if r.status == "graded" and found.get("flags"):
             r.status = "flagged"
-        r.message = explain(r, found, extra[r.student],
-                            autograded / r.student / lab / f"{lab}.ipynb")
+        r.message = explain(
+            r, found, extra[r.student], autograded / r.student / lab / f"{lab}.ipynb"
+        )
         r.seconds = round(r.seconds, 1)
     write_report(grading / f"autograde-{lab}.csv", ordered)
     return ordered
@@ -553,12 +656,21 @@ def main(argv=None):
     parser.add_argument("lab", help="lab folder name, e.g. LM10-L2")
     parser.add_argument("--student", nargs="*", help="grade only these students")
     parser.add_argument("--jobs", type=int, help="parallel submissions (default: every core)")
-    parser.add_argument("--timeout", type=int, default=900,
-                        help="seconds one submission may run in all (default 900)")
-    parser.add_argument("--cell-timeout", type=int,
-                        help="seconds one cell may run (default: Execute.timeout, 120)")
-    parser.add_argument("--retries", type=int, default=5,
-                        help="retries of a submission that met a locked gradebook (default 5)")
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=900,
+        help="seconds one submission may run in all (default 900)",
+    )
+    parser.add_argument(
+        "--cell-timeout", type=int, help="seconds one cell may run (default: Execute.timeout, 120)"
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=5,
+        help="retries of a submission that met a locked gradebook (default 5)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -566,19 +678,28 @@ def main(argv=None):
         return
     start = time.monotonic()
     try:
-        results = autograde(args.lab, args.student, args.jobs, args.timeout, args.retries,
-                            cell_timeout=args.cell_timeout)
+        results = autograde(
+            args.lab,
+            args.student,
+            args.jobs,
+            args.timeout,
+            args.retries,
+            cell_timeout=args.cell_timeout,
+        )
     except ValueError as error:
         parser.exit(2, f"autograde: {error}\n")
     for r in results:
-        line = (f"{r.student:<24} {r.status:<8} {r.score:5.1f} / {r.max_score:<5.1f} "
-                f"{r.seconds:6.1f} s")
+        line = (
+            f"{r.student:<24} {r.status:<8} {r.score:5.1f} / {r.max_score:<5.1f} {r.seconds:6.1f} s"
+        )
         print(line + (f"  {r.message}" if r.message else ""))
     failed = sum(r.status in ("error", "timeout") for r in results)
     flagged = sum(r.status == "flagged" for r in results)
-    print(f"{len(results)} submissions of {args.lab} in {time.monotonic() - start:.0f} s, "
-          f"{failed} not graded (zero recorded), {flagged} flagged for review; "
-          f"report: grading/autograde-{args.lab}.csv")
+    print(
+        f"{len(results)} submissions of {args.lab} in {time.monotonic() - start:.0f} s, "
+        f"{failed} not graded (zero recorded), {flagged} flagged for review; "
+        f"report: grading/autograde-{args.lab}.csv"
+    )
 
 
 if __name__ == "__main__":

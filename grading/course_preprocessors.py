@@ -66,8 +66,12 @@ def hidden_line_numbers(source, begin, end):
 
 
 def neutral_error(output):
-    return new_output("error", ename=output.ename, evalue=HIDDEN_MESSAGE,
-                      traceback=[f"{output.ename}: {HIDDEN_MESSAGE}"])
+    return new_output(
+        "error",
+        ename=output.ename,
+        evalue=HIDDEN_MESSAGE,
+        traceback=[f"{output.ename}: {HIDDEN_MESSAGE}"],
+    )
 
 
 def scrub_error(output, hidden):
@@ -84,8 +88,11 @@ def scrub_error(output, hidden):
             continue
         if int(found.group(1)) in hidden:
             return neutral_error(output)
-        kept = [line for line, bare in zip(entry.split("\n"), plain.split("\n"), strict=True)
-                if not (numbered := CONTEXT_LINE.match(bare)) or int(numbered[1]) not in hidden]
+        kept = [
+            line
+            for line, bare in zip(entry.split("\n"), plain.split("\n"), strict=True)
+            if not (numbered := CONTEXT_LINE.match(bare)) or int(numbered[1]) not in hidden
+        ]
         traceback = list(output.traceback)
         traceback[index] = "\n".join(kept)
         return new_output("error", ename=output.ename, evalue=output.evalue, traceback=traceback)
@@ -101,13 +108,18 @@ class StripHiddenTests(ClearHiddenTests):
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
-            numbers = hidden_line_numbers(cell.source, self.begin_test_delimeter,
-                                          self.end_test_delimeter)
+            numbers = hidden_line_numbers(
+                cell.source, self.begin_test_delimeter, self.end_test_delimeter
+            )
             for number, line in enumerate(cell.source.split("\n"), start=1):
                 (hidden if number in numbers else visible).add(line.strip())
-        self.leaks = {line for line in hidden - visible if len(line) >= 12
-                      and self.begin_test_delimeter not in line
-                      and self.end_test_delimeter not in line}
+        self.leaks = {
+            line
+            for line in hidden - visible
+            if len(line) >= 12
+            and self.begin_test_delimeter not in line
+            and self.end_test_delimeter not in line
+        }
         nb, resources = super().preprocess(nb, resources)
         for cell in nb.cells:
             if cell.cell_type == "code":
@@ -118,8 +130,11 @@ class StripHiddenTests(ClearHiddenTests):
         def clean(text):
             if not isinstance(text, str) or not any(leak in text for leak in self.leaks):
                 return text
-            return "\n".join(QUOTE_REMOVED if any(leak in line for leak in self.leaks) else line
-                             for line in text.split("\n"))
+            return "\n".join(
+                QUOTE_REMOVED if any(leak in line for leak in self.leaks) else line
+                for line in text.split("\n")
+            )
+
         if "text" in output:
             output.text = clean(output.text)
         for key in list(output.get("data", {})):
@@ -138,9 +153,12 @@ class StripHiddenTests(ClearHiddenTests):
         if not hidden:
             return cell, resources
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        cell.outputs = [scrub_error(output, hidden) if output.output_type == "error"
-                        and output.ename not in GRADER_ERRORS else output
-                        for output in cell.outputs]
+        cell.outputs = [
+            scrub_error(output, hidden)
+            if output.output_type == "error" and output.ename not in GRADER_ERRORS
+            else output
+            for output in cell.outputs
+        ]
         return cell, resources
 
 
@@ -154,7 +172,7 @@ class DeduplicateIds(NbgraderDeduplicateIds):
         return cell, resources
 
 
-STDERR_NOTE = ("[written to stderr: shown here, never costs points]\n")
+STDERR_NOTE = "[written to stderr: shown here, never costs points]\n"
 KEEP_MIME = ("text/plain", "image/png", "image/jpeg")  # no HTML or script from student code
 
 
@@ -170,15 +188,19 @@ def clean_output(raw, limit):
     def text(value):
         value = "".join(map(str, value)) if isinstance(value, list) else str(value)
         return value if len(value) <= limit else value[:limit] + "\n[output cut by the grader]\n"
+
     kind = raw.get("output_type")
     if kind == "stream":
         name = raw.get("name") if raw.get("name") in ("stdout", "stderr") else "stdout"
         return new_output("stream", name=name, text=text(raw.get("text", "")))
     if kind == "error":
         trace = raw.get("traceback") if isinstance(raw.get("traceback"), list) else []
-        return new_output("error", ename=text(raw.get("ename", "Error"))[:200],
-                          evalue=text(raw.get("evalue", "")),
-                          traceback=[text(line) for line in trace[:200]])
+        return new_output(
+            "error",
+            ename=text(raw.get("ename", "Error"))[:200],
+            evalue=text(raw.get("evalue", "")),
+            traceback=[text(line) for line in trace[:200]],
+        )
     if kind in ("display_data", "execute_result"):
         data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
         data = {k: text(v) for k, v in data.items() if k in KEEP_MIME}
@@ -186,8 +208,9 @@ def clean_output(raw, limit):
             return None
         if kind == "execute_result":
             count = raw.get("execution_count")
-            return new_output(kind, data=data,
-                              execution_count=count if isinstance(count, int) else None)
+            return new_output(
+                kind, data=data, execution_count=count if isinstance(count, int) else None
+            )
         return new_output(kind, data=data)
     return None
 
@@ -225,8 +248,7 @@ class SandboxedExecute(Execute):
         if not notes["isolated"]:
             self.log.warning(sandbox.NOT_ISOLATED)
         limits = sandbox.Limits(output_chars=self.output_chars)
-        run = sandbox.execute(nbformat.writes(prepared), self.timeout, self.total_timeout,
-                              limits)
+        run = sandbox.execute(nbformat.writes(prepared), self.timeout, self.total_timeout, limits)
         if run.timed_out:
             notes["timeout"] = self.total_timeout
             write_notes(notes)
@@ -237,38 +259,55 @@ class SandboxedExecute(Execute):
             assert isinstance(cells, list) and len(cells) == len(prepared.cells)
         except (ValueError, KeyError, TypeError, AssertionError):
             last = run.log.strip().splitlines()[-1:] or ["(nothing)"]
-            raise SandboxError(f"the sandbox returned no executed notebook (exit status "
-                               f"{run.returncode}; last line it printed: {last[0][:200]!r})"
-                               ) from None
+            raise SandboxError(
+                f"the sandbox returned no executed notebook (exit status "
+                f"{run.returncode}; last line it printed: {last[0][:200]!r})"
+            ) from None
         stopped = executed.get("metadata", {}).get("lm10_stopped")
         for sent, back, index in zip(prepared.cells, cells, origin, strict=True):
             if index is None or sent.cell_type != "code":
                 continue
             if not isinstance(back, dict) or back.get("source") not in (
-                    sent.source, sent.source.splitlines(keepends=True)):
+                sent.source,
+                sent.source.splitlines(keepends=True),
+            ):
                 raise SandboxError(f"the sandbox changed cell {index + 1}")
             cell = nb.cells[index]
             outputs = back.get("outputs") if isinstance(back.get("outputs"), list) else []
-            cell.outputs = [o for o in (clean_output(r, self.output_chars) for r in outputs[:100])
-                            if o is not None]
+            cell.outputs = [
+                o
+                for o in (clean_output(r, self.output_chars) for r in outputs[:100])
+                if o is not None
+            ]
             count = back.get("execution_count")
             cell.execution_count = count if isinstance(count, int) else None
             if any(o.output_type == "stream" and o.name == "stderr" for o in cell.outputs):
                 notes.setdefault("stderr", []).append(
-                    submission_checks.meta(cell).get("grade_id") or f"cell {index + 1}")
+                    submission_checks.meta(cell).get("grade_id") or f"cell {index + 1}"
+                )
                 for o in cell.outputs:
                     if o.output_type == "stream" and o.name == "stderr":
                         o.name, o.text = "stdout", STDERR_NOTE + o.text
         if isinstance(stopped, dict):
             position = stopped.get("cell")
-            index = origin[position] if isinstance(position, int) and 0 <= position < len(
-                origin) else None
-            name = "a grader cell" if index is None else (
-                submission_checks.meta(nb.cells[index]).get("grade_id") or f"cell {index + 1}")
+            index = (
+                origin[position]
+                if isinstance(position, int) and 0 <= position < len(origin)
+                else None
+            )
+            name = (
+                "a grader cell"
+                if index is None
+                else (
+                    submission_checks.meta(nb.cells[index]).get("grade_id") or f"cell {index + 1}"
+                )
+            )
             notes["stopped"] = f"{name}: {str(stopped.get('reason'))[:300]}"
         notes["timed_out_cells"] = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
-            for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
-                o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)]
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code"
+            and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)
+        ]
         write_notes(notes)
         return nb, resources

@@ -54,21 +54,30 @@ os.makedirs(c.Exchange.root, exist_ok=True)
 _DATA = os.path.join(HERE, "jupyter-data")
 if _DATA not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
-        p for p in (_DATA, os.environ.get("JUPYTER_PATH")) if p)
+        p for p in (_DATA, os.environ.get("JUPYTER_PATH")) if p
+    )
 # Students delete and duplicate cells: put missing test cells back (and run them), and keep
 # one cell per grade_id (nbgrader's own DeduplicateIds then breaks OverwriteCells, see
 # course_preprocessors.py). Everything else is nbgrader's default sanitizing pipeline.
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
-    ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    OverwriteCells,
+    CheckCellMetadata,
 ]
 
 # Student code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py):
 # it replaces nbgrader's Execute, and its stderr never costs points, so nbgrader's
 # IgnorePattern is not needed. The rest is nbgrader's default autograding pipeline.
 c.Autograde.autograde_preprocessors = [
-    SandboxedExecute, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata,
+    SandboxedExecute,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
 ]
 # Seconds per cell (nbgrader's default is 30). Each lab's setup cell imports torch and
 # transformers, which took 30 s on a loaded 2-core machine; a cell still running after this is

@@ -35,9 +35,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 EXECUTOR = HERE / "sandbox_exec.py"
 PYTHON = os.path.normpath(os.path.abspath(sys.executable))  # the venv's, not resolved
-NOT_ISOLATED = ("WARNING: bubblewrap (bwrap) is not installed: submissions run WITHOUT "
-                "isolation and can read and change the gradebook, the solutions and other "
-                "submissions. Install it: apt-get install bubblewrap")
+NOT_ISOLATED = (
+    "WARNING: bubblewrap (bwrap) is not installed: submissions run WITHOUT "
+    "isolation and can read and change the gradebook, the solutions and other "
+    "submissions. Install it: apt-get install bubblewrap"
+)
 
 
 @dataclass
@@ -83,11 +85,29 @@ def weight_cache():
 
 def bwrap_command(bwrap_path, limits):
     home = "/home/student"
-    command = [bwrap_path, "--unshare-all", "--die-with-parent", "--new-session",
-               "--cap-drop", "ALL", "--hostname", "sandbox", "--clearenv",
-               "--proc", "/proc", "--dev", "/dev",
-               "--size", str(limits.home_bytes), "--tmpfs", "/tmp",
-               "--size", str(limits.home_bytes), "--tmpfs", home]
+    command = [
+        bwrap_path,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(limits.home_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(limits.home_bytes),
+        "--tmpfs",
+        home,
+    ]
     finish = ["--remount-ro", "/"]  # the sandbox's own root: nothing to fill there
     for system in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
         path = Path(system)
@@ -101,14 +121,39 @@ def bwrap_command(bwrap_path, limits):
         command += ["--ro-bind", str(folder), str(folder)]
     cache = weight_cache()
     if cache:
-        command += ["--ro-bind", str(cache), "/opt/lmcourse-cache",
-                    "--setenv", "LMCOURSE_CACHE", "/opt/lmcourse-cache"]
-    command += ["--ro-bind", str(EXECUTOR), "/opt/grader/sandbox_exec.py",
-                "--chdir", home,
-                "--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp",
-                "--setenv", "PATH", f"{Path(PYTHON).parent}:/usr/bin:/bin",
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-                "--setenv", "MPLBACKEND", "agg"]
+        command += [
+            "--ro-bind",
+            str(cache),
+            "/opt/lmcourse-cache",
+            "--setenv",
+            "LMCOURSE_CACHE",
+            "/opt/lmcourse-cache",
+        ]
+    command += [
+        "--ro-bind",
+        str(EXECUTOR),
+        "/opt/grader/sandbox_exec.py",
+        "--chdir",
+        home,
+        "--setenv",
+        "HOME",
+        home,
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+        "--setenv",
+        "PATH",
+        f"{Path(PYTHON).parent}:/usr/bin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "PYTHONDONTWRITEBYTECODE",
+        "1",
+        "--setenv",
+        "MPLBACKEND",
+        "agg",
+    ]
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         if name in os.environ:
             command += ["--setenv", name, os.environ[name]]
@@ -116,12 +161,12 @@ def bwrap_command(bwrap_path, limits):
 
 
 def probe():
-    """"" if bwrap can make this module's sandbox here, else why not (its own words)."""
+    """ "" if bwrap can make this module's sandbox here, else why not (its own words)."""
     path = bwrap()
     if not path:
         return ""
     command = bwrap_command(path, Limits())
-    command = command[:command.index("--")] + ["--", PYTHON, "-c", "pass"]
+    command = command[: command.index("--")] + ["--", PYTHON, "-c", "pass"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -198,13 +243,16 @@ def set_limits(limits, group=None):
     def apply():
         if group:
             group.join()
-        for name, value in ((resource.RLIMIT_AS, limits.memory_bytes),
-                            (resource.RLIMIT_FSIZE, limits.file_bytes),
-                            (resource.RLIMIT_NPROC, limits.processes),
-                            (resource.RLIMIT_CPU, limits.cpu_seconds),
-                            (resource.RLIMIT_CORE, 0)):
+        for name, value in (
+            (resource.RLIMIT_AS, limits.memory_bytes),
+            (resource.RLIMIT_FSIZE, limits.file_bytes),
+            (resource.RLIMIT_NPROC, limits.processes),
+            (resource.RLIMIT_CPU, limits.cpu_seconds),
+            (resource.RLIMIT_CORE, 0),
+        ):
             resource.setrlimit(name, (value, value))
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+
     return apply
 
 
@@ -232,13 +280,19 @@ class WarmSandbox:
         self.log = open(Path(self.scratch.name) / "log.txt", "w+b")  # noqa: SIM115
         requests_r, self.requests = os.pipe()
         self.results, results_w = os.pipe()
-        command = bwrap_command(bwrap(), self.limits) + ["--serve", str(requests_r),
-                                                         str(results_w)]
+        command = bwrap_command(bwrap(), self.limits) + ["--serve", str(requests_r), str(results_w)]
         self.group = ProcessGroup(self.limits.processes)
         self.process = subprocess.Popen(
-            command, cwd="/", env={}, stdin=subprocess.DEVNULL, stdout=self.log,
-            stderr=subprocess.STDOUT, pass_fds=(requests_r, results_w),
-            preexec_fn=set_limits(self.limits, self.group), start_new_session=True)
+            command,
+            cwd="/",
+            env={},
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(requests_r, results_w),
+            preexec_fn=set_limits(self.limits, self.group),
+            start_new_session=True,
+        )
         os.close(requests_r)
         os.close(results_w)
         self.send(self.imports.encode())
@@ -248,7 +302,7 @@ class WarmSandbox:
         os.write(self.requests, len(data).to_bytes(8, "big"))
         view = memoryview(data)
         while view:
-            view = view[os.write(self.requests, view):]
+            view = view[os.write(self.requests, view) :]
 
     def receive(self, size, deadline):
         data = bytearray()
@@ -281,8 +335,12 @@ class WarmSandbox:
             self.start()
         start = os.fstat(self.log.fileno()).st_size
         deadline = time.monotonic() + total_timeout
-        request = {"notebook": notebook_json, "cell_timeout": cell_timeout,
-                   "limit": self.limits.output_chars, "max_bytes": self.limits.file_bytes}
+        request = {
+            "notebook": notebook_json,
+            "cell_timeout": cell_timeout,
+            "limit": self.limits.output_chars,
+            "max_bytes": self.limits.file_bytes,
+        }
         notebook, timed_out = "", False
         try:
             if not self.ready:  # the imports are not the student's time: READY, then the clock
@@ -302,8 +360,13 @@ class WarmSandbox:
         returncode = self.process.poll()
         if timed_out or returncode is not None or not notebook:
             self.close()
-        return Execution(notebook, -signal.SIGKILL if timed_out else (returncode or 0), tail,
-                         isolated=True, timed_out=timed_out)
+        return Execution(
+            notebook,
+            -signal.SIGKILL if timed_out else (returncode or 0),
+            tail,
+            isolated=True,
+            timed_out=timed_out,
+        )
 
 
 _warm = None
@@ -343,17 +406,27 @@ def execute(notebook_json, cell_timeout, total_timeout, limits=None):
             home.mkdir()
             command = [PYTHON, str(EXECUTOR)]
             cwd = str(home)
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LMCOURSE_CACHE",
-                                                                  "OMP_NUM_THREADS")}
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if k in ("PATH", "LANG", "LMCOURSE_CACHE", "OMP_NUM_THREADS")
+            }
             env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg")
         result_path, log_path = scratch / "result.json", scratch / "log.txt"
         with open(result_path, "w+b") as result, open(log_path, "w+b") as log:
             command += [str(cell_timeout), str(limits.output_chars), str(result.fileno())]
             group = ProcessGroup(limits.processes)
             process = subprocess.Popen(
-                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=log,
-                stderr=subprocess.STDOUT, pass_fds=(result.fileno(),),
-                preexec_fn=set_limits(limits, group), start_new_session=True)
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(result.fileno(),),
+                preexec_fn=set_limits(limits, group),
+                start_new_session=True,
+            )
             try:
                 process.stdin.write(notebook_json.encode())
                 process.stdin.close()
@@ -375,4 +448,3 @@ def execute(notebook_json, cell_timeout, total_timeout, limits=None):
             log.seek(max(0, log_path.stat().st_size - 4000))
             tail = log.read().decode("utf-8", "replace")
     return Execution(notebook, returncode, tail, isolated=bool(path), timed_out=timed_out)
-

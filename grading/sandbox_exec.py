@@ -30,8 +30,7 @@ import warnings
 
 PR_SET_DUMPABLE = 4
 INTERRUPT_GRACE = 10  # seconds an interrupted kernel has to take the next request
-STOPPED = ("The grader stopped this cell: {reason}. Later cells were not run; "
-           "their tests score 0.")
+STOPPED = "The grader stopped this cell: {reason}. Later cells were not run; their tests score 0."
 
 
 def not_dumpable():
@@ -40,15 +39,21 @@ def not_dumpable():
 
 
 def error_output(ename, evalue):
-    return {"output_type": "error", "ename": ename, "evalue": evalue,
-            "traceback": [f"{ename}: {evalue}"]}
+    return {
+        "output_type": "error",
+        "ename": ename,
+        "evalue": evalue,
+        "traceback": [f"{ename}: {evalue}"],
+    }
 
 
 def cut(text, limit):
     if len(text) <= limit:
         return text
-    return (text[:limit] + f"\n[output cut by the grader: {len(text):,} characters, "
-            f"only the first {limit:,} kept]\n")
+    return (
+        text[:limit] + f"\n[output cut by the grader: {len(text):,} characters, "
+        f"only the first {limit:,} kept]\n"
+    )
 
 
 def cut_outputs(cell, limit):
@@ -127,7 +132,9 @@ def fork_kernel(result):
     os.makedirs(jupyter_runtime_dir(), exist_ok=True)  # where a kernel manager writes it too
     path, info = write_connection_file(
         fname=os.path.join(jupyter_runtime_dir(), f"kernel-{os.getpid()}.json"),
-        ip="127.0.0.1", transport="tcp")
+        ip="127.0.0.1",
+        transport="tcp",
+    )
     pid = os.fork()
     if pid:
         return ForkedKernel(pid, info)
@@ -177,8 +184,10 @@ def mount_points():
     decoded): the read-only binds of the library and the interpreter, which can sit inside a
     writable folder when the course itself lives under /tmp."""
     with open("/proc/self/mountinfo") as handle:
-        return {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
-                for line in handle}
+        return {
+            re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            for line in handle
+        }
 
 
 def empty(folder, mounts):
@@ -202,8 +211,12 @@ def empty(folder, mounts):
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
-    left = [name for name in os.listdir(folder) if os.path.join(folder, name) not in mounts
-            and not any(m.startswith(os.path.join(folder, name) + "/") for m in mounts)]
+    left = [
+        name
+        for name in os.listdir(folder)
+        if os.path.join(folder, name) not in mounts
+        and not any(m.startswith(os.path.join(folder, name) + "/") for m in mounts)
+    ]
     if left:
         raise RuntimeError(f"could not empty {folder}: {left[:5]}")
 
@@ -249,8 +262,9 @@ def serve(requests_fd, results_fd):
                 with os.fdopen(writer, "w") as out:
                     km = fork_kernel(out.fileno())
                     try:
-                        text = run_notebook(request["notebook"], request["cell_timeout"],
-                                            request["limit"], km=km)
+                        text = run_notebook(
+                            request["notebook"], request["cell_timeout"], request["limit"], km=km
+                        )
                     finally:
                         km.shutdown_kernel(now=True)
                     out.write(text)
@@ -263,7 +277,7 @@ def serve(requests_fd, results_fd):
                 if size <= request["max_bytes"]:
                     data.append(chunk)
                 size += len(chunk)
-        data = b"".join(data)[:request["max_bytes"] + 1]
+        data = b"".join(data)[: request["max_bytes"] + 1]
         os.waitpid(pid, 0)
         clear(folders)
         results.write(len(data).to_bytes(8, "big") + data)
@@ -283,18 +297,29 @@ def run_notebook(text, cell_timeout, limit, km=None):
     def on_cell_executed(cell, cell_index, execute_reply):
         content = execute_reply.get("content", {}) if execute_reply else {}
         timed_out = content.get("ename") == "CellTimeoutError"  # nbclient's stand-in reply
-        if content.get("status") == "error" and (timed_out or not any(
-                o.get("output_type") == "error" for o in cell.outputs)):
+        if content.get("status") == "error" and (
+            timed_out or not any(o.get("output_type") == "error" for o in cell.outputs)
+        ):
             ename, evalue = content.get("ename", "Error"), content.get("evalue", "")
             cell.outputs.append(nbformat.from_dict(error_output(ename, evalue)))
 
     client = NotebookClient(
-        nb, km=km, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
-        kernel_name="python3", resources={"metadata": {"path": os.getcwd()}},
-        on_cell_executed=on_cell_executed, record_timing=False,
-        error_on_timeout={"ename": "CellTimeoutError", "evalue": (
-            f"the grader stopped this cell after {cell_timeout} s "
-            "(does it loop forever?)"), "traceback": []},
+        nb,
+        km=km,
+        timeout=cell_timeout,
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": os.getcwd()}},
+        on_cell_executed=on_cell_executed,
+        record_timing=False,
+        error_on_timeout={
+            "ename": "CellTimeoutError",
+            "evalue": (
+                f"the grader stopped this cell after {cell_timeout} s (does it loop forever?)"
+            ),
+            "traceback": [],
+        },
     )
     try:
         with client.setup_kernel():
@@ -302,35 +327,47 @@ def run_notebook(text, cell_timeout, limit, km=None):
                 try:
                     client.execute_cell(cell, index)
                 except DeadKernelError:
-                    stopped = (index, "the kernel died while it ran (os._exit, a crash, "
-                                      "or it ran out of memory)")
+                    stopped = (
+                        index,
+                        "the kernel died while it ran (os._exit, a crash, or it ran out of memory)",
+                    )
                     break
                 except CellTimeoutError:
-                    stopped = (index, f"it did not stop {cell_timeout} s after it was "
-                                      "interrupted")
+                    stopped = (index, f"it did not stop {cell_timeout} s after it was interrupted")
                     break
-                timed_out = any(o.get("ename") == "CellTimeoutError"
-                                for o in cell.get("outputs", []))
+                timed_out = any(
+                    o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])
+                )
                 if timed_out and not run_sync(answers)(client.kc, INTERRUPT_GRACE):
                     stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
                     break
     except Exception as error:  # the kernel did not start or did not shut down
         if stopped is None:
-            first = next((i for i, c in enumerate(nb.cells)
-                          if c.cell_type == "code" and not c.get("outputs")), 0)
+            first = next(
+                (
+                    i
+                    for i, c in enumerate(nb.cells)
+                    if c.cell_type == "code" and not c.get("outputs")
+                ),
+                0,
+            )
             stopped = (first, f"the kernel failed: {type(error).__name__}: {error}"[:500])
     if stopped is not None:
         index, reason = stopped
         for later, cell in enumerate(nb.cells[index:], start=index):
             if cell.cell_type == "code":
-                message = STOPPED.format(reason=reason) if later == index else (
-                    f"Not run: the grader stopped an earlier cell ({reason}).")
+                message = (
+                    STOPPED.format(reason=reason)
+                    if later == index
+                    else (f"Not run: the grader stopped an earlier cell ({reason}).")
+                )
                 cell.outputs.append(nbformat.from_dict(error_output("NotRun", message)))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cut_outputs(cell, limit)
-    nb.metadata["lm10_stopped"] = None if stopped is None else {
-        "cell": stopped[0], "reason": stopped[1]}
+    nb.metadata["lm10_stopped"] = (
+        None if stopped is None else {"cell": stopped[0], "reason": stopped[1]}
+    )
     return json.dumps(nb)
 
 

@@ -64,8 +64,7 @@ def secret_lines(root: Path = ROOT) -> set[str]:
         public |= _lines(_notebook_text(path))
     for path in sorted((root / "lib").rglob("*.py")):
         public |= _lines(path.read_text())
-    return {line for line in inside - public
-            if len(line) >= MIN_LINE and not line.startswith("#")}
+    return {line for line in inside - public if len(line) >= MIN_LINE and not line.startswith("#")}
 
 
 def leaks(folder: Path, secrets: set[str]) -> list[str]:
@@ -88,11 +87,19 @@ def write_start_page(readme: Path, target: Path) -> None:
     the kernel's language_info into a notebook it opens, so a shorter one made the page
     "modified" the moment it opened."""
     lesson = json.loads(next(iter(sorted((ROOT / "lessons").glob("*.ipynb")))).read_text())
-    notebook = {"cells": [{"cell_type": "markdown", "id": "start", "metadata": {},
-                           "source": readme.read_text().splitlines(keepends=True)}],
-                "metadata": {key: lesson["metadata"][key]
-                             for key in ("kernelspec", "language_info")},
-                "nbformat": 4, "nbformat_minor": 5}
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "id": "start",
+                "metadata": {},
+                "source": readme.read_text().splitlines(keepends=True),
+            }
+        ],
+        "metadata": {key: lesson["metadata"][key] for key in ("kernelspec", "language_info")},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     target.write_text(json.dumps(notebook, indent=1) + "\n")
 
 
@@ -113,8 +120,9 @@ def build(out: Path) -> Path:
     found = leaks(edition, secret_lines())
     if found:
         shutil.rmtree(edition)
-        raise SystemExit("the student edition would contain solutions or hidden tests:\n  "
-                         + "\n  ".join(found))
+        raise SystemExit(
+            "the student edition would contain solutions or hidden tests:\n  " + "\n  ".join(found)
+        )
     archive = out / f"{NAME}.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(edition, arcname=NAME)
@@ -123,9 +131,12 @@ def build(out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "student-edition",
-                        help="folder to write lm10/ and lm10.tar.gz into "
-                             "(default: build/student-edition)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "build" / "student-edition",
+        help="folder to write lm10/ and lm10.tar.gz into (default: build/student-edition)",
+    )
     archive = build(parser.parse_args().out)
     print(f"student edition: {archive.with_suffix('').with_suffix('')}/ and {archive}")
 

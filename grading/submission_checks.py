@@ -22,27 +22,97 @@ import re
 from nbgrader import utils
 
 SUSPICIOUS_MODULES = {
-    "os", "sys", "subprocess", "sqlite3", "socket", "ctypes", "importlib", "builtins", "inspect",
-    "gc", "signal", "shutil", "pathlib", "glob", "io", "base64", "codecs", "pickle", "marshal",
-    "threading", "multiprocessing", "IPython", "ipykernel", "traitlets", "zmq", "jupyter_client",
-    "nbformat", "nbclient", "nbgrader", "urllib", "http", "requests", "asyncio", "pty", "fcntl",
-    "resource", "mmap", "tempfile", "runpy", "code", "dis", "types", "atexit", "sysconfig",
+    "os",
+    "sys",
+    "subprocess",
+    "sqlite3",
+    "socket",
+    "ctypes",
+    "importlib",
+    "builtins",
+    "inspect",
+    "gc",
+    "signal",
+    "shutil",
+    "pathlib",
+    "glob",
+    "io",
+    "base64",
+    "codecs",
+    "pickle",
+    "marshal",
+    "threading",
+    "multiprocessing",
+    "IPython",
+    "ipykernel",
+    "traitlets",
+    "zmq",
+    "jupyter_client",
+    "nbformat",
+    "nbclient",
+    "nbgrader",
+    "urllib",
+    "http",
+    "requests",
+    "asyncio",
+    "pty",
+    "fcntl",
+    "resource",
+    "mmap",
+    "tempfile",
+    "runpy",
+    "code",
+    "dis",
+    "types",
+    "atexit",
+    "sysconfig",
 }
 SUSPICIOUS_CALLS = {
     "get_ipython": "uses get_ipython (IPython's hooks)",
-    "exec": "runs code from a string (exec)", "eval": "runs code from a string (eval)",
-    "compile": "compiles code from a string", "__import__": "imports by name (__import__)",
-    "open": "opens a file", "globals": "reaches the notebook's globals()",
-    "vars": "reaches a namespace with vars()", "setattr": "sets attributes by name (setattr)",
-    "delattr": "deletes attributes by name", "breakpoint": "calls breakpoint()",
-    "input": "reads input()", "exit": "calls exit()", "quit": "calls quit()",
+    "exec": "runs code from a string (exec)",
+    "eval": "runs code from a string (eval)",
+    "compile": "compiles code from a string",
+    "__import__": "imports by name (__import__)",
+    "open": "opens a file",
+    "globals": "reaches the notebook's globals()",
+    "vars": "reaches a namespace with vars()",
+    "setattr": "sets attributes by name (setattr)",
+    "delattr": "deletes attributes by name",
+    "breakpoint": "calls breakpoint()",
+    "input": "reads input()",
+    "exit": "calls exit()",
+    "quit": "calls quit()",
 }
-HISTORY = re.compile(r"^(In|Out|_ih|_oh|_dh|_i\d*|_ii+|__builtins__|__builtin__|__loader__|"
-                     r"__spec__)$")
-DUNDER_DEFS = {"__eq__", "__ne__", "__hash__", "__bool__", "__lt__", "__le__", "__gt__",
-               "__ge__", "__instancecheck__", "__subclasscheck__", "__class__", "__getattr__",
-               "__getattribute__", "__float__", "__int__", "__index__", "__abs__", "__sub__",
-               "__rsub__", "__format__", "__len__", "__iter__", "__contains__", "__del__"}
+HISTORY = re.compile(
+    r"^(In|Out|_ih|_oh|_dh|_i\d*|_ii+|__builtins__|__builtin__|__loader__|"
+    r"__spec__)$"
+)
+DUNDER_DEFS = {
+    "__eq__",
+    "__ne__",
+    "__hash__",
+    "__bool__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__instancecheck__",
+    "__subclasscheck__",
+    "__class__",
+    "__getattr__",
+    "__getattribute__",
+    "__float__",
+    "__int__",
+    "__index__",
+    "__abs__",
+    "__sub__",
+    "__rsub__",
+    "__format__",
+    "__len__",
+    "__iter__",
+    "__contains__",
+    "__del__",
+}
 
 
 def meta(cell):
@@ -52,8 +122,12 @@ def meta(cell):
 def is_setup(cell):
     """A locked code cell that is neither an answer nor a test: the lab's own code."""
     m = meta(cell)
-    return cell.cell_type == "code" and m.get("locked") and not m.get("grade") and not m.get(
-        "solution")
+    return (
+        cell.cell_type == "code"
+        and m.get("locked")
+        and not m.get("grade")
+        and not m.get("solution")
+    )
 
 
 def is_student(cell):
@@ -117,52 +191,76 @@ def cell_flags(tree, protected):
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import | ast.ImportFrom):
-            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
-                node.module or ""]
+            modules = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
             for module in modules:
                 if module.split(".")[0] in SUSPICIOUS_MODULES:
                     found.append((line, f"imports {module}"))
             for alias in node.names:
                 if (alias.asname or "") in protected:
                     found.append((line, f"rebinds {alias.asname}, defined by the setup cell"))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
-                node.func.id in SUSPICIOUS_CALLS):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and (node.func.id in SUSPICIOUS_CALLS)
+        ):
             found.append((line, SUSPICIOUS_CALLS[node.func.id]))
         elif isinstance(node, ast.Name) and HISTORY.match(node.id):
             found.append((line, f"reads {node.id} (the kernel's history or internals)"))
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr in (
-                DUNDER_DEFS | {"__dict__", "__globals__", "__code__", "__builtins__",
-                               "__subclasses__", "__closure__"}):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("__")
+            and node.attr
+            in (
+                DUNDER_DEFS
+                | {
+                    "__dict__",
+                    "__globals__",
+                    "__code__",
+                    "__builtins__",
+                    "__subclasses__",
+                    "__closure__",
+                }
+            )
+        ):
             found.append((line, f"uses {node.attr}"))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
-                node.name in DUNDER_DEFS):
-            found.append((line, f"defines {node.name} (it can make a wrong answer compare "
-                                "equal)"))
+            node.name in DUNDER_DEFS
+        ):
+            found.append((line, f"defines {node.name} (it can make a wrong answer compare equal)"))
         elif isinstance(node, ast.Global | ast.Nonlocal):
             for name in node.names:
                 if name in protected:
                     found.append((line, f"rebinds {name}, defined by the setup cell"))
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
-            targets = (node.targets if isinstance(node, ast.Assign | ast.Delete)
-                       else [node.target])
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             for target in targets:
                 for part in ast.walk(target):
                     if isinstance(part, ast.Attribute | ast.Subscript) and (
-                            root_name(part) in protected):
-                        found.append((line, f"changes {ast.unparse(part)}, part of the "
-                                            "setup cell's "
-                                            f"{root_name(part)}"))
+                        root_name(part) in protected
+                    ):
+                        found.append(
+                            (
+                                line,
+                                f"changes {ast.unparse(part)}, part of the "
+                                "setup cell's "
+                                f"{root_name(part)}",
+                            )
+                        )
                         break
     for node in tree.body:  # top-level definitions that replace a setup name
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
-                node.name in protected):
+            node.name in protected
+        ):
             found.append((node.lineno, f"redefines {node.name}, defined by the setup cell"))
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Name) and target.id in protected:
-                    found.append((node.lineno, f"rebinds {target.id}, defined by the setup "
-                                               "cell"))
+                    found.append((node.lineno, f"rebinds {target.id}, defined by the setup cell"))
     return found
 
 
@@ -185,7 +283,7 @@ def flags(nb):
     return phrases
 
 
-RESET = '''
+RESET = """
 import IPython.core.inputtransformer2 as _lm10_it2
 _lm10_shell = get_ipython()
 _lm10_shell.input_transformer_manager = _lm10_it2.TransformerManager()
@@ -194,7 +292,7 @@ for _lm10_callbacks in _lm10_shell.events.callbacks.values():
     _lm10_callbacks[:] = [c for c in _lm10_callbacks
                           if getattr(c, "__module__", None) != "__main__"]
 del _lm10_it2, _lm10_shell, _lm10_callbacks
-'''
+"""
 
 
 def restore_source(nb):
@@ -205,11 +303,12 @@ def restore_source(nb):
             continue
         source = python_source(cell.source)
         for node in tree.body:
-            if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef
-                          | ast.AsyncFunctionDef | ast.ClassDef):
-                first = min([node.lineno] + [d.lineno for d in getattr(
-                    node, "decorator_list", [])])
-                lines = source.split("\n")[first - 1:node.end_lineno]
+            if isinstance(
+                node,
+                ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+            ):
+                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+                lines = source.split("\n")[first - 1 : node.end_lineno]
                 parts.append("\n".join(lines))
     parts.append(RESET.strip())
     return "\n".join(parts) + "\n"

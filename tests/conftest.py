@@ -18,8 +18,18 @@ def spec(**changes):
     """A tiny Llama-style ModelSpec; keyword arguments override fields."""
     from lmcourse import ModelSpec
 
-    base = dict(d=32, layers=2, vocab=64, heads=4, kv_heads=2, head_dim=8, ffn="swiglu",
-                hidden=48, act="silu", norm="rms")
+    base = dict(
+        d=32,
+        layers=2,
+        vocab=64,
+        heads=4,
+        kv_heads=2,
+        head_dim=8,
+        ffn="swiglu",
+        hidden=48,
+        act="silu",
+        norm="rms",
+    )
     return ModelSpec(**(base | changes))
 
 

@@ -22,8 +22,20 @@ from lmcourse.ablations import (
 )
 from lmcourse.blocks import DecoderLM
 
-SPEC = ModelSpec(d=48, layers=2, vocab=64, heads=6, kv_heads=2, head_dim=8, ffn="swiglu",
-                 hidden=64, act="silu", norm="rms", tied=True, rope_theta=100000.0)
+SPEC = ModelSpec(
+    d=48,
+    layers=2,
+    vocab=64,
+    heads=6,
+    kv_heads=2,
+    head_dim=8,
+    ffn="swiglu",
+    hidden=64,
+    act="silu",
+    norm="rms",
+    tied=True,
+    rope_theta=100000.0,
+)
 IDS = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(0))
 
 
@@ -45,17 +57,30 @@ def test_expand_kv_heads_is_exact_and_costs_parameters(model):
     before = logits(model)
     full = expand_kv_heads(model)
     assert full.spec.kv_heads == SPEC.heads
-    torch.testing.assert_close(logits(full), before, rtol=0, atol=1e-6,
-                               msg=lambda m: f"expanded model's logits differ: {m}")
+    torch.testing.assert_close(
+        logits(full),
+        before,
+        rtol=0,
+        atol=1e-6,
+        msg=lambda m: f"expanded model's logits differ: {m}",
+    )
     extra = 2 * (SPEC.heads - SPEC.kv_heads) * SPEC.head_dim * SPEC.d * SPEC.layers  # k and v
     assert n_params(full) == n_params(model) + extra, (n_params(full), n_params(model), extra)
     assert torch.equal(logits(model), before), "expand_kv_heads changed the original model"
 
 
-@pytest.mark.parametrize("ablate", [
-    tile_kv_heads, rope_pairs_side_by_side, lambda m: with_rope_base(m, 10000.0),
-    lambda m: with_norm(m, "layer"), lambda m: with_activation(m, "gelu"), without_gate,
-], ids=["tile", "pairs", "base", "layernorm", "gelu", "no-gate"])
+@pytest.mark.parametrize(
+    "ablate",
+    [
+        tile_kv_heads,
+        rope_pairs_side_by_side,
+        lambda m: with_rope_base(m, 10000.0),
+        lambda m: with_norm(m, "layer"),
+        lambda m: with_activation(m, "gelu"),
+        without_gate,
+    ],
+    ids=["tile", "pairs", "base", "layernorm", "gelu", "no-gate"],
+)
 def test_ablation_changes_logits_and_leaves_original(model, ablate):
     before = logits(model)
     new = ablate(model)
@@ -70,10 +95,18 @@ def test_ablation_changes_logits_and_leaves_original(model, ablate):
 
 def test_identity_settings_change_nothing(model):
     before = logits(model)
-    for same in (with_rope_base(model, SPEC.rope_theta), with_activation(model, "silu"),
-                 with_norm(model, "rms")):
-        torch.testing.assert_close(logits(same), before, rtol=0, atol=0,
-                                   msg=lambda m: f"an ablation to the model's own setting: {m}")
+    for same in (
+        with_rope_base(model, SPEC.rope_theta),
+        with_activation(model, "silu"),
+        with_norm(model, "rms"),
+    ):
+        torch.testing.assert_close(
+            logits(same),
+            before,
+            rtol=0,
+            atol=0,
+            msg=lambda m: f"an ablation to the model's own setting: {m}",
+        )
 
 
 def test_tiling_is_harmless_without_grouping():
@@ -95,8 +128,13 @@ def test_with_norm_layer_centres_rows(model):
     x = torch.randn(4, SPEC.d) + 5.0
     with torch.no_grad():
         centred = norm(x) / norm.weight
-    torch.testing.assert_close(centred.mean(-1), torch.zeros(4), rtol=0, atol=1e-4,
-                               msg=lambda m: f"LayerNorm output (unscaled) must be centred: {m}")
+    torch.testing.assert_close(
+        centred.mean(-1),
+        torch.zeros(4),
+        rtol=0,
+        atol=1e-4,
+        msg=lambda m: f"LayerNorm output (unscaled) must be centred: {m}",
+    )
     assert torch.equal(norm.weight, model.blocks[0].attn_norm.weight), "the scale must be kept"
 
 
@@ -107,9 +145,21 @@ def test_bad_ablation_arguments_raise_value_error(model):
         with_activation(model, "swish2")
     with pytest.raises(ValueError, match="base"):
         with_rope_base(model, 0.0)
-    gpt2_like = DecoderLM(ModelSpec.from_dict(dict(d=16, layers=1, vocab=20, heads=2, ffn="gelu",
-                                                   bias=True, norm="layer", tied=True,
-                                                   positions=8)))
+    gpt2_like = DecoderLM(
+        ModelSpec.from_dict(
+            dict(
+                d=16,
+                layers=1,
+                vocab=20,
+                heads=2,
+                ffn="gelu",
+                bias=True,
+                norm="layer",
+                tied=True,
+                positions=8,
+            )
+        )
+    )
     with pytest.raises(ValueError, match="gated"):
         without_gate(gpt2_like)
     with pytest.raises(ValueError, match="rotary"):
@@ -120,8 +170,13 @@ def test_mean_pooling_the_expanded_heads_gives_back_the_model_exactly(model):
     pooled = mean_pool_kv_heads(expand_kv_heads(model), SPEC.kv_heads)
     assert pooled.spec == model.spec
     with torch.no_grad():
-        torch.testing.assert_close(pooled(IDS), model(IDS), rtol=0, atol=0,
-                                   msg=lambda m: f"pooling copies back changed the logits: {m}")
+        torch.testing.assert_close(
+            pooled(IDS),
+            model(IDS),
+            rtol=0,
+            atol=0,
+            msg=lambda m: f"pooling copies back changed the logits: {m}",
+        )
 
 
 def test_mean_pooling_distinct_heads_to_one_averages_them(model):
@@ -164,8 +219,13 @@ def test_run_all_measures_each_change_as_the_single_ablation_would(model, all_re
         got = by_change[change].loss
         assert got == pytest.approx(loss, abs=1e-6), f"{change}: run_all {got}, alone {loss}"
     base = by_change["as trained"].loss
-    for change in ("every position 0", "kv heads tiled", "rotation pairs as neighbours",
-                   "gate removed", "GELU instead of SiLU"):
+    for change in (
+        "every position 0",
+        "kv heads tiled",
+        "rotation pairs as neighbours",
+        "gate removed",
+        "GELU instead of SiLU",
+    ):
         assert abs(by_change[change].loss - base) > 1e-4, f"{change} left the loss at {base}"
 
 
@@ -188,17 +248,30 @@ def test_table_rows_give_the_change_in_nats_and_the_essays_figure(all_results):
     assert [r["change undone"] for r in rows] == list(ESSAY)
     assert rows[0]["vs trained"] == ""
     for row, result in zip(rows[1:], all_results[1:], strict=True):
-        assert float(row["vs trained"]) == pytest.approx(result.loss - all_results[0].loss,
-                                                         abs=5e-4)
+        assert float(row["vs trained"]) == pytest.approx(
+            result.loss - all_results[0].loss, abs=5e-4
+        )
         assert row["the essay (SmolLM2-135M, its own text)"] == ESSAY[result.change]
     tiny = [Result("as trained", 2.0, 1), Result("positions + 500", 2.0 - 2e-6, 1)]
     assert table_rows(tiny)[1]["vs trained"] == "+0.000", "a change of -2e-6 printed with a sign"
 
 
 def test_run_all_and_table_rows_refuse_what_they_cannot_handle(model):
-    gpt2_like = DecoderLM(ModelSpec.from_dict(dict(d=16, layers=1, vocab=20, heads=2, ffn="gelu",
-                                                   bias=True, norm="layer", tied=True,
-                                                   positions=8)))
+    gpt2_like = DecoderLM(
+        ModelSpec.from_dict(
+            dict(
+                d=16,
+                layers=1,
+                vocab=20,
+                heads=2,
+                ffn="gelu",
+                bias=True,
+                norm="layer",
+                tied=True,
+                positions=8,
+            )
+        )
+    )
     with pytest.raises(ValueError, match="rotary positions, .*RMSNorm, a gated SiLU"):
         run_all(gpt2_like, torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="grouped key-value heads, interleaved"):

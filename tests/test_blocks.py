@@ -32,13 +32,23 @@ def test_rmsnorm_matches_llama_and_gemma2():
     ours, theirs = RMSNorm(16, 1e-6), LlamaRMSNorm(16, eps=1e-6)
     ours.weight.data.copy_(weight)
     theirs.weight.data.copy_(weight)
-    torch.testing.assert_close(ours(X), theirs(X), rtol=0, atol=1e-6,
-                               msg=lambda m: f"RMSNorm differs from LlamaRMSNorm: {m}")
+    torch.testing.assert_close(
+        ours(X),
+        theirs(X),
+        rtol=0,
+        atol=1e-6,
+        msg=lambda m: f"RMSNorm differs from LlamaRMSNorm: {m}",
+    )
     ours, theirs = RMSNorm(16, 1e-6, offset=1.0), Gemma2RMSNorm(16, eps=1e-6)
     ours.weight.data.copy_(weight)
     theirs.weight.data.copy_(weight)
-    torch.testing.assert_close(ours(X), theirs(X), rtol=0, atol=1e-6,
-                               msg=lambda m: f"RMSNorm(offset=1) differs from Gemma2RMSNorm: {m}")
+    torch.testing.assert_close(
+        ours(X),
+        theirs(X),
+        rtol=0,
+        atol=1e-6,
+        msg=lambda m: f"RMSNorm(offset=1) differs from Gemma2RMSNorm: {m}",
+    )
 
 
 def test_layernorm_matches_torch_and_olmo():
@@ -48,45 +58,81 @@ def test_layernorm_matches_torch_and_olmo():
             p.normal_()
         theirs.weight.copy_(ours.weight)
         theirs.bias.copy_(ours.bias)
-    torch.testing.assert_close(ours(X), theirs(X), rtol=0, atol=1e-5,
-                               msg=lambda m: f"LayerNorm differs from torch.nn.LayerNorm: {m}")
+    torch.testing.assert_close(
+        ours(X),
+        theirs(X),
+        rtol=0,
+        atol=1e-5,
+        msg=lambda m: f"LayerNorm differs from torch.nn.LayerNorm: {m}",
+    )
     free = LayerNorm(16, 1e-5, affine=False)
     assert not list(free.parameters()), "OLMo's LayerNorm must have no parameters"
-    torch.testing.assert_close(free(X), OlmoLayerNorm(16)(X), rtol=0, atol=1e-5,
-                               msg=lambda m: f"parameter-free LayerNorm differs from OLMo's: {m}")
+    torch.testing.assert_close(
+        free(X),
+        OlmoLayerNorm(16)(X),
+        rtol=0,
+        atol=1e-5,
+        msg=lambda m: f"parameter-free LayerNorm differs from OLMo's: {m}",
+    )
 
 
 def test_rope_frequencies_match_transformers_default_and_llama3():
     config = transformers.LlamaConfig(
-        hidden_size=64, num_attention_heads=2, rope_parameters={
-            "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0, "original_max_position_embeddings": 64})
+        hidden_size=64,
+        num_attention_heads=2,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    )
     expected, _ = ROPE_INIT_FUNCTIONS["llama3"](config)
     plain = inverse_frequencies(500000.0, 32)
     got = llama3_scaled(plain, 8.0, 1.0, 4.0, 64)
-    torch.testing.assert_close(got, expected, rtol=1e-6, atol=0,
-                               msg=lambda m: f"llama3 scaling: {m}")
+    torch.testing.assert_close(
+        got, expected, rtol=1e-6, atol=0, msg=lambda m: f"llama3 scaling: {m}"
+    )
     assert (got < plain).any() and (got == plain).any(), "scaling should slow some pairs, not all"
 
 
 YARN_CASES = {  # rope_parameters beyond rope_type and rope_theta
-    "deepseek-v3": dict(factor=40.0, beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0,
-                        original_max_position_embeddings=4096),
-    "mscale-ratio": dict(factor=16.0, mscale=0.707, mscale_all_dim=1.0,
-                         original_max_position_embeddings=512),
+    "deepseek-v3": dict(
+        factor=40.0,
+        beta_fast=32.0,
+        beta_slow=1.0,
+        mscale=1.0,
+        mscale_all_dim=1.0,
+        original_max_position_embeddings=4096,
+    ),
+    "mscale-ratio": dict(
+        factor=16.0, mscale=0.707, mscale_all_dim=1.0, original_max_position_embeddings=512
+    ),
     "factor-only": dict(factor=4.0, original_max_position_embeddings=2048),
-    "untruncated": dict(factor=8.0, beta_fast=16.0, beta_slow=2.0, truncate=False,
-                        original_max_position_embeddings=1024),
-    "explicit-attention-factor": dict(factor=4.0, attention_factor=0.9,
-                                      original_max_position_embeddings=256),
+    "untruncated": dict(
+        factor=8.0,
+        beta_fast=16.0,
+        beta_slow=2.0,
+        truncate=False,
+        original_max_position_embeddings=1024,
+    ),
+    "explicit-attention-factor": dict(
+        factor=4.0, attention_factor=0.9, original_max_position_embeddings=256
+    ),
 }
 
 
 @pytest.mark.parametrize("name", YARN_CASES)
 def test_yarn_frequencies_and_amplitude_match_transformers(name):
     params = {"rope_type": "yarn", "rope_theta": 10000.0, **YARN_CASES[name]}
-    config = transformers.LlamaConfig(hidden_size=128, num_attention_heads=2,
-                                      max_position_embeddings=16384, rope_parameters=params)
+    config = transformers.LlamaConfig(
+        hidden_size=128,
+        num_attention_heads=2,
+        max_position_embeddings=16384,
+        rope_parameters=params,
+    )
     expected, amplitude = ROPE_INIT_FUNCTIONS["yarn"](config)
     s = ModelSpec.from_transformers(config)
     got = rope_frequencies(s)
@@ -97,15 +143,27 @@ def test_yarn_frequencies_and_amplitude_match_transformers(name):
 
 
 def test_yarn_without_a_factor_is_refused():
-    s = spec(head_dim=16, heads=1, kv_heads=1, d=16, rope_theta=10000.0, rope_scaling=(
-        ("original_max_position_embeddings", 64), ("rope_type", "yarn")))
+    s = spec(
+        head_dim=16,
+        heads=1,
+        kv_heads=1,
+        d=16,
+        rope_theta=10000.0,
+        rope_scaling=(("original_max_position_embeddings", 64), ("rope_type", "yarn")),
+    )
     with pytest.raises(ValueError, match="yarn needs a 'factor'"):
         rope_frequencies(s)
 
 
 def test_unknown_rope_types_are_refused_naming_the_valid_ones():
-    s = spec(head_dim=16, heads=1, kv_heads=1, d=16, rope_theta=10000.0,
-             rope_scaling=(("rope_type", "longrope"),))
+    s = spec(
+        head_dim=16,
+        heads=1,
+        kv_heads=1,
+        d=16,
+        rope_theta=10000.0,
+        rope_scaling=(("rope_type", "longrope"),),
+    )
     with pytest.raises(ValueError, match="'default', 'llama3' or 'yarn', got 'longrope'"):
         rope_frequencies(s)
 
@@ -132,10 +190,16 @@ def test_group_kv_interleaves_and_tile_tiles():
     assert tiled == [i % 3 for i in range(12)], tiled
 
 
-@pytest.mark.parametrize("changes", [
-    {}, {"sliding_window": 3}, {"attn_softcap": 2.0, "sliding_window": 4, "norms_per_block": 4},
-    {"kv_heads": 1, "qk_norm": True},
-], ids=["plain", "sliding", "softcap-sandwich", "mqa-qknorm"])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"sliding_window": 3},
+        {"attn_softcap": 2.0, "sliding_window": 4, "norms_per_block": 4},
+        {"kv_heads": 1, "qk_norm": True},
+    ],
+    ids=["plain", "sliding", "softcap-sandwich", "mqa-qknorm"],
+)
 def test_cache_in_chunks_equals_one_forward(changes):
     model = random_model(spec(**changes))
     ids = torch.randint(0, 64, (2, 11))
@@ -144,8 +208,13 @@ def test_cache_in_chunks_equals_one_forward(changes):
         cache = model.new_cache(2, 11)
         chunks = ((0, 4), (4, 5), (5, 6), (6, 9), (9, 10), (10, 11))  # decode steps, then a chunk
         parts = [model(ids[:, a:b], cache=cache) for a, b in chunks]
-    torch.testing.assert_close(torch.cat(parts, dim=1), full, rtol=0, atol=1e-5,
-                               msg=lambda m: f"{changes}: chunked cached forward differs: {m}")
+    torch.testing.assert_close(
+        torch.cat(parts, dim=1),
+        full,
+        rtol=0,
+        atol=1e-5,
+        msg=lambda m: f"{changes}: chunked cached forward differs: {m}",
+    )
 
 
 def test_sliding_layers_cache_only_the_window():
@@ -167,15 +236,33 @@ def test_shifting_positions_keeps_rope_logits_and_moves_learned_ones():
     rope = random_model(spec())
     learned = random_model(spec(positions=600, rope_theta=0.0))
     with torch.no_grad():
-        torch.testing.assert_close(rope(ids, shifted), rope(ids), rtol=0, atol=1e-4,
-                                   msg=lambda m: f"RoPE logits moved under a constant shift: {m}")
+        torch.testing.assert_close(
+            rope(ids, shifted),
+            rope(ids),
+            rtol=0,
+            atol=1e-4,
+            msg=lambda m: f"RoPE logits moved under a constant shift: {m}",
+        )
         learned_diff = (learned(ids, shifted) - learned(ids)).abs().max().item()
     assert learned_diff > 1e-2, f"learned-position logits moved only {learned_diff:.2e}"
 
 
 def test_seed_style_spec_builds_and_runs():
-    model = DecoderLM(ModelSpec.from_dict(dict(d=32, layers=2, vocab=50, heads=4, ffn="gelu",
-                                               bias=True, norm="layer", tied=True, positions=16)))
+    model = DecoderLM(
+        ModelSpec.from_dict(
+            dict(
+                d=32,
+                layers=2,
+                vocab=50,
+                heads=4,
+                ffn="gelu",
+                bias=True,
+                norm="layer",
+                tied=True,
+                positions=16,
+            )
+        )
+    )
     logits = model(torch.randint(0, 50, (3, 7)))
     assert logits.shape == (3, 7, 50), f"logits shape {tuple(logits.shape)}"
     assert model.head.weight is model.embed.weight, "tied=True must share the token table"
@@ -201,7 +288,7 @@ def test_bad_input_raises_value_error():
 def test_attention_uses_fused_kernel_exactly():
     q, k, v = torch.randn(3, 1, 2, 6, 8).unbind(0)
     mask = torch.ones(6, 6, dtype=torch.bool).tril()
-    manual = F.softmax((q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(~mask, -1e9), -1) @ v
+    manual = F.softmax((q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~mask, -1e9), -1) @ v
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(manual, fused, rtol=0, atol=1e-6)
 

@@ -37,8 +37,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 import test_formgrader_page as formgrader_page  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage",
-                 "--disable-gpu", "--disable-extensions"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-extensions",
+]
 BIN = Path(sys.executable).parent
 SHOTS = Path(os.environ.get("LM10_SCREENSHOTS", ROOT / "build" / "screenshots"))
 VIEWPORT = {"width": 1200, "height": 800}
@@ -53,10 +58,13 @@ SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
 }
-INSTRUCTOR_COMMANDS = ["nbgrader:open-formgrader", "nbgrader:open-create-assignment",
-                       "nbgrader:open-course-list", "nbgrader:open-assignment-list"]
-ERROR_TEXT = ("does not exist", "Error fetching", "could not be created", "Traceback",
-              "Unwritable")
+INSTRUCTOR_COMMANDS = [
+    "nbgrader:open-formgrader",
+    "nbgrader:open-create-assignment",
+    "nbgrader:open-course-list",
+    "nbgrader:open-assignment-list",
+]
+ERROR_TEXT = ("does not exist", "Error fetching", "could not be created", "Traceback", "Unwritable")
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +75,10 @@ def browser():
     except ImportError:
         sync_playwright = None
     if sync_playwright is None or not CHROMIUM.exists():
-        message = ("the browser test needs Debian's chromium (apt-get install chromium; .ci/run "
-                   "does) and Playwright for Python (the dev extras)")
+        message = (
+            "the browser test needs Debian's chromium (apt-get install chromium; .ci/run "
+            "does) and Playwright for Python (the dev extras)"
+        )
         if os.environ.get("LM10_REQUIRE_BROWSER") == "1":
             pytest.fail(message)
         pytest.skip(message)
@@ -113,25 +123,47 @@ def jupyterlab(root: Path, config_path: Path, scratch: Path):
     """JupyterLab serving root, started as `make lab` starts it (JUPYTER_CONFIG_PATH, lessons
     trusted), with the app exposed to the page so that the test can read the notebook model."""
     token, port = secrets.token_hex(24), free_port()
-    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(config_path),
-               JUPYTER_DATA_DIR=str(scratch / "data"), JUPYTER_RUNTIME_DIR=str(scratch / "run"),
-               JUPYTERLAB_SETTINGS_DIR=str(scratch / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
-               PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
-               PYTHONWARNINGS="ignore::DeprecationWarning")
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_PATH=str(config_path),
+        JUPYTER_DATA_DIR=str(scratch / "data"),
+        JUPYTER_RUNTIME_DIR=str(scratch / "run"),
+        JUPYTERLAB_SETTINGS_DIR=str(scratch / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
+        PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        PYTHONWARNINGS="ignore::DeprecationWarning",
+    )
     for name, values in SETTINGS.items():
         target = scratch / "settings" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
-    subprocess.run([str(BIN / "jupyter"), "trust", *sorted(map(str, root.glob("lessons/*.ipynb")))],
-                   cwd=root, env=env, check=True, capture_output=True)
+    subprocess.run(
+        [str(BIN / "jupyter"), "trust", *sorted(map(str, root.glob("lessons/*.ipynb")))],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     log = scratch / "server.log"
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [str(BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-             "--port-retries=0", f"--IdentityProvider.token={token}", f"--notebook-dir={root}",
-             "--LabApp.expose_app_in_browser=True", "--allow-root"],
-            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                str(BIN / "jupyter"),
+                "lab",
+                "--no-browser",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--port-retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--notebook-dir={root}",
+                "--LabApp.expose_app_in_browser=True",
+                "--allow-root",
+            ],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     lab = Lab(f"http://127.0.0.1:{port}", token, log)
     try:
         deadline = time.monotonic() + START_S
@@ -157,8 +189,11 @@ def lab_status(lab: Lab) -> int | None:
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*.ipynb")) if ".ipynb_checkpoints" not in p.parts}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*.ipynb"))
+        if ".ipynb_checkpoints" not in p.parts
+    }
 
 
 def shoot(page, name: str, locator=None) -> None:
@@ -201,8 +236,9 @@ def drag_redraws_figure(page, widget_cell, track_width: float) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     readout = widget_cell.locator(".widget-readout").first
-    page.wait_for_function(f"cell => ({FIGURE_SRC})(cell) !== null", arg=WIDGET_CALL,
-                           timeout=STEP_S * 1000)
+    page.wait_for_function(
+        f"cell => ({FIGURE_SRC})(cell) !== null", arg=WIDGET_CALL, timeout=STEP_S * 1000
+    )
     deadline = time.monotonic() + STEP_S
     tries: list[str] = []
     direction = -1
@@ -223,10 +259,12 @@ def drag_redraws_figure(page, widget_cell, track_width: float) -> None:
             page.wait_for_timeout(1000)
             continue
         try:
-            page.wait_for_function(f"([cell, old]) => ({FIGURE_SRC})(cell) !== old",
-                                   arg=[WIDGET_CALL, old_src],
-                                   timeout=max(1000, min(60, deadline - time.monotonic()) * 1000),
-                                   polling=500)
+            page.wait_for_function(
+                f"([cell, old]) => ({FIGURE_SRC})(cell) !== old",
+                arg=[WIDGET_CALL, old_src],
+                timeout=max(1000, min(60, deadline - time.monotonic()) * 1000),
+                polling=500,
+            )
             return
         except PlaywrightTimeout:
             tries.append(f"readout {old_value} -> {value}, figure unchanged after 60 s")
@@ -244,15 +282,21 @@ def open_notebook(lab: Lab, browser, path: str, problems: list[str]):
 def student(browser, edition: Path, scratch: Path, problems: list[str]) -> None:
     with jupyterlab(edition, edition / "jupyter-config", scratch) as lab:
         # Nothing of the instructor's is served.
-        for path in ("/api/contents/solutions", "/files/solutions/LM10-L1/LM10-L1.ipynb",
-                     "/api/contents/grading", "/api/contents/tests"):
+        for path in (
+            "/api/contents/solutions",
+            "/files/solutions/LM10-L1/LM10-L1.ipynb",
+            "/api/contents/grading",
+            "/api/contents/tests",
+        ):
             assert lab.get(path) == 404, f"a student can reach {path}"
 
         page = open_notebook(lab, browser, "START.ipynb", problems)
         # No instructor panel, and no Assignment List without an exchange to hand in to (the
         # Validate button is pressed on a lab below).
-        offered = page.evaluate(f"() => {json.dumps(INSTRUCTOR_COMMANDS)}"
-                                ".filter(c => window.jupyterapp.commands.hasCommand(c))")
+        offered = page.evaluate(
+            f"() => {json.dumps(INSTRUCTOR_COMMANDS)}"
+            ".filter(c => window.jupyterapp.commands.hasCommand(c))"
+        )
         assert offered == [], f"a student's JupyterLab offers {offered}"
         start = page.locator(".jp-MarkdownOutput").first
         start.wait_for()
@@ -299,8 +343,9 @@ def student(browser, edition: Path, scratch: Path, problems: list[str]) -> None:
 
 def instructor(browser, scratch: Path, problems: list[str]) -> None:
     # As `make lab` does: every lab in the gradebook and released into grading/exchange.
-    subprocess.run(["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True, capture_output=True
+    )
     labs = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
     with jupyterlab(ROOT, ROOT / "grading", scratch) as lab:
         page = lab.page(browser, "/formgrader", problems)
@@ -327,8 +372,10 @@ def instructor(browser, scratch: Path, problems: list[str]) -> None:
         page.close()
         # MathJax 2's HTML-CSS output declares a "MathJax_Blank" font at about:blank to time
         # web-font loading, and Chromium logs that load's failure, with MathJax from a CDN too.
-        blank_font = (f"{here}: Access to font at 'about:blank'",
-                      f"{here}: Failed to load resource: net::ERR_FAILED")
+        blank_font = (
+            f"{here}: Access to font at 'about:blank'",
+            f"{here}: Failed to load resource: net::ERR_FAILED",
+        )
         problems[:] = [p for p in problems if not p.startswith(blank_font)]
 
         page = lab.page(browser, "/lab", problems)

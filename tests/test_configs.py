@@ -7,17 +7,49 @@ from transformers import PretrainedConfig
 
 # The course's names and the transformers family each checkpoint belongs to.
 FAMILY = {
-    "gpt2": "gpt2", "OPT-125m": "opt", "OPT-6.7B": "opt", "SmolLM2-135M": "llama",
-    "TinyLlama-1.1B": "llama", "Llama-2-7B": "llama", "Llama-3.1-8B": "llama",
-    "Llama-3.1-405B": "llama", "Llama-3.2-1B": "llama", "Mistral-7B-v0.1": "mistral",
-    "Mixtral-8x7B": "mixtral", "Qwen2.5-7B": "qwen2", "Qwen3-8B": "qwen3",
-    "Qwen3-30B-A3B": "qwen3_moe", "Gemma-2-2B": "gemma2", "Phi-3-mini-4k": "phi3",
-    "OLMo-7B": "olmo", "OLMo-2-7B": "olmo2", "DeepSeek-V3": "deepseek_v3",
+    "gpt2": "gpt2",
+    "OPT-125m": "opt",
+    "OPT-6.7B": "opt",
+    "SmolLM2-135M": "llama",
+    "TinyLlama-1.1B": "llama",
+    "Llama-2-7B": "llama",
+    "Llama-3.1-8B": "llama",
+    "Llama-3.1-405B": "llama",
+    "Llama-3.2-1B": "llama",
+    "Mistral-7B-v0.1": "mistral",
+    "Mixtral-8x7B": "mixtral",
+    "Qwen2.5-7B": "qwen2",
+    "Qwen3-8B": "qwen3",
+    "Qwen3-30B-A3B": "qwen3_moe",
+    "Gemma-2-2B": "gemma2",
+    "Phi-3-mini-4k": "phi3",
+    "OLMo-7B": "olmo",
+    "OLMo-2-7B": "olmo2",
+    "DeepSeek-V3": "deepseek_v3",
 }
-FEATURES = ("family", "position_offset", "ffn", "act", "norm", "norm_affine", "norm_bias",
-            "norms_per_block", "norms_after", "norm_offset", "qkv_bias", "out_bias", "ffn_bias",
-            "qk_norm", "qk_norm_all_heads", "tied", "rope_layout", "shared_experts", "router_bias",
-            "routed_scale", "norm_topk")
+FEATURES = (
+    "family",
+    "position_offset",
+    "ffn",
+    "act",
+    "norm",
+    "norm_affine",
+    "norm_bias",
+    "norms_per_block",
+    "norms_after",
+    "norm_offset",
+    "qkv_bias",
+    "out_bias",
+    "ffn_bias",
+    "qk_norm",
+    "qk_norm_all_heads",
+    "tied",
+    "rope_layout",
+    "shared_experts",
+    "router_bias",
+    "routed_scale",
+    "norm_topk",
+)
 
 
 def test_available_lists_every_course_configuration():
@@ -34,18 +66,39 @@ def test_load_builds_a_fresh_transformers_config_of_the_family(name):
 
 
 def test_seed_dicts_are_the_t1_lesson_configurations():
-    gpt2 = dict(d=768, layers=12, vocab=50257, heads=12, ffn="gelu", bias=True, norm="layer",
-                tied=True, positions=1024)
-    big = dict(d=4096, layers=32, vocab=32000, heads=32, ffn="swiglu", hidden=11008, bias=False,
-               norm="rms", tied=False)
+    gpt2 = dict(
+        d=768,
+        layers=12,
+        vocab=50257,
+        heads=12,
+        ffn="gelu",
+        bias=True,
+        norm="layer",
+        tied=True,
+        positions=1024,
+    )
+    big = dict(
+        d=4096,
+        layers=32,
+        vocab=32000,
+        heads=32,
+        ffn="swiglu",
+        hidden=11008,
+        bias=False,
+        norm="rms",
+        tied=False,
+    )
     assert (gpt2, big) == (configs.SEED_GPT2, configs.SEED_7B)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILY))
 def test_tiny_keeps_every_feature_of_the_family(name):
     real, toy = as_spec(configs.load(name)), as_spec(configs.tiny(name))
-    differ = {f: (getattr(real, f), getattr(toy, f)) for f in FEATURES
-              if getattr(real, f) != getattr(toy, f)}
+    differ = {
+        f: (getattr(real, f), getattr(toy, f))
+        for f in FEATURES
+        if getattr(real, f) != getattr(toy, f)
+    }
     assert not differ, f"{name}: published vs tiny {differ}"
     for kind in ("experts", "kv_lora_rank", "sliding_window", "positions", "dense_layers"):
         assert bool(getattr(real, kind)) == bool(getattr(toy, kind)), f"{name}: {kind}"

@@ -44,7 +44,8 @@ def tiny_model(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = AutoModelForCausalLM.from_config(
-            configs.tiny(name), attn_implementation="eager", experts_implementation="eager")
+            configs.tiny(name), attn_implementation="eager", experts_implementation="eager"
+        )
     return model.eval()
 
 
@@ -58,10 +59,12 @@ def count(params) -> int:
 def test_seed_worked_example_prints_the_seed_figures():
     gpt2, big = describe(configs.SEED_GPT2), describe(configs.SEED_7B)
     assert repr(gpt2).startswith(
-        "{'block': 7087872, 'total': 124439808, 'cache_bytes_per_token': 36864, 'ffn_share': 0.666")
+        "{'block': 7087872, 'total': 124439808, 'cache_bytes_per_token': 36864, 'ffn_share': 0.666"
+    )
     assert repr(big).startswith(
         "{'block': 202383360, 'total': 6738415616, 'cache_bytes_per_token': 524288, "
-        "'ffn_share': 0.668")
+        "'ffn_share': 0.668"
+    )
     assert tuple(gpt2)[:4] == DESCRIBE_SEED_KEYS
 
 
@@ -91,13 +94,21 @@ def test_total_equals_published_checkpoint_size(name):
 def component(name: str) -> str:
     """The `breakdown` part a transformers parameter belongs to, from its qualified name."""
     parts = name.split(".")
-    for marker, part in [("embed_tokens", "embeddings"), ("wte", "embeddings"),
-                         ("wpe", "positions"), ("embed_positions", "positions"),
-                         ("lm_head", "output_head"), ("fc1", "feed_forward"),
-                         ("fc2", "feed_forward"),
-                         ("self_attn", "attention"), ("attn", "attention"),
-                         ("shared_experts", "shared_experts"), ("experts", "experts"),
-                         ("gate", "router"), ("mlp", "feed_forward")]:
+    for marker, part in [
+        ("embed_tokens", "embeddings"),
+        ("wte", "embeddings"),
+        ("wpe", "positions"),
+        ("embed_positions", "positions"),
+        ("lm_head", "output_head"),
+        ("fc1", "feed_forward"),
+        ("fc2", "feed_forward"),
+        ("self_attn", "attention"),
+        ("attn", "attention"),
+        ("shared_experts", "shared_experts"),
+        ("experts", "experts"),
+        ("gate", "router"),
+        ("mlp", "feed_forward"),
+    ]:
         if marker in parts:
             return part
     assert "norm" in name or ".ln_" in name, f"unclassified parameter {name}"
@@ -209,8 +220,9 @@ def test_cache_grows_with_batch_and_bytes_per_number():
 @pytest.mark.parametrize("name", configs.available())
 def test_flops_per_token_equal_torch_flop_counter_on_one_decode_step(name):
     config, model, context = configs.tiny(name), tiny_model(name), 7  # past the toy window
-    ids = torch.randint(0, config.vocab_size, (1, context),
-                        generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(
+        0, config.vocab_size, (1, context), generator=torch.Generator().manual_seed(0)
+    )
     cache = DynamicCache(config=config)
     with torch.no_grad():
         model(ids[:, :-1], cache=cache)
@@ -219,8 +231,14 @@ def test_flops_per_token_equal_torch_flop_counter_on_one_decode_step(name):
     want = counter.get_total_flops()
     spec = as_spec(config)
     if spec.kv_lora_rank:  # transformers re-expands every cached latent at every step
-        want -= spec.layers * 2 * spec.kv_lora_rank * spec.heads * (
-            spec.qk_nope_head_dim + spec.v_head_dim) * (context - 1)
+        want -= (
+            spec.layers
+            * 2
+            * spec.kv_lora_rank
+            * spec.heads
+            * (spec.qk_nope_head_dim + spec.v_head_dim)
+            * (context - 1)
+        )
     got = flops_per_token(config, context)
     assert got == want, f"{name}: {got:,} FLOPs, torch counted {want:,}"
 
@@ -229,8 +247,12 @@ def test_flops_per_token_equal_torch_flop_counter_on_one_decode_step(name):
 
 
 def test_table_aligns_numbers_right_and_text_left():
-    text = table([{"name": "gpt2", "total": 124439808, "share": 0.6664},
-                  {"name": "Llama-2-7B", "total": 6738415616}])
+    text = table(
+        [
+            {"name": "gpt2", "total": 124439808, "share": 0.6664},
+            {"name": "Llama-2-7B", "total": 6738415616},
+        ]
+    )
     lines = text.splitlines()
     assert lines[0].split() == ["name", "total", "share"]
     assert lines[2].startswith("gpt2 ") and "124,439,808" in lines[2] and lines[2].endswith("0.666")
@@ -242,8 +264,10 @@ LLAMA = configs.SEED_7B
 BAD_INPUTS = {
     "negative_tokens": (lambda: cache_bytes(LLAMA, -1), r"tokens must be an integer >= 0, got -1"),
     "fractional_tokens": (lambda: cache_bytes(LLAMA, 2.5), r"tokens must be an integer >= 0"),
-    "zero_kv_bytes": (lambda: cache_bytes(LLAMA, 8, kv_bytes=0),
-                      r"kv_bytes must be a positive number of bytes per cached number"),
+    "zero_kv_bytes": (
+        lambda: cache_bytes(LLAMA, 8, kv_bytes=0),
+        r"kv_bytes must be a positive number of bytes per cached number",
+    ),
     "text_kv_bytes": (lambda: describe(LLAMA, kv_bytes="2"), r"kv_bytes must be a positive"),
     "zero_batch": (lambda: cache_bytes(LLAMA, 8, batch=0), r"batch must be an integer >= 1, got 0"),
     "zero_context": (lambda: flops_per_token(LLAMA, 0), r"context must be an integer >= 1"),
@@ -277,14 +301,17 @@ def test_decode_step_reads_the_weights_once_and_every_sequences_cache():
     assert 1.0 < one < 1.2 and many > 20 * one, "batching shares the weight reads"
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: decode_step(configs.load("Mixtral-8x7B"), 10), "dense models only"),
-    (lambda: decode_step(configs.load("gpt2"), 10, 0), "batch must be an integer >= 1"),
-    (lambda: decode_step(configs.load("gpt2"), 10, True), "batch must be an integer >= 1"),
-    (lambda: decode_step(configs.load("gpt2"), 0), "context must be an integer >= 1"),
-    (lambda: decode_step(configs.load("gpt2"), 8, weight_bytes=0), "weight_bytes must be"),
-    (lambda: decode_step(configs.load("gpt2"), 8, kv_bytes="2"), "kv_bytes must be"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: decode_step(configs.load("Mixtral-8x7B"), 10), "dense models only"),
+        (lambda: decode_step(configs.load("gpt2"), 10, 0), "batch must be an integer >= 1"),
+        (lambda: decode_step(configs.load("gpt2"), 10, True), "batch must be an integer >= 1"),
+        (lambda: decode_step(configs.load("gpt2"), 0), "context must be an integer >= 1"),
+        (lambda: decode_step(configs.load("gpt2"), 8, weight_bytes=0), "weight_bytes must be"),
+        (lambda: decode_step(configs.load("gpt2"), 8, kv_bytes="2"), "kv_bytes must be"),
+    ],
+)
 def test_decode_step_refuses_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()

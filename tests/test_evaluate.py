@@ -28,9 +28,16 @@ def test_the_loss_scores_token_t_plus_1_from_position_t():
 
 
 def test_loss_of_a_decoder_lm_matches_transformers_labels_loss():
-    config = transformers.LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2,
-                                      vocab_size=64, bos_token_id=None, eos_token_id=None)
+    config = transformers.LlamaConfig(
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=64,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
     hf = transformers.LlamaForCausalLM(config).eval()
     ids = torch.randint(0, 64, (2, 9), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -52,16 +59,23 @@ def test_position_ids_reach_the_model():
     assert evaluate.loss(model, ids, moved) != evaluate.loss(model, ids)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda m: evaluate.loss(m, torch.tensor([[1]])), "at least 2 tokens"),
-    (lambda m: evaluate.loss(m, torch.tensor([1, 2, 3])), r"got torch.int64 of shape \(3,\)"),
-    (lambda m: evaluate.loss(m, torch.tensor([[1.0, 2.0]])), "got torch.float32"),
-    (lambda m: evaluate.loss(m, [[1, 2]]), "got list"),
-    (lambda m: evaluate.loss(m, torch.tensor([[1, 2, 3]]), torch.tensor([[0, 1]])),
-     r"position_ids must have the shape of input_ids \(1, 3\)"),
-    (lambda m: evaluate.loss_of_logits(torch.zeros(1, 2, 5), torch.tensor([[1, 2, 3]])),
-     r"logits must be \[batch, tokens, vocab\]"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda m: evaluate.loss(m, torch.tensor([[1]])), "at least 2 tokens"),
+        (lambda m: evaluate.loss(m, torch.tensor([1, 2, 3])), r"got torch.int64 of shape \(3,\)"),
+        (lambda m: evaluate.loss(m, torch.tensor([[1.0, 2.0]])), "got torch.float32"),
+        (lambda m: evaluate.loss(m, [[1, 2]]), "got list"),
+        (
+            lambda m: evaluate.loss(m, torch.tensor([[1, 2, 3]]), torch.tensor([[0, 1]])),
+            r"position_ids must have the shape of input_ids \(1, 3\)",
+        ),
+        (
+            lambda m: evaluate.loss_of_logits(torch.zeros(1, 2, 5), torch.tensor([[1, 2, 3]])),
+            r"logits must be \[batch, tokens, vocab\]",
+        ),
+    ],
+)
 def test_bad_input_is_refused_naming_what_was_given(call, match):
     with pytest.raises(ValueError, match=match):
         call(random_model(spec()))

@@ -24,8 +24,14 @@ from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
-GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
-                 "sandbox_exec.py", "submission_checks.py"]
+GRADING_FILES = [
+    "nbgrader_config.py",
+    "course_preprocessors.py",
+    "autograde.py",
+    "sandbox.py",
+    "sandbox_exec.py",
+    "submission_checks.py",
+]
 STUDENTS = {"alice": l2.correct, "bob": l2.mistake, "carol": lambda nb: nb}  # carol: blank
 
 
@@ -35,13 +41,30 @@ pytestmark = pytest.mark.usefixtures("sandbox_installed")  # tests/conftest.py
 def nbgrader(*args, cwd, user, home, exchange):
     """One nbgrader command as `user`, in their home. Every user here is the same system user,
     whose name nbgrader would take as the student id: students name themselves."""
-    env = dict(os.environ, HOME=str(home),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--course", "LM10",
-                           f"--Exchange.root={exchange}"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, f"nbgrader {' '.join(args)} as {user}:\n{done.stdout}" \
-                                 f"{done.stderr[-3000:]}"
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            *args,
+            "--course",
+            "LM10",
+            f"--Exchange.root={exchange}",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, (
+        f"nbgrader {' '.join(args)} as {user}:\n{done.stdout}{done.stderr[-3000:]}"
+    )
     return done.stdout + done.stderr
 
 
@@ -55,8 +78,7 @@ def played(tmp_path_factory):
     for name in GRADING_FILES:
         shutil.copy(ROOT / "grading" / name, grading / name)
     shutil.copytree(ROOT / "solutions" / LAB, course / "solutions" / LAB)
-    instructor = dict(cwd=grading, user="instructor", home=base / "instructor",
-                      exchange=exchange)
+    instructor = dict(cwd=grading, user="instructor", home=base / "instructor", exchange=exchange)
     (base / "instructor").mkdir()
 
     nbgrader("generate_assignment", LAB, "--force", **instructor)
@@ -72,21 +94,39 @@ def played(tmp_path_factory):
         nbgrader("submit", LAB, f"--CourseDirectory.student_id={student}", **me)
     nbgrader("collect", LAB, **instructor)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    graded = subprocess.run([sys.executable, "autograde.py", LAB], cwd=grading, env=env,
-                            capture_output=True, text=True, timeout=1200)
+    graded = subprocess.run(
+        [sys.executable, "autograde.py", LAB],
+        cwd=grading,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert graded.returncode == 0, graded.stdout + graded.stderr[-3000:]
     nbgrader("generate_feedback", LAB, "--force", **instructor)
     nbgrader("release_feedback", LAB, **instructor)
     pages = {}
     for student, home in homes.items():
-        nbgrader("fetch_feedback", LAB, f"--CourseDirectory.student_id={student}", cwd=home,
-                 user=student, home=home, exchange=exchange)
+        nbgrader(
+            "fetch_feedback",
+            LAB,
+            f"--CourseDirectory.student_id={student}",
+            cwd=home,
+            user=student,
+            home=home,
+            exchange=exchange,
+        )
         pages[student] = sorted((home / LAB / "feedback").glob(f"*/{LAB}.html"))
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
         scores = {s: gradebook.find_submission(LAB, s).score for s in STUDENTS}
         maximum = gradebook.find_assignment(LAB).max_score
-    return {"scores": scores, "maximum": maximum, "pages": pages, "report": graded.stdout,
-            "grading": grading}
+    return {
+        "scores": scores,
+        "maximum": maximum,
+        "pages": pages,
+        "report": graded.stdout,
+        "grading": grading,
+    }
 
 
 def test_collect_finds_every_submission(played):

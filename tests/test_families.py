@@ -18,8 +18,9 @@ PARITY = {c.model_type for cases in (MAIN, HELD_OUT, OTHER_FAMILIES, YARN) for c
 def test_every_family_has_every_part(name):
     entry = FAMILIES[name]
     parts = {
-        "a config reader with a one-line docstring saying what differs":
-            callable(entry.read) and entry.summary and "\n" not in entry.summary,
+        "a config reader with a one-line docstring saying what differs": callable(entry.read)
+        and entry.summary
+        and "\n" not in entry.summary,
         "weight rules": callable(entry.weights),
         "a toy size (toy)": bool(entry.toy),
         "a published config in lmcourse/configs.py (_PUBLISHED)": name in PUBLISHED,

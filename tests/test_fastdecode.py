@@ -32,8 +32,9 @@ def assert_same_decoding(model, fast, steps: int = 9):
         for t in range(5, 14):
             token = expected[:, t : t + 1]
             got, want = fast.step(token, ours), model(token, cache=theirs)
-            torch.testing.assert_close(got, want, rtol=0, atol=TOL,
-                                       msg=lambda m, t=t: f"step {t}: {m}")
+            torch.testing.assert_close(
+                got, want, rtol=0, atol=TOL, msg=lambda m, t=t: f"step {t}: {m}"
+            )
 
 
 @pytest.mark.parametrize("config", FAMILIES)

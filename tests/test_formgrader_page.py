@@ -48,8 +48,14 @@ def render(what: str) -> str:
     """'page': the grading page of a one-cell notebook; 'macro': a page holding only the
     formgrader's `mathjax()` and one formula."""
     env = {k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"}
-    return subprocess.run([sys.executable, "-c", _RENDER, what], cwd=ROOT / "grading", env=env,
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", _RENDER, what],
+        cwd=ROOT / "grading",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def test_the_grading_page_loads_mathjax_from_the_server_not_a_cdn():

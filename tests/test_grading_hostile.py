@@ -49,8 +49,14 @@ from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
-GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
-                 "sandbox_exec.py", "submission_checks.py"]
+GRADING_FILES = [
+    "nbgrader_config.py",
+    "course_preprocessors.py",
+    "autograde.py",
+    "sandbox.py",
+    "sandbox_exec.py",
+    "submission_checks.py",
+]
 MARKER = "lm10hostile"  # in the command line of every process a hostile submission starts
 CELL_TIMEOUT = 40  # the setup cell imports transformers: allow for a loaded machine
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -58,6 +64,7 @@ PRIVATE_TMP = "/tmp/lm10-planted.txt"  # writable in the sandbox (its own /tmp),
 
 
 pytestmark = pytest.mark.usefixtures("sandbox_installed")  # tests/conftest.py
+
 
 def answers(**extra):
     """The solution's answers, with `extra` code appended to the named answer cells."""
@@ -70,12 +77,16 @@ def answers(**extra):
 def attacks(course):
     """Answer-cell code for every hostile submission; `course` is the temporary course."""
     grading, db = course / "grading", course / "grading" / "gradebook.db"
-    paths = [str(db), "../../../gradebook.db", "../../gradebook.db",
-             str(course / "solutions" / LAB / f"{LAB}.ipynb"),
-             str(ROOT / "solutions" / LAB / f"{LAB}.ipynb"),
-             str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb"),
-             str(ROOT / "grading" / "gradebook.db")]
-    probe = f'''
+    paths = [
+        str(db),
+        "../../../gradebook.db",
+        "../../gradebook.db",
+        str(course / "solutions" / LAB / f"{LAB}.ipynb"),
+        str(ROOT / "solutions" / LAB / f"{LAB}.ipynb"),
+        str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb"),
+        str(ROOT / "grading" / "gradebook.db"),
+    ]
+    probe = f"""
 for path in {paths!r}:
     try:
         with open(path, "rb") as handle:
@@ -83,7 +94,7 @@ for path in {paths!r}:
         print("READ-OK", path)
     except OSError as error:
         print("READ-DENIED", path, type(error).__name__)
-'''
+"""
     tamper = f'''
 import sqlite3
 import subprocess
@@ -96,7 +107,8 @@ for path in {[str(db), "../../../gradebook.db"]!r}:
         print("WRITE-OK", path)
     except Exception as error:
         print("WRITE-DENIED", path, type(error).__name__)
-later = {f"""
+later = {
+        f"""
 import sqlite3, time  # {MARKER}
 for _ in range(60):
     time.sleep(1)
@@ -106,10 +118,17 @@ for _ in range(60):
         con.commit()
     except Exception:
         pass
-"""!r}
+"""!r
+    }
 subprocess.Popen([sys.executable, "-c", later], start_new_session=True)
-for path in {[str(course / "solutions" / "planted.txt"), str(grading / "planted.txt"),
-              "../../planted.txt", PRIVATE_TMP]!r}:
+for path in {
+        [
+            str(course / "solutions" / "planted.txt"),
+            str(grading / "planted.txt"),
+            "../../planted.txt",
+            PRIVATE_TMP,
+        ]!r
+    }:
     try:
         with open(path, "w") as handle:
             handle.write("planted")
@@ -117,7 +136,7 @@ for path in {[str(course / "solutions" / "planted.txt"), str(grading / "planted.
     except OSError as error:
         print("WRITE-DENIED", path, type(error).__name__)
 '''
-    leak = f'''
+    leak = f"""
 import shutil
 for path in {[str(db), str(course / "solutions" / LAB / f"{LAB}.ipynb")]!r}:
     try:
@@ -128,15 +147,15 @@ for path in {[str(db), str(course / "solutions" / LAB / f"{LAB}.ipynb")]!r}:
 with open("stolen.txt", "w") as handle:
     handle.write("anything a student writes stays in the sandbox")
 print("\\n".join(In))  # every cell the kernel ran so far, hidden tests included
-'''
-    peek = f'''
+"""
+    peek = f"""
 import json
 source = json.load(open({str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb")!r}))
 for cell in source["cells"]:
     if cell["metadata"].get("nbgrader", {{}}).get("solution") and cell["cell_type"] == "code":
         exec("".join(cell["source"]), globals())
-'''
-    hog = f'''
+"""
+    hog = f"""
 try:
     memory = bytearray(64 << 30)
 except MemoryError:
@@ -158,7 +177,7 @@ except OSError as error:
 for child in children:
     child.kill()
     child.wait()
-'''
+"""
     # Write into every pipe the kernel holds: the executor's descriptor for the executed
     # notebook must not be among them (a warm sandbox forks the kernel from the executor).
     forge = """
@@ -170,19 +189,25 @@ for fd in os.listdir("/proc/self/fd"):
     except OSError:
         pass
 """
-    return {"probe": probe, "tamper": tamper, "leak": leak, "peek": peek, "hog": hog,
-            "forge": forge}
+    return {
+        "probe": probe,
+        "tamper": tamper,
+        "leak": leak,
+        "peek": peek,
+        "hog": hog,
+        "forge": forge,
+    }
 
 
-TRANSFORMER = '''
+TRANSFORMER = """
 def _neutralise(lines):
     if lines and lines[0].startswith("# Tests for"):
         body = ["    " + line for line in lines]
         return ["try:\\n"] + body + ["\\nexcept BaseException:\\n    pass\\n"]
     return lines
 get_ipython().input_transformers_cleanup.append(_neutralise)
-'''
-AST_CHEAT = '''
+"""
+AST_CHEAT = """
 import ast
 class _DropAsserts(ast.NodeTransformer):
     def visit_Assert(self, node):
@@ -190,8 +215,8 @@ class _DropAsserts(ast.NodeTransformer):
     def visit_Raise(self, node):
         return ast.Pass()
 get_ipython().ast_transformers.append(_DropAsserts())
-'''
-ALWAYS_EQUAL = '''
+"""
+ALWAYS_EQUAL = """
 class Anything(int):
     def __eq__(self, other):
         return True
@@ -214,23 +239,23 @@ def compare_variants(d, heads, layers, gqa_kv_heads, context):
     return {"MHA": row, "GQA": row, "MQA": row}
 def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
     return Anything()
-'''
-STDERR = '''
+"""
+STDERR = """
 import logging
 _solution_cache_bytes = cache_bytes_per_token
 def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
     if bytes_per_number != 2:
         logging.warning("cache_bytes_per_token: %d bytes per number", bytes_per_number)
     return _solution_cache_bytes(layers, kv_heads, head_dim, bytes_per_number)
-'''
-HARD_LOOP = '''
+"""
+HARD_LOOP = """
 while True:
     try:
         while True:
             pass
     except KeyboardInterrupt:
         pass
-'''
+"""
 EXIT_KERNEL = "import os\nos._exit(0)\n"
 FLOOD = 'print("x" * 50_000_000)\nfor i in range(200_000):\n    print(i)\n'
 
@@ -248,8 +273,9 @@ def submissions(released, course):
         "alwayseq": fill(released, {"l2_attention": ALWAYS_EQUAL}),
         "transformer": fill(released, {"l2_attention": TRANSFORMER + released.cells[3].source}),
         "astcheat": fill(released, {"l2_attention": AST_CHEAT + released.cells[3].source}),
-        "loop": fill(released, dict(answers(), l2_flops="while True:\n    pass\n"
-                                    + answers()["l2_flops"])),
+        "loop": fill(
+            released, dict(answers(), l2_flops="while True:\n    pass\n" + answers()["l2_flops"])
+        ),
         "hardloop": fill(released, answers(l2_serving=HARD_LOOP)),
         "exitkernel": fill(released, answers(l2_serving=EXIT_KERNEL)),
         "tamper": fill(released, answers(l2_attention=attack["tamper"])),
@@ -259,8 +285,11 @@ def submissions(released, course):
         "forge": fill(released, answers(l2_attention=attack["forge"])),
     }
     kernel = fill(released, answers())
-    kernel.metadata["kernelspec"] = {"name": "no-such-kernel", "display_name": "nothing",
-                                     "language": "python"}
+    kernel.metadata["kernelspec"] = {
+        "name": "no-such-kernel",
+        "display_name": "nothing",
+        "language": "python",
+    }
     subs["badkernel"] = kernel
     deleted = copy.deepcopy(released)
     deleted.cells = []
@@ -304,16 +333,24 @@ def batch(tmp_path_factory, sandbox_installed):
         shutil.copy(ROOT / "grading" / name, grading / name)
     shutil.copytree(ROOT / "solutions", course / "solutions")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", LAB,
-                           "--force"], cwd=grading, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", LAB, "--force"],
+        cwd=grading,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     released = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
     submitted = grading / "submitted"
     for student, nb in submissions(released, course).items():
         (submitted / student / LAB).mkdir(parents=True)
         nbformat.write(nb, submitted / student / LAB / f"{LAB}.ipynb")
-    folder = lambda student: (submitted / student / LAB).mkdir(parents=True) or (  # noqa: E731
-        submitted / student / LAB)
+
+    def folder(student):
+        (submitted / student / LAB).mkdir(parents=True)
+        return submitted / student / LAB
+
     nbformat.write(fill(released, answers()), folder("renamed") / f"{LAB} (1).ipynb")
     (folder("badjson") / f"{LAB}.ipynb").write_text('{"cells": [ this is not json')
     (folder("emptydir") / "notes.txt").write_text("I forgot to attach it")
@@ -324,8 +361,13 @@ def batch(tmp_path_factory, sandbox_installed):
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
         source_cells = {c.name: c.source for c in gradebook.find_notebook(LAB, LAB).source_cells}
     outside = {PRIVATE_TMP: Path(PRIVATE_TMP).exists()}
-    skip = ("grading/autograded/", "grading/feedback/", "grading/gradebook.db",
-            "grading/autograde-", "grading/__pycache__/")
+    skip = (
+        "grading/autograded/",
+        "grading/feedback/",
+        "grading/gradebook.db",
+        "grading/autograde-",
+        "grading/__pycache__/",
+    )
     before = tree_digest(course, skip)
     repository_before = tree_digest(ROOT / "solutions")
 
@@ -336,8 +378,12 @@ def batch(tmp_path_factory, sandbox_installed):
         autograde = importlib.import_module("autograde")
     finally:
         sys.path.pop(0)
-    results = {r.student: r for r in autograde.autograde(
-        LAB, grading=grading, jobs=2, timeout=400, cell_timeout=CELL_TIMEOUT)}
+    results = {
+        r.student: r
+        for r in autograde.autograde(
+            LAB, grading=grading, jobs=2, timeout=400, cell_timeout=CELL_TIMEOUT
+        )
+    }
     survivors = marked_processes()
     after = tree_digest(course, skip)
 
@@ -349,14 +395,29 @@ def batch(tmp_path_factory, sandbox_installed):
             scores[student] = sum(g.score for g in notebook.grades)
             manual[student] = [g.name for g in notebook.grades if g.manual_score is not None]
         source_after = {c.name: c.source for c in gradebook.find_notebook(LAB, LAB).source_cells}
-    feedback = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", LAB,
-                               "--force"], cwd=grading, env=env, capture_output=True,
-                              text=True)
-    return {"course": course, "results": results, "scores": scores, "manual": manual,
-            "survivors": survivors, "before": before, "after": after,
-            "repository_before": repository_before, "outside": outside,
-            "source_cells": source_cells, "source_after": source_after,
-            "feedback": feedback, "autograde": autograde, "env": env}
+    feedback = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_feedback", LAB, "--force"],
+        cwd=grading,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return {
+        "course": course,
+        "results": results,
+        "scores": scores,
+        "manual": manual,
+        "survivors": survivors,
+        "before": before,
+        "after": after,
+        "repository_before": repository_before,
+        "outside": outside,
+        "source_cells": source_cells,
+        "source_after": source_after,
+        "feedback": feedback,
+        "autograde": autograde,
+        "env": env,
+    }
 
 
 EXPECTED = {  # student: (status, autograded points of 10, words the report must contain)
@@ -380,8 +441,11 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "forge": ("flagged", 10, "imports os"),
     "badjson": ("error", 0, "NotJSONError"),
     "emptydir": ("error", 0, "no notebook in the submission folder"),
-    "twonotebooks": ("error", 0, f"2 notebooks (draft.ipynb, final.ipynb) and none named "
-                                 f"{LAB}.ipynb"),
+    "twonotebooks": (
+        "error",
+        0,
+        f"2 notebooks (draft.ipynb, final.ipynb) and none named {LAB}.ipynb",
+    ),
     "link": ("error", 0, "is a link, not a notebook file"),
     "nocells": ("error", 0, "none of the lab's answer cells"),
 }
@@ -393,8 +457,11 @@ def test_every_submission_scores_what_it_earned(batch):
     wrong = {}
     for student, (status, points, reason) in EXPECTED.items():
         r = results[student]
-        if (r.status, r.score, scores[student]) != (status, points, points) or (
-                reason not in r.message) or not r.message:
+        if (
+            (r.status, r.score, scores[student]) != (status, points, points)
+            or (reason not in r.message)
+            or not r.message
+        ):
             wrong[student] = (r.status, r.score, scores[student], r.message)
     assert not wrong, "\n".join(f"{s}: got {w}, expected {EXPECTED[s]}" for s, w in wrong.items())
 
@@ -414,21 +481,27 @@ def test_nothing_outside_the_grading_outputs_changed(batch):
     assert not changed, f"files changed or removed by grading: {changed}"
     assert tree_digest(ROOT / "solutions") == batch["repository_before"]
     assert not Path(PRIVATE_TMP).exists() or batch["outside"][PRIVATE_TMP], (
-        f"a submission wrote {PRIVATE_TMP} on the grader's machine")
+        f"a submission wrote {PRIVATE_TMP} on the grader's machine"
+    )
 
 
 def test_nothing_outside_the_submission_was_readable(batch):
     autograded = batch["course"] / "grading" / "autograded"
     for student in ("tamper", "leak", "peek"):
         nb = nbformat.read(autograded / student / LAB / f"{LAB}.ipynb", as_version=4)
-        text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                         for o in c.outputs)
+        text = "\n".join(
+            o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+        )
         # The sandbox's own /tmp is private and writable: the host's is checked elsewhere.
-        reached = [line for line in text.split("\n") if re.match(r"(READ|WRITE|COPY)-OK", line)
-                   and PRIVATE_TMP not in line]
+        reached = [
+            line
+            for line in text.split("\n")
+            if re.match(r"(READ|WRITE|COPY)-OK", line) and PRIVATE_TMP not in line
+        ]
         assert not reached, f"{student} reached out: {reached}"
         assert student == "peek" or re.search(r"(READ|WRITE|COPY)-DENIED", text), (
-            f"blind check: {student}'s attack did not run:\n{text[:2000]}")
+            f"blind check: {student}'s attack did not run:\n{text[:2000]}"
+        )
 
 
 def test_no_process_outlived_the_batch(batch):
@@ -436,10 +509,12 @@ def test_no_process_outlived_the_batch(batch):
 
 
 def test_resource_limits_held(batch):
-    nb = nbformat.read(batch["course"] / "grading" / "autograded" / "hog" / LAB / f"{LAB}.ipynb",
-                       as_version=4)
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                     for o in c.outputs)
+    nb = nbformat.read(
+        batch["course"] / "grading" / "autograded" / "hog" / LAB / f"{LAB}.ipynb", as_version=4
+    )
+    text = "\n".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
     assert "64 GB: MemoryError" in text and "File too large" in text, text[:2000]
     sandbox = sys.modules["sandbox"]  # this course's, imported by its autograde.py
     group = sandbox.ProcessGroup(8)
@@ -476,7 +551,8 @@ def test_feedback_holds_only_pages_without_hidden_tests(batch):
     assert "it quotes a hidden test" in leak, "blind check: the leak's printout is not there"
     stopped = html.unescape((feedback / "hardloop" / LAB / f"{LAB}.html").read_text())
     assert "Not run: the grader stopped an earlier cell" in stopped, (
-        "the feedback should say why the last test did not run")
+        "the feedback should say why the last test did not run"
+    )
     stderr = html.unescape((feedback / "stderr" / LAB / f"{LAB}.html").read_text())
     assert "never costs points" in stderr, "the feedback should say stderr cost nothing"
 
@@ -485,24 +561,39 @@ def test_report_csv_lists_every_student_with_a_reason(batch):
     report = batch["course"] / "grading" / f"autograde-{LAB}.csv"
     rows = {row["student"]: row for row in csv.DictReader(report.open())}
     assert set(rows) == set(EXPECTED)
-    assert all(row["message"] for row in rows.values()), [s for s, r in rows.items()
-                                                          if not r["message"]]
+    assert all(row["message"] for row in rows.values()), [
+        s for s, r in rows.items() if not r["message"]
+    ]
 
 
 def test_without_bubblewrap_grading_still_works_and_warns(batch):
     """One student again with LM10_NO_SANDBOX=1: graded, loudly not isolated, report merged."""
     grading = batch["course"] / "grading"
     env = dict(batch["env"], LM10_NO_SANDBOX="1")
-    done = subprocess.run([sys.executable, "autograde.py", LAB, "--student", "ok",
-                           "--cell-timeout", str(CELL_TIMEOUT)], cwd=grading, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "autograde.py",
+            LAB,
+            "--student",
+            "ok",
+            "--cell-timeout",
+            str(CELL_TIMEOUT),
+        ],
+        cwd=grading,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "submissions run WITHOUT isolation" in done.stderr, done.stderr[-2000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("ok "))
     assert re.search(r"graded\s+10\.0 / 13\.0", line), line
     assert "NOT ISOLATED" in line, line
-    rows = {row["student"]: row for row in csv.DictReader(
-        (grading / f"autograde-{LAB}.csv").open())}
+    rows = {
+        row["student"]: row for row in csv.DictReader((grading / f"autograde-{LAB}.csv").open())
+    }
     assert set(rows) == set(EXPECTED), "rerunning one student must keep the batch's other rows"
     assert "NOT ISOLATED" in rows["ok"]["message"] and rows["stderr"]["status"] == "graded"
     assert json.loads(json.dumps(rows["ok"]))["score"] == "10.0"
@@ -511,9 +602,24 @@ def test_without_bubblewrap_grading_still_works_and_warns(batch):
 def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
     """`loop` again with a 15 s limit for the whole notebook and 100 s per cell."""
     grading = batch["course"] / "grading"
-    done = subprocess.run([sys.executable, "autograde.py", LAB, "--student", "loop",
-                           "--timeout", "15", "--cell-timeout", "100"], cwd=grading,
-                          env=batch["env"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "autograde.py",
+            LAB,
+            "--student",
+            "loop",
+            "--timeout",
+            "15",
+            "--cell-timeout",
+            "100",
+        ],
+        cwd=grading,
+        env=batch["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("loop "))
     assert re.search(r"timeout\s+0\.0 / 13\.0", line), line
@@ -526,14 +632,19 @@ def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
 def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
     """A bwrap that cannot make namespaces (as in some containers) must not zero everyone."""
     fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
-                    "exit 1\n")
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
     grading = batch["course"] / "grading"
     report = (grading / f"autograde-{LAB}.csv").read_text()
     env = dict(batch["env"], PATH=f"{tmp_path}{os.pathsep}{batch['env']['PATH']}")
-    done = subprocess.run([sys.executable, "autograde.py", LAB, "--student", "ok"], cwd=grading,
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "autograde.py", LAB, "--student", "ok"],
+        cwd=grading,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cannot make a sandbox here: bwrap: No permissions" in done.stderr, done.stderr
     assert "LM10_NO_SANDBOX=1" in done.stderr
@@ -561,10 +672,34 @@ def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
         "      os.listdir('/tmp/course/library'))\n"
     )
     done = subprocess.run(
-        ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
-         "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", str(library), "/tmp/course/library",
-         "--ro-bind", str(ROOT / "grading"), "/tmp/grader",
-         python, "-c", script], capture_output=True, text=True, timeout=60)
+        [
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--ro-bind",
+            str(library),
+            "/tmp/course/library",
+            "--ro-bind",
+            str(ROOT / "grading"),
+            "/tmp/grader",
+            python,
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "['course', 'grader'] ['library'] ['module.py']", (
-        done.stdout)
+        done.stdout
+    )

@@ -30,20 +30,26 @@ from lab_cases import l2
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
-GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
-                 "sandbox_exec.py", "submission_checks.py"]
+GRADING_FILES = [
+    "nbgrader_config.py",
+    "course_preprocessors.py",
+    "autograde.py",
+    "sandbox.py",
+    "sandbox_exec.py",
+    "submission_checks.py",
+]
 STUDENTS = {"alice": l2.correct, "bob": lambda nb: nb}  # bob hands in the blank release
 PASSWORD = "lm10-test-password"  # the shared password of the test authenticator
 TOKEN = "lm10-test-" + os.urandom(16).hex()
-STUDENT_CONFIG = '''import os
+STUDENT_CONFIG = """import os
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "LM10"
 c.Exchange.root = {exchange!r}
 # every server runs as one system user here: the student id is the hub user's name
 c.CourseDirectory.student_id = os.environ["JUPYTERHUB_USER"]
-'''
-HUB_CONFIG = '''c = get_config()  # noqa: F821
+"""
+HUB_CONFIG = """c = get_config()  # noqa: F821
 c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
 c.JupyterHub.hub_bind_url = "http://127.0.0.1:{hub_port}"
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_port}"
@@ -78,7 +84,7 @@ def nbgrader_setup(spawner):
 
 
 c.Spawner.pre_spawn_hook = nbgrader_setup
-'''
+"""
 
 
 def proxy_command():
@@ -90,11 +96,18 @@ def proxy_command():
 @pytest.fixture(scope="module", autouse=True)
 def hub_installed():
     """CI (.ci/run sets LM10_REQUIRE_HUB=1) must have them; elsewhere, skip loudly."""
-    missing = [what for what, found in (
-        ("configurable-http-proxy (make hub-proxy)", proxy_command()),
-        ("jupyterhub (pip install -e '.[dev]')", shutil.which(
-            "jupyterhub", path=str(Path(sys.executable).parent))),
-        ("bubblewrap (apt-get install bubblewrap)", shutil.which("bwrap"))) if not found]
+    missing = [
+        what
+        for what, found in (
+            ("configurable-http-proxy (make hub-proxy)", proxy_command()),
+            (
+                "jupyterhub (pip install -e '.[dev]')",
+                shutil.which("jupyterhub", path=str(Path(sys.executable).parent)),
+            ),
+            ("bubblewrap (apt-get install bubblewrap)", shutil.which("bwrap")),
+        )
+        if not found
+    ]
     if missing:
         message = "not installed: " + ", ".join(missing)
         if os.environ.get("LM10_REQUIRE_HUB") == "1":
@@ -132,8 +145,13 @@ class Hub:
 
     def call(self, method, path, **kwargs):
         response = self.session.request(method, self.url + path, timeout=900, **kwargs)
-        assert response.status_code < 400, (method, path, response.status_code,
-                                            response.text[:2000], self.tail())
+        assert response.status_code < 400, (
+            method,
+            path,
+            response.status_code,
+            response.text[:2000],
+            self.tail(),
+        )
         return response
 
     def tail(self):
@@ -142,15 +160,26 @@ class Hub:
 
     def start_server(self, user):
         self.call("POST", f"/hub/api/users/{user}/server")
-        wait_for(f"{user}'s server", lambda: self.call("GET", f"/hub/api/users/{user}").json()[
-            "servers"].get("", {}).get("ready"), 300)
+        wait_for(
+            f"{user}'s server",
+            lambda: (
+                self.call("GET", f"/hub/api/users/{user}")
+                .json()["servers"]
+                .get("", {})
+                .get("ready")
+            ),
+            300,
+        )
 
     def nbgrader(self, user, path, **body):
         """POST to an nbgrader endpoint of `user`'s server; nbgrader's answer, checked."""
         answer = self.call("POST", f"/user/{user}/{path}", data=json.dumps(body)).json()
         if isinstance(answer, dict) and "success" in answer:
-            assert answer["success"], (path, answer.get("error") or answer.get("log"),
-                                       answer.get("value"))
+            assert answer["success"], (
+                path,
+                answer.get("error") or answer.get("log"),
+                answer.get("value"),
+            )
         return answer
 
 
@@ -158,8 +187,12 @@ def login(url, user, password):
     """Log in through the hub's form, as a browser does; the hub's answer."""
     with requests.Session() as browser:
         browser.get(f"{url}/hub/login", timeout=60)
-        return browser.post(f"{url}/hub/login", timeout=60, allow_redirects=False, data={
-            "username": user, "password": password, "_xsrf": browser.cookies.get("_xsrf")})
+        return browser.post(
+            f"{url}/hub/login",
+            timeout=60,
+            allow_redirects=False,
+            data={"username": user, "password": password, "_xsrf": browser.cookies.get("_xsrf")},
+        )
 
 
 @pytest.fixture(scope="module")
@@ -175,21 +208,37 @@ def hub(tmp_path_factory):
         handle.write(f"c.Exchange.root = {str(exchange)!r}\n")
     shutil.copytree(ROOT / "solutions" / LAB, course / "solutions" / LAB)
     (student_config / "nbgrader_config.py").write_text(
-        STUDENT_CONFIG.format(exchange=str(exchange)))
+        STUDENT_CONFIG.format(exchange=str(exchange))
+    )
     port, hub_port, proxy_port = free_ports(3)
     bin_path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     config = HUB_CONFIG.format(
-        port=port, hub_port=hub_port, proxy_port=proxy_port, proxy=proxy_command(),
-        state=state, password=PASSWORD, users={"alice", "bob", "instructor"}, homes=homes,
+        port=port,
+        hub_port=hub_port,
+        proxy_port=proxy_port,
+        proxy=proxy_command(),
+        state=state,
+        password=PASSWORD,
+        users={"alice", "bob", "instructor"},
+        homes=homes,
         singleuser=str(Path(sys.executable).parent / "jupyterhub-singleuser"),
-        args=["--allow-root"] if os.getuid() == 0 else [], path=bin_path, token=TOKEN,
-        course=str(course), grading=str(grading), student_config=str(student_config))
+        args=["--allow-root"] if os.getuid() == 0 else [],
+        path=bin_path,
+        token=TOKEN,
+        course=str(course),
+        grading=str(grading),
+        student_config=str(student_config),
+    )
     (state / "jupyterhub_config.py").write_text(config)
     log = open(state / "hub.log", "w+")  # noqa: SIM115 (open while the hub runs)
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "jupyterhub"), "-f", "jupyterhub_config.py"],
-        cwd=state, env=dict(os.environ, PATH=bin_path), stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
+        cwd=state,
+        env=dict(os.environ, PATH=bin_path),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     hub = Hub(f"http://127.0.0.1:{port}", process, log)
     try:
         wait_for("the hub", lambda: requests.get(f"{hub.url}/hub/api", timeout=5).ok, 180)
@@ -215,16 +264,22 @@ def played(hub):
     course = {"course_id": "LM10", "assignment_id": LAB}
     for student, answer in STUDENTS.items():
         listed = hub.nbgrader(student, "assignments/fetch", **course)
-        assert any(a["assignment_id"] == LAB and a["status"] == "fetched"
-                   for a in listed["value"]), listed
+        assert any(
+            a["assignment_id"] == LAB and a["status"] == "fetched" for a in listed["value"]
+        ), listed
         path = f"/user/{student}/api/contents/{LAB}/{LAB}.ipynb"
         nb = nbformat.from_dict(hub.call("GET", path).json()["content"])
-        hub.call("PUT", path, data=json.dumps({"type": "notebook", "format": "json",
-                                               "content": answer(nb)}))
+        hub.call(
+            "PUT",
+            path,
+            data=json.dumps({"type": "notebook", "format": "json", "content": answer(nb)}),
+        )
         hub.nbgrader(student, "assignments/submit", **course)
     hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/collect")
-    graded = {s: hub.nbgrader("instructor", f"formgrader/api/submission/{LAB}/{s}/autograde")
-              for s in STUDENTS}
+    graded = {
+        s: hub.nbgrader("instructor", f"formgrader/api/submission/{LAB}/{s}/autograde")
+        for s in STUDENTS
+    }
     submissions = hub.call("GET", f"/user/instructor/formgrader/api/submissions/{LAB}").json()
     hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/generate_feedback")
     hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/release_feedback")
@@ -232,11 +287,19 @@ def played(hub):
     for student in STUDENTS:
         hub.nbgrader(student, "assignments/fetch_feedback", **course)
         folder = hub.call("GET", f"/user/{student}/api/contents/{LAB}/feedback").json()
-        pages[student] = [hub.call("GET", f"/user/{student}/api/contents/{entry['path']}/"
-                                   f"{LAB}.html").json()["content"]
-                          for entry in folder["content"]]
-    return {"logins": logins, "wrong": wrong, "graded": graded, "pages": pages,
-            "scores": {s["student"]: (s["score"], s["max_score"]) for s in submissions}}
+        pages[student] = [
+            hub.call("GET", f"/user/{student}/api/contents/{entry['path']}/{LAB}.html").json()[
+                "content"
+            ]
+            for entry in folder["content"]
+        ]
+    return {
+        "logins": logins,
+        "wrong": wrong,
+        "graded": graded,
+        "pages": pages,
+        "scores": {s["student"]: (s["score"], s["max_score"]) for s in submissions},
+    }
 
 
 def test_users_log_in_with_the_password(played):

@@ -21,8 +21,9 @@ def _free_port() -> int:
 def test_make_lab_serves_jupyterlab_on_the_course_root():
     # `make lab` first puts every lab into the gradebook, minutes on first use (make gradebook):
     # done here, outside the 90 s JupyterLab has to answer in.
-    subprocess.run(["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True, capture_output=True
+    )
     port = _free_port()
     token = "lm10-test"
     args = (

@@ -27,10 +27,17 @@ import pytest
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
-GRADING_FILES = ["nbgrader_config.py", "course_preprocessors.py", "autograde.py", "sandbox.py",
-                 "sandbox_exec.py", "submission_checks.py"]
-LABS = sorted(p.name for p in (ROOT / "solutions").glob("LM10-L*")
-              if (p / f"{p.name}.ipynb").is_file())
+GRADING_FILES = [
+    "nbgrader_config.py",
+    "course_preprocessors.py",
+    "autograde.py",
+    "sandbox.py",
+    "sandbox_exec.py",
+    "submission_checks.py",
+]
+LABS = sorted(
+    p.name for p in (ROOT / "solutions").glob("LM10-L*") if (p / f"{p.name}.ipynb").is_file()
+)
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
@@ -40,8 +47,11 @@ def meta(cell):
 
 def autograded_cells(nb):
     """Autograded test cells (grade, not solution) by grade_id."""
-    return {meta(c)["grade_id"]: c for c in nb.cells
-            if meta(c).get("grade") and not meta(c).get("solution")}
+    return {
+        meta(c)["grade_id"]: c
+        for c in nb.cells
+        if meta(c).get("grade") and not meta(c).get("solution")
+    }
 
 
 def hidden_lines(source):
@@ -60,8 +70,10 @@ def lab_cases(lab):
     try:
         return importlib.import_module(f"lab_cases.l{number}")
     except ModuleNotFoundError as error:
-        pytest.fail(f"{lab} has no submissions for the round trip: write "
-                    f"tests/lab_cases/l{number}.py (see tests/lab_cases/__init__.py): {error}")
+        pytest.fail(
+            f"{lab} has no submissions for the round trip: write "
+            f"tests/lab_cases/l{number}.py (see tests/lab_cases/__init__.py): {error}"
+        )
 
 
 def nbgrader_api(course):
@@ -74,14 +86,21 @@ def nbgrader_api(course):
 
 def validate(path, grading):
     """nbgrader's Validator (the course's config) on one notebook, in a process of its own."""
-    code = ("import json, sys\n"
-            "from nbgrader.validator import Validator\n"
-            "from traitlets.config.loader import PyFileConfigLoader\n"
-            "config = PyFileConfigLoader('nbgrader_config.py', path=sys.argv[2]).load_config()\n"
-            "print(json.dumps(Validator(config=config).validate(sys.argv[1])))")
+    code = (
+        "import json, sys\n"
+        "from nbgrader.validator import Validator\n"
+        "from traitlets.config.loader import PyFileConfigLoader\n"
+        "config = PyFileConfigLoader('nbgrader_config.py', path=sys.argv[2]).load_config()\n"
+        "print(json.dumps(Validator(config=config).validate(sys.argv[1])))"
+    )
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    done = subprocess.run([sys.executable, "-c", code, str(path), str(grading)], env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(grading)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, f"Validator crashed on {path}:\n{done.stderr[-2000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -111,9 +130,11 @@ def round_trip(lab, course):
     """Submit every case of the lab, autograde them in one batch, read the gradebook back."""
     cases = lab_cases(lab)
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
-    submissions = {name: getattr(cases, name)(copy.deepcopy(released))
-                   for name in ("correct", "mistake", "hardcoded", "refpatch")
-                   if hasattr(cases, name)}
+    submissions = {
+        name: getattr(cases, name)(copy.deepcopy(released))
+        for name in ("correct", "mistake", "hardcoded", "refpatch")
+        if hasattr(cases, name)
+    }
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
     # cell deleted (nbgrader keeps one copy and puts the test back).
     messy = submissions["correct"]
@@ -156,9 +177,14 @@ def round_trip(lab, course):
         for student in results:
             notebook = gradebook.find_submission_notebook(lab, lab, student)
             scores[student] = {g.name: g.score for g in notebook.grades}
-    return {"results": results, "scores": scores, "validation": validation, "cases": cases,
-            "release": course / "labs" / lab / f"{lab}.ipynb",
-            "source": nbformat.read(course / "solutions" / lab / f"{lab}.ipynb", as_version=4)}
+    return {
+        "results": results,
+        "scores": scores,
+        "validation": validation,
+        "cases": cases,
+        "release": course / "labs" / lab / f"{lab}.ipynb",
+        "source": nbformat.read(course / "solutions" / lab / f"{lab}.ipynb", as_version=4),
+    }
 
 
 def autograded_scores(trip, student):
@@ -172,8 +198,11 @@ def test_lab_has_at_least_ten_points_and_named_cells(lab, course):
     graded = [meta(c) for c in nb.cells if meta(c).get("grade")]
     total = sum(m["points"] for m in graded)
     assert total >= 10, f"{lab} is worth {total} points; every lab is worth at least 10"
-    bad = [meta(c)["grade_id"] for c in nb.cells
-           if meta(c) and not meta(c)["grade_id"].startswith(prefix)]
+    bad = [
+        meta(c)["grade_id"]
+        for c in nb.cells
+        if meta(c) and not meta(c)["grade_id"].startswith(prefix)
+    ]
     assert not bad, f"{lab}: grade_ids must start with {prefix!r}: {bad}"
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert meta(first_code).get("locked") and not meta(first_code).get("grade"), (
@@ -260,7 +289,8 @@ def test_redefining_a_reference_changes_no_score(round_trip, lab):
     """Every lab's tests compare against something its setup cell defines: a wrong answer plus
     that reference redefined to agree scores as the wrong answer alone, and is flagged."""
     assert "refpatch" in round_trip["results"], (
-        f"{lab}: tests/lab_cases has no refpatch case for it (see tests/lab_cases/__init__.py)")
+        f"{lab}: tests/lab_cases has no refpatch case for it (see tests/lab_cases/__init__.py)"
+    )
     result = round_trip["results"]["refpatch"]
     assert result.status == "flagged" and "redefines" in result.message, result
     want = round_trip["cases"].expected["refpatch"]
@@ -280,8 +310,12 @@ def test_feedback_hides_hidden_tests(round_trip, lab, course, student):
     assert all(line in text for line in visible), "blind check: visible test lines are missing"
     released = (course / "labs" / lab / f"{lab}.ipynb").read_text()
     released = "\n".join(c.source for c in nbformat.reads(released, as_version=4).cells)
-    shown = [line for c in tests for line in hidden_lines(c.source)
-             if line not in released and line in text]
+    shown = [
+        line
+        for c in tests
+        for line in hidden_lines(c.source)
+        if line not in released and line in text
+    ]
     assert not shown, f"{lab} feedback for {student} shows hidden test lines: {shown[:5]}"
     if student == "hardcoded":
         assert "A hidden test failed" in text, "feedback should say that a hidden test failed"

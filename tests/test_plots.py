@@ -23,10 +23,13 @@ def test_plot_activations_draws_both_curves_and_their_difference():
     assert [line.get_label() for line in (gelu, silu)] == ["gelu", "silu"]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(first="swish"), "act must be one of"),
-    (dict(lo=1.0, hi=1.0), "lo must be below hi"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(first="swish"), "act must be one of"),
+        (dict(lo=1.0, hi=1.0), "lo must be below hi"),
+    ],
+)
 def test_plot_activations_refuses_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plots.plot_activations(**kwargs)
@@ -49,8 +52,7 @@ def test_block_diagrams_mark_the_four_changes_on_the_new_model_only():
     from lmcourse import configs
 
     fig = plots.plot_block_diagrams(configs.SEED_GPT2, configs.load("Qwen3-30B-A3B"))
-    old, new = ([t.get_text() for t in ax.texts if t.get_text().startswith("(")]
-                for ax in fig.axes)
+    old, new = ([t.get_text() for t in ax.texts if t.get_text().startswith("(")] for ax in fig.axes)
     assert old == []
     assert sorted(new) == sorted(["(3)", "(1) (2)", "(3)", "(4)", "(3)"]), new
 
@@ -70,22 +72,27 @@ def test_prefill_decode_computes_the_prompt_once_then_one_token_per_step():
 def test_gated_ffn_and_router_diagram_takes_its_sizes_from_the_configurations():
     from lmcourse import configs
 
-    fig = plots.plot_gated_ffn_and_router(configs.load("SmolLM2-135M"),
-                                          configs.load("Mixtral-8x7B"))
+    fig = plots.plot_gated_ffn_and_router(
+        configs.load("SmolLM2-135M"), configs.load("Mixtral-8x7B")
+    )
     left, right = ([t.get_text() for t in ax.texts] for ax in fig.axes)
     assert "W_gate: d -> 1,536" in left and "x  (width d = 576)" in left and "silu" in left
     assert "router: 8 scores, softmax" in right
     assert "keep the top 2, renormalise their weights" in right
-    shaded = [p for p in fig.axes[1].patches
-              if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(plots.HIGHLIGHT)]
+    shaded = [
+        p
+        for p in fig.axes[1].patches
+        if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(plots.HIGHLIGHT)
+    ]
     assert len(shaded) == 2, "the top 2 experts are shaded"
     with pytest.raises(ValueError, match="gated must have a gated feed-forward layer"):
         plots.plot_gated_ffn_and_router(configs.SEED_GPT2, configs.load("Mixtral-8x7B"))
 
 
 def test_rope_base_by_year_plots_one_point_per_model_on_a_log_axis():
-    fig = plots.plot_rope_base_by_year({"Llama 2": (2023, 1e4), "Mistral": (2023, 1e4),
-                                        "Llama 3": (2024, 5e5)})
+    fig = plots.plot_rope_base_by_year(
+        {"Llama 2": (2023, 1e4), "Mistral": (2023, 1e4), "Llama 3": (2024, 5e5)}
+    )
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and len(ax.lines) == 3
     assert sorted(t.get_text() for t in ax.texts) == ["Llama 2", "Llama 3", "Mistral"]
@@ -119,8 +126,9 @@ def test_rope_rotate_pairs_turns_each_pair_by_position_times_its_frequency():
     assert got.shape == (4, 8, 2)
     torch.testing.assert_close(got[0], torch.stack(x.chunk(2), -1))  # position 0: unturned
     for row, position in zip(got, positions, strict=True):
-        torch.testing.assert_close(row.double(), turned_pairs(x, inv_freq, position),
-                                   rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            row.double(), turned_pairs(x, inv_freq, position), rtol=1e-5, atol=1e-5
+        )
     with pytest.raises(ValueError, match="x must be a vector of 16 numbers"):
         plots.rope_rotate_pairs(torch.zeros(15), inv_freq, positions)
 
@@ -131,24 +139,31 @@ def test_rope_score_at_plots_the_score_of_every_key_and_marks_the_chosen_one():
     inv_freq = inverse_frequencies(100.0, 8)
     generator = torch.Generator().manual_seed(1)
     q, k = torch.randn(8, generator=generator), torch.randn(8, generator=generator)
-    fig = plots.plot_rope_score_at(q, k, inv_freq, query_position=10, window=6, key_position=7,
-                                   shift=0, pair=2)
+    fig = plots.plot_rope_score_at(
+        q, k, inv_freq, query_position=10, window=6, key_position=7, shift=0, pair=2
+    )
     left, right = fig.axes
     curve, marker = left.get_lines()
     keys = list(range(4, 11))
     assert curve.get_xdata().tolist() == keys
-    expected = [(turned_pairs(q, inv_freq, 10) * turned_pairs(k, inv_freq, n)).sum().item()
-                for n in keys]
-    torch.testing.assert_close(torch.tensor(curve.get_ydata(), dtype=torch.double),
-                               torch.tensor(expected, dtype=torch.double), rtol=1e-5, atol=1e-5)
+    expected = [
+        (turned_pairs(q, inv_freq, 10) * turned_pairs(k, inv_freq, n)).sum().item() for n in keys
+    ]
+    torch.testing.assert_close(
+        torch.tensor(curve.get_ydata(), dtype=torch.double),
+        torch.tensor(expected, dtype=torch.double),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     assert marker.get_xdata().tolist() == [7]
     assert left.get_title().startswith("query at m = 10, key at n = 7: m − n = 3, score ")
     assert right.get_title().startswith("pair 2 (one turn per ")
     shifted = plots.plot_rope_score_at(q, k, inv_freq, 10, 6, 7, shift=1000, pair=2)
     moved = shifted.axes[0].get_lines()[0]
     assert moved.get_xdata().tolist() == [n + 1000 for n in keys]
-    torch.testing.assert_close(torch.tensor(moved.get_ydata()), torch.tensor(curve.get_ydata()),
-                               rtol=1e-3, atol=1e-3)  # the score depends on m - n only
+    torch.testing.assert_close(
+        torch.tensor(moved.get_ydata()), torch.tensor(curve.get_ydata()), rtol=1e-3, atol=1e-3
+    )  # the score depends on m - n only
 
 
 def test_parameter_shares_bars_add_up_to_one_per_model():
@@ -171,7 +186,10 @@ def test_parameter_shares_bars_add_up_to_one_per_model():
 def test_kv_groups_connect_query_head_i_to_kv_head_i_over_the_group():
     fig = plots.plot_kv_groups(heads=8, kv_heads=(8, 2, 1))
     assert [ax.get_title(loc="center") for ax in fig.axes] == [
-        "MHA: 8 kv heads, group 1", "GQA: 2 kv heads, group 4", "MQA: 1 kv head, group 8"]
+        "MHA: 8 kv heads, group 1",
+        "GQA: 2 kv heads, group 4",
+        "MQA: 1 kv head, group 8",
+    ]
     for ax, group in zip(fig.axes, (1, 4, 8), strict=True):
         lines = ax.get_lines()
         assert len(lines) == 8, "one line per query head"
@@ -183,8 +201,10 @@ def test_kv_groups_connect_query_head_i_to_kv_head_i_over_the_group():
 
 
 def test_kv_head_sweep_plots_parameters_and_cache_in_billions():
-    rows = [dict(kv_heads=8, total=2e9, cache_bytes=4e9), dict(kv_heads=1, total=1e9,
-                                                               cache_bytes=0.5e9)]
+    rows = [
+        dict(kv_heads=8, total=2e9, cache_bytes=4e9),
+        dict(kv_heads=1, total=1e9, cache_bytes=0.5e9),
+    ]
     fig = plots.plot_kv_head_sweep(rows, "toy", tokens=4096)
     left, right = fig.axes
     assert left.get_lines()[0].get_xdata().tolist() == [1, 8]  # sorted by kv heads
@@ -239,18 +259,21 @@ def test_cache_vs_kv_heads_draws_one_line_per_context_over_the_divisors_of_heads
     lines = ax.get_lines()[:2]
     for line, n in zip(lines, (1024, 4096), strict=True):
         assert line.get_xdata().tolist() == [1, 3, 9]
-        expected = [count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n) / 1e9
-                    for k in (1, 3, 9)]
+        expected = [
+            count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n) / 1e9 for k in (1, 3, 9)
+        ]
         assert line.get_ydata().tolist() == pytest.approx(expected)
         assert line.get_label() == f"cache, {n:,} tokens"
 
 
 def test_norm_mean_fractions_plot_the_median_over_tokens_per_block():
-    fractions = {(0, "attention"): torch.tensor([0.1, 0.2, 0.3]),
-                 (0, "feed-forward"): torch.tensor([0.0, 0.5, 1.0]),
-                 (1, "attention"): torch.tensor([0.4, 0.4, 0.4]),
-                 (1, "feed-forward"): torch.tensor([0.2, 0.2, 0.2]),
-                 (2, "final"): torch.tensor([0.05, 0.05, 0.05])}
+    fractions = {
+        (0, "attention"): torch.tensor([0.1, 0.2, 0.3]),
+        (0, "feed-forward"): torch.tensor([0.0, 0.5, 1.0]),
+        (1, "attention"): torch.tensor([0.4, 0.4, 0.4]),
+        (1, "feed-forward"): torch.tensor([0.2, 0.2, 0.2]),
+        (2, "final"): torch.tensor([0.05, 0.05, 0.05]),
+    }
     fig = plots.plot_norm_mean_fractions(fractions)
     (ax,) = fig.axes
     attention, ffn = ax.get_lines()[:2]
@@ -258,7 +281,10 @@ def test_norm_mean_fractions_plot_the_median_over_tokens_per_block():
     assert attention.get_ydata() == pytest.approx([20.0, 40.0])  # percent
     assert ffn.get_ydata() == pytest.approx([50.0, 20.0])
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "before attention", "before feed-forward", "final norm"]
+        "before attention",
+        "before feed-forward",
+        "final norm",
+    ]
     with pytest.raises(ValueError, match="fractions must be a non-empty dict"):
         plots.plot_norm_mean_fractions({})
 
@@ -348,7 +374,8 @@ def test_rope_scores_curves_do_not_move_when_both_positions_shift():
     fig = plots.plot_rope_scores(q, k, inv_freq, 40, range(0, 30), shifts=(0, 500), pairs=(0, 5))
     left, right = fig.axes
     plain, shifted = left.get_lines()
-    torch.testing.assert_close(torch.tensor(shifted.get_ydata()),
-                               torch.tensor(plain.get_ydata()), rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(
+        torch.tensor(shifted.get_ydata()), torch.tensor(plain.get_ydata()), rtol=1e-3, atol=1e-3
+    )
     assert [line.get_label() for line in right.get_lines()][:2] == ["pair 0", "pair 5"]
     assert all(-1 - 1e-6 <= v <= 1 + 1e-6 for line in right.get_lines() for v in line.get_ydata())

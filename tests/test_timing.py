@@ -15,7 +15,7 @@ def test_contestants_alternate_in_a_rotating_order_after_one_warm_up_each():
     contestants = {name: (lambda name=name: calls.append(name)) for name in "abc"}
     result = timing.compare(contestants, repeats=4)
     assert calls[:3] == ["a", "b", "c"], "each contestant is warmed up once, in order"
-    rounds = [calls[3 + 3 * r: 6 + 3 * r] for r in range(4)]
+    rounds = [calls[3 + 3 * r : 6 + 3 * r] for r in range(4)]
     assert rounds == [list("abc"), list("bca"), list("cab"), list("abc")]
     assert [len(t.seconds) for t in result.timings] == [4, 4, 4]
 
@@ -42,8 +42,9 @@ def test_one_thread_by_default_and_the_callers_setting_is_restored():
     assert set(seen) == {1} and result.threads == 1
     assert torch.get_num_threads() == before
     seen.clear()
-    result = timing.compare({"f": lambda: seen.append(torch.get_num_threads())}, repeats=2,
-                            threads=None)
+    result = timing.compare(
+        {"f": lambda: seen.append(torch.get_num_threads())}, repeats=2, threads=None
+    )
     assert set(seen) == {before} and result.threads == before
 
 
@@ -60,8 +61,7 @@ def test_the_thread_setting_is_restored_when_a_contestant_raises():
 
 def test_sync_runs_after_every_timed_call():
     synced = []
-    timing.compare({"a": lambda: None, "b": lambda: None}, repeats=3,
-                   sync=lambda: synced.append(1))
+    timing.compare({"a": lambda: None, "b": lambda: None}, repeats=3, sync=lambda: synced.append(1))
     assert len(synced) == 1 + 2 * 3, "one sync after the warm-ups, then one per timed call"
 
 
@@ -77,8 +77,20 @@ def test_report_gives_median_spread_runs_threads_and_ratio():
     result = timing.Comparison((quiet, slow), threads=1)
     lines = result.report(unit="µs", baseline="layer_norm").splitlines()
     assert len(lines) == 2 and not result.busy
-    assert lines[1].split() == ["rms_norm", "median", "200.0", "µs", "spread", "0%", "(8", "runs,",
-                                "1", "thread)", "2.00x", "layer_norm"]
+    assert lines[1].split() == [
+        "rms_norm",
+        "median",
+        "200.0",
+        "µs",
+        "spread",
+        "0%",
+        "(8",
+        "runs,",
+        "1",
+        "thread)",
+        "2.00x",
+        "layer_norm",
+    ]
     assert result.ratio("rms_norm", "layer_norm") == pytest.approx(2.0)
     per_token = result.report(unit="s", per=8, per_label="tokens").splitlines()[1]
     assert "40000.0 tokens/s" in per_token
@@ -93,14 +105,17 @@ def test_a_busy_machine_is_reported_below_the_table():
     assert "(8 runs, 2 threads)" in report
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(contestants={}), "contestants must be a non-empty dict"),
-    (dict(contestants={"a": 1}), "contestants must be a non-empty dict"),
-    (dict(contestants={"a": print}, repeats=0), "repeats must be a positive int"),
-    (dict(contestants={"a": print}, repeats=True), "repeats must be a positive int"),
-    (dict(contestants={"a": print}, number=0), "number must be a positive int"),
-    (dict(contestants={"a": print}, threads=0), "threads must be a positive int or None"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(contestants={}), "contestants must be a non-empty dict"),
+        (dict(contestants={"a": 1}), "contestants must be a non-empty dict"),
+        (dict(contestants={"a": print}, repeats=0), "repeats must be a positive int"),
+        (dict(contestants={"a": print}, repeats=True), "repeats must be a positive int"),
+        (dict(contestants={"a": print}, number=0), "number must be a positive int"),
+        (dict(contestants={"a": print}, threads=0), "threads must be a positive int or None"),
+    ],
+)
 def test_compare_refuses_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         timing.compare(**kwargs)
@@ -118,8 +133,12 @@ def test_report_and_ratio_refuse_unknown_names_and_units():
 
 
 def test_read_floor_reads_every_weight_matrix_once():
-    model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Linear(8, 6),
-                                torch.nn.LayerNorm(6), torch.nn.Linear(6, 50, bias=False))
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(50, 8),
+        torch.nn.Linear(8, 6),
+        torch.nn.LayerNorm(6),
+        torch.nn.Linear(6, 50, bias=False),
+    )
     model[3].weight = model[0].weight  # a tied table: one tensor, read once
     before = torch.get_num_threads()
     seconds, read = timing.read_floor(model, repeats=3)

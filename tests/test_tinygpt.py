@@ -15,8 +15,9 @@ RECENT = 4  # the lesson's "last four characters", offsets 0..3
 
 
 def assert_same_weights(a: DecoderLM, b: DecoderLM, what: str) -> None:
-    torch.testing.assert_close(a.state_dict(), b.state_dict(), rtol=0, atol=0,
-                               msg=lambda m: f"{what}: {m}")
+    torch.testing.assert_close(
+        a.state_dict(), b.state_dict(), rtol=0, atol=0, msg=lambda m: f"{what}: {m}"
+    )
 
 
 def test_training_is_seeded_and_save_then_load_returns_the_trained_model(tmp_path):
@@ -30,16 +31,18 @@ def test_training_is_seeded_and_save_then_load_returns_the_trained_model(tmp_pat
     again = tinygpt.train(steps=2, verbose=False)
     assert_same_weights(trained, again, "two trainings with one seed differ")
     other = tinygpt.train(steps=2, seed=1, verbose=False)
-    assert any(not torch.equal(a, b) for a, b in zip(trained.state_dict().values(),
-                                                     other.state_dict().values(), strict=True)), (
-        "the seed does not change the model")
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(trained.state_dict().values(), other.state_dict().values(), strict=True)
+    ), "the seed does not change the model"
 
 
 def test_the_shipped_weights_record_the_settings_that_trained_them():
     record = json.loads(tinygpt.SHIPPED.with_suffix(".json").read_text())
     assert record["settings"] == tinygpt.settings(), (
         "lmcourse.tinygpt's settings changed since the shipped weights were trained; "
-        "retrain them with `python -m lmcourse.tinygpt`")
+        "retrain them with `python -m lmcourse.tinygpt`"
+    )
     model = tinygpt.load()
     assert model.spec == tinygpt.spec() and not model.training
 
@@ -81,32 +84,42 @@ def test_the_evaluation_slice_is_the_start_of_the_text_in_windows_outside_traini
     start, window = tinygpt.EVAL_CHAR_OFFSET, tinygpt.CONTEXT
     assert ids.shape == (512 // window, window)
     assert tinygpt.decode(ids.flatten()) == text.load()[start : start + 512], (
-        "the windows are not the text's first 512 characters, in order")
+        "the windows are not the text's first 512 characters, in order"
+    )
     assert start + 512 <= tinygpt.TRAIN_CHAR_OFFSET, "evaluation and training characters overlap"
     assert torch.equal(ids, tinygpt.evaluation_ids()), "the default slice is not 512 characters"
 
 
-@pytest.mark.parametrize("s, match", [("", "s must be a non-empty str"),
-                                      (b"abc", "s must be a non-empty str"),
-                                      ("caf\u00e9 \u2603", "outside the vocabulary")])
+@pytest.mark.parametrize(
+    "s, match",
+    [
+        ("", "s must be a non-empty str"),
+        (b"abc", "s must be a non-empty str"),
+        ("caf\u00e9 \u2603", "outside the vocabulary"),
+    ],
+)
 def test_encode_refuses_bad_input(s, match):
     with pytest.raises(ValueError, match=match):
         tinygpt.encode(s)
 
 
-@pytest.mark.parametrize("ids, match", [
-    (torch.tensor([0, 1, 1000]), r"ids must be in \[0, "),
-    (torch.tensor([-1]), r"ids must be in \[0, "),
-    (torch.tensor([1.0, 2.0]), "ids must be a LongTensor"),
-    (torch.zeros(2, 3, dtype=torch.long), "ids must be a LongTensor"),
-])
+@pytest.mark.parametrize(
+    "ids, match",
+    [
+        (torch.tensor([0, 1, 1000]), r"ids must be in \[0, "),
+        (torch.tensor([-1]), r"ids must be in \[0, "),
+        (torch.tensor([1.0, 2.0]), "ids must be a LongTensor"),
+        (torch.zeros(2, 3, dtype=torch.long), "ids must be a LongTensor"),
+    ],
+)
 def test_decode_refuses_bad_input(ids, match):
     with pytest.raises(ValueError, match=match):
         tinygpt.decode(ids)
 
 
-@pytest.mark.parametrize("n", [0, 1, tinygpt.CONTEXT + 1, 500, 2.5, True,
-                               tinygpt.TRAIN_CHAR_OFFSET + tinygpt.CONTEXT])
+@pytest.mark.parametrize(
+    "n", [0, 1, tinygpt.CONTEXT + 1, 500, 2.5, True, tinygpt.TRAIN_CHAR_OFFSET + tinygpt.CONTEXT]
+)
 def test_bad_evaluation_lengths_are_refused(n):
     valid = r"n must be a multiple of CONTEXT \(64\) in \[64, 19968\]"
     with pytest.raises(ValueError, match=valid):
@@ -125,8 +138,9 @@ def test_bad_seeds_are_refused(seed):
         tinygpt.train(steps=1, seed=seed, verbose=False)
 
 
-@pytest.fixture(scope="module",
-                params=["shipped", pytest.param("retrained", marks=pytest.mark.slow)])
+@pytest.fixture(
+    scope="module", params=["shipped", pytest.param("retrained", marks=pytest.mark.slow)]
+)
 def lesson_case(request):
     """T2's measurement: a trained model, the 512 evaluation characters as windows, and their
     positions shifted by SHIFT. "shipped" is the model every lesson loads; "retrained" is trained
@@ -146,12 +160,14 @@ def test_shifting_positions_breaks_the_learned_position_table(lesson_case):
     baseline = tinygpt.unigram_loss(ids)
     assert plain < baseline - MIN_GAIN, (
         f"the trained model scores {plain:.3f} nats/char, the unigram baseline {baseline:.3f}; "
-        f"expected the model better by more than {MIN_GAIN}")
+        f"expected the model better by more than {MIN_GAIN}"
+    )
     lost = (moved - plain) / (baseline - plain)
     assert lost > MIN_LOST, (
         f"loss {plain:.3f} nats/char at positions 0.., {moved:.3f} shifted by {SHIFT}: the shift "
         f"took {lost:.0%} of the gain over the unigram baseline ({baseline:.3f}), "
-        f"expected more than {MIN_LOST:.0%}")
+        f"expected more than {MIN_LOST:.0%}"
+    )
 
 
 def test_the_first_layer_looks_back_a_few_characters_only_at_trained_positions(lesson_case):
@@ -162,4 +178,5 @@ def test_the_first_layer_looks_back_a_few_characters_only_at_trained_positions(l
     recent_shifted = probes.attention_by_offset(model, ids, shifted, offsets=RECENT).sum(-1)
     assert recent.min() > 0.6, f"trained positions: weight on the last {RECENT} is {recent}"
     assert (recent_shifted < recent / 2).all(), (
-        f"shifted positions keep the focus: {recent_shifted} against {recent}")
+        f"shifted positions keep the focus: {recent_shifted} against {recent}"
+    )

@@ -36,8 +36,11 @@ def test_rope_score_widget_has_three_sliders_and_draws_every_setting():
     generator = torch.Generator().manual_seed(0)
     q, k = torch.randn(16, generator=generator), torch.randn(16, generator=generator)
     w = widgets.rope_score_widget(q, k, inv_freq, query_position=64, window=64)
-    assert sliders(w) == {"key position n (before shift)": (0, 64, 57),
-                          "shift both by": (0, 5000, 0), "pair drawn": (0, 7, 0)}
+    assert sliders(w) == {
+        "key position n (before shift)": (0, 64, 57),
+        "shift both by": (0, 5000, 0),
+        "pair drawn": (0, 7, 0),
+    }
     assert len(plt.get_fignums()) == 1, "interactive draws the first setting when built"
     plt.close("all")
     for key_position, shift, pair in ((57, 0, 0), (0, 5000, 7), (64, 50, 3)):
@@ -82,8 +85,10 @@ def test_router_load_widget_draws_each_experts_load_for_several_settings():
         (ax,) = plt.gcf().axes
         assert len(ax.patches) == experts
         assert sum(bar.get_height() for bar in ax.patches) == 64 * k, "each token picks k"
-        assert ax.get_title() == (f"top-{k} of {experts} experts: each token uses "
-                                  f"{k / experts:.1%} of the expert parameters")
+        assert ax.get_title() == (
+            f"top-{k} of {experts} experts: each token uses "
+            f"{k / experts:.1%} of the expert parameters"
+        )
 
 
 def test_router_load_widget_says_when_k_exceeds_the_experts(capsys):

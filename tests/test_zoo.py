@@ -21,10 +21,15 @@ def test_diff_lists_what_a_family_changes_and_nothing_else():
     base = configs.tiny("Llama-2-7B")
     assert zoo.diff(base, base) == {}
     assert zoo.diff(base, configs.tiny("Qwen3-8B")) == {
-        "qk_norm": (False, True), "norm_eps": (1e-5, 1e-6), "rope_theta": (10000.0, 1e6)}
+        "qk_norm": (False, True),
+        "norm_eps": (1e-5, 1e-6),
+        "rope_theta": (10000.0, 1e6),
+    }
     gemma = zoo.diff(base, configs.tiny("Gemma-2-2B"))
-    assert gemma["norms_per_block"] == (2, 4) and gemma["layer_types"] == ("full x2",
-                                                                         "sliding/full")
+    assert gemma["norms_per_block"] == (2, 4) and gemma["layer_types"] == (
+        "full x2",
+        "sliding/full",
+    )
     assert "attn_scale" not in zoo.diff(base, as_spec(configs.tiny("Llama-3.1-8B")))
 
 
@@ -37,11 +42,23 @@ def test_summary_kinds_read_the_spec():
 
 def test_linear_attention_state_equals_the_states_transformers_keeps():
     config = transformers.Qwen3NextConfig(
-        vocab_size=64, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
-        shared_expert_intermediate_size=16, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
-        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
-        linear_value_head_dim=12, linear_conv_kernel_dim=4)
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        moe_intermediate_size=16,
+        shared_expert_intermediate_size=16,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        num_experts=4,
+        num_experts_per_tok=2,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=12,
+        linear_conv_kernel_dim=4,
+    )
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
     with warnings.catch_warnings():

@@ -33,8 +33,10 @@ def expand_kv_heads(model: DecoderLM) -> DecoderLM:
     """
     spec = model.spec
     if spec.kv_lora_rank:
-        raise ValueError("expand_kv_heads needs grouped-query attention; this model uses latent "
-                         "attention (kv_lora_rank > 0)")
+        raise ValueError(
+            "expand_kv_heads needs grouped-query attention; this model uses latent "
+            "attention (kv_lora_rank > 0)"
+        )
     group = spec.heads // spec.kv_heads
     state = model.state_dict()
     for name, tensor in state.items():
@@ -57,12 +59,16 @@ def mean_pool_kv_heads(model: DecoderLM, kv_heads: int) -> DecoderLM:
     """
     spec = model.spec
     if spec.kv_lora_rank:
-        raise ValueError("mean_pool_kv_heads needs grouped-query attention; this model uses "
-                         "latent attention (kv_lora_rank > 0)")
+        raise ValueError(
+            "mean_pool_kv_heads needs grouped-query attention; this model uses "
+            "latent attention (kv_lora_rank > 0)"
+        )
     valid = divisors(spec.kv_heads)
     if isinstance(kv_heads, bool) or not isinstance(kv_heads, int) or kv_heads not in valid:
-        raise ValueError(f"kv_heads must divide the model's {spec.kv_heads} key-value heads "
-                         f"(valid: {valid}), got {kv_heads!r}")
+        raise ValueError(
+            f"kv_heads must divide the model's {spec.kv_heads} key-value heads "
+            f"(valid: {valid}), got {kv_heads!r}"
+        )
     group = spec.kv_heads // kv_heads
     state = model.state_dict()
     for name, tensor in state.items():
@@ -90,8 +96,9 @@ def with_rope_base(model: DecoderLM, base: float) -> DecoderLM:
 def rope_pairs_side_by_side(model: DecoderLM) -> DecoderLM:
     """The silent porting bug: rotate pairs (0,1), (2,3), ... where the weights expect halves."""
     if not model.spec.rope_theta:
-        raise ValueError("rope_pairs_side_by_side needs rotary positions; this model has a "
-                         "learned table")
+        raise ValueError(
+            "rope_pairs_side_by_side needs rotary positions; this model has a learned table"
+        )
     if model.spec.rope_layout == "pairs":
         raise ValueError("this model already rotates side-by-side pairs (rope_layout='pairs')")
     return _rebuild(model, spec=dataclasses.replace(model.spec, rope_layout="pairs"))
@@ -103,22 +110,26 @@ def with_norm(model: DecoderLM, kind: str) -> DecoderLM:
     if kind not in ("layer", "rms"):
         raise ValueError(f"kind must be 'layer' or 'rms', got {kind!r}")
     if kind == "rms" and (spec.norm_bias or not spec.norm_affine):
-        raise ValueError("with_norm(kind='rms') needs a norm with a scale and no shift; this "
-                         "model's LayerNorm has a bias or no scale")
+        raise ValueError(
+            "with_norm(kind='rms') needs a norm with a scale and no shift; this "
+            "model's LayerNorm has a bias or no scale"
+        )
     state = model.state_dict()
     if spec.norm_offset:  # stored as (scale - offset): fold the offset into the weight
         for name in state:
             if _is_block_norm(name):
                 state[name] = state[name] + spec.norm_offset
-    new_spec = dataclasses.replace(spec, norm=kind, norm_bias=False, norm_affine=True,
-                                   norm_offset=0.0)
+    new_spec = dataclasses.replace(
+        spec, norm=kind, norm_bias=False, norm_affine=True, norm_offset=0.0
+    )
     return _rebuild(model, state, new_spec)
 
 
 def _is_block_norm(name: str) -> bool:
     """Weights of the norms `with_norm` swaps (not the QK or latent norms inside attention)."""
-    return name == "norm.weight" or (name.startswith("blocks.") and ".attn." not in name
-                                     and "_norm.weight" in name)
+    return name == "norm.weight" or (
+        name.startswith("blocks.") and ".attn." not in name and "_norm.weight" in name
+    )
 
 
 def with_activation(model: DecoderLM, name: str) -> DecoderLM:
@@ -131,8 +142,10 @@ def with_activation(model: DecoderLM, name: str) -> DecoderLM:
 def without_gate(model: DecoderLM) -> DecoderLM:
     """Drop the gate: each gated feed-forward becomes down(up(x)), with no activation at all."""
     if model.spec.ffn not in ("swiglu", "geglu"):
-        raise ValueError(f"without_gate needs a gated feed-forward ('swiglu' or 'geglu'), "
-                         f"got ffn={model.spec.ffn!r}")
+        raise ValueError(
+            f"without_gate needs a gated feed-forward ('swiglu' or 'geglu'), "
+            f"got ffn={model.spec.ffn!r}"
+        )
     return _rebuild(model, ffn_gate=False)
 
 
@@ -204,28 +217,42 @@ def run_all(model: DecoderLM, input_ids: torch.Tensor) -> list[Result]:
     """
     evaluate.check_input_ids(input_ids)
     spec = model.spec
-    wrong = [what for what, bad in (
-        ("rotary positions", not spec.rope_theta or spec.positions),
-        ("rotary pairs in halves (rope_layout='half')", spec.rope_layout != "half"),
-        ("RMSNorm", spec.norm != "rms"),
-        ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.act != "silu"),
-        ("grouped key-value heads, interleaved",
-         not spec.heads > spec.kv_heads or model.kv_grouping != "interleave"),
-    ) if bad]
+    wrong = [
+        what
+        for what, bad in (
+            ("rotary positions", not spec.rope_theta or spec.positions),
+            ("rotary pairs in halves (rope_layout='half')", spec.rope_layout != "half"),
+            ("RMSNorm", spec.norm != "rms"),
+            ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.act != "silu"),
+            (
+                "grouped key-value heads, interleaved",
+                not spec.heads > spec.kv_heads or model.kv_grouping != "interleave",
+            ),
+        )
+        if bad
+    ]
     if wrong:
-        raise ValueError(f"run_all undoes the changes of a Llama-style model; this one lacks: "
-                         f"{', '.join(wrong)}")
+        raise ValueError(
+            f"run_all undoes the changes of a Llama-style model; this one lacks: {', '.join(wrong)}"
+        )
     results, reference = [], None
     for change, (build, positions) in _VARIANTS.items():
         variant = build(model)
         with torch.inference_mode():
-            logits = variant(input_ids, position_ids=None if positions is None
-                             else positions(input_ids))  # [batch, T, vocab]
+            logits = variant(
+                input_ids, position_ids=None if positions is None else positions(input_ids)
+            )  # [batch, T, vocab]
         if reference is None:  # the first row: the model as trained
             reference = logits
         diff = (logits - reference).abs().max().item() if change in _EXACT else None
-        results.append(Result(change, evaluate.loss_of_logits(logits, input_ids),
-                              sum(p.numel() for p in variant.parameters()), diff))
+        results.append(
+            Result(
+                change,
+                evaluate.loss_of_logits(logits, input_ids),
+                sum(p.numel() for p in variant.parameters()),
+                diff,
+            )
+        )
         del variant, logits
     return results
 
@@ -236,13 +263,29 @@ def table_rows(results: list[Result]) -> list[dict]:
     if not results or not all(isinstance(r, Result) for r in results):
         raise ValueError("results must be the non-empty list that run_all returns")
     base = results[0].loss
-    return [{"change undone": r.change, "loss": r.loss,
-             # nats, rounded before formatting so that a change of 2e-6 never prints as -0.000
-             "vs trained": "" if r is results[0] else f"{round(r.loss - base, 3) + 0.0:+.3f}",
-             "the essay (SmolLM2-135M, its own text)": ESSAY.get(r.change, "")}
-            for r in results]
+    return [
+        {
+            "change undone": r.change,
+            "loss": r.loss,
+            # nats, rounded before formatting so that a change of 2e-6 never prints as -0.000
+            "vs trained": "" if r is results[0] else f"{round(r.loss - base, 3) + 0.0:+.3f}",
+            "the essay (SmolLM2-135M, its own text)": ESSAY.get(r.change, ""),
+        }
+        for r in results
+    ]
 
 
-__all__ = ["expand_kv_heads", "mean_pool_kv_heads", "tile_kv_heads", "with_rope_base",
-           "rope_pairs_side_by_side", "with_norm", "with_activation", "without_gate", "ESSAY",
-           "Result", "run_all", "table_rows"]
+__all__ = [
+    "expand_kv_heads",
+    "mean_pool_kv_heads",
+    "tile_kv_heads",
+    "with_rope_base",
+    "rope_pairs_side_by_side",
+    "with_norm",
+    "with_activation",
+    "without_gate",
+    "ESSAY",
+    "Result",
+    "run_all",
+    "table_rows",
+]

@@ -17,8 +17,9 @@ from .families import family
 from .spec import ModelSpec
 
 
-def converted_state(spec: ModelSpec, source: dict[str, torch.Tensor],
-                    expected: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def converted_state(
+    spec: ModelSpec, source: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """DecoderLM tensors (names and shapes of `expected`) from a transformers state dict.
 
     Raises ValueError naming every missing and unexpected transformers tensor, or the first
@@ -32,19 +33,25 @@ def converted_state(spec: ModelSpec, source: dict[str, torch.Tensor],
     missing = sorted(used - set(source))
     unexpected = sorted(set(source) - used)
     if missing or unexpected:
-        raise ValueError(f"transformers state dict does not match the {spec.family} spec: "
-                         f"missing {missing}, unexpected {unexpected}")
+        raise ValueError(
+            f"transformers state dict does not match the {spec.family} spec: "
+            f"missing {missing}, unexpected {unexpected}"
+        )
     state = {}
     for ours, (theirs, transform) in rules.items():
         tensor = source[theirs]
         try:
             tensor = transform(tensor) if transform is not None else tensor
         except (ValueError, RuntimeError) as err:
-            raise ValueError(f"{theirs} {tuple(source[theirs].shape)} cannot give {ours} "
-                             f"{tuple(expected[ours].shape)}: {err}") from None
+            raise ValueError(
+                f"{theirs} {tuple(source[theirs].shape)} cannot give {ours} "
+                f"{tuple(expected[ours].shape)}: {err}"
+            ) from None
         if tensor.shape != expected[ours].shape:
-            raise ValueError(f"shape mismatch: {theirs} gives {tuple(tensor.shape)} for {ours}, "
-                             f"the spec expects {tuple(expected[ours].shape)}")
+            raise ValueError(
+                f"shape mismatch: {theirs} gives {tuple(tensor.shape)} for {ours}, "
+                f"the spec expects {tuple(expected[ours].shape)}"
+            )
         state[ours] = tensor
     return state
 

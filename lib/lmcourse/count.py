@@ -149,8 +149,10 @@ def _cache_numbers_per_token(s: ModelSpec) -> int:
 def _check_bytes(value, name: str = "kv_bytes", per: str = "cached number"):
     """A positive number of bytes per stored number, as an int when it is whole."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number of bytes per {per} "
-                         f"(2 for 16-bit, 0.5 for 4-bit), got {value!r}")
+        raise ValueError(
+            f"{name} must be a positive number of bytes per {per} "
+            f"(2 for 16-bit, 0.5 for 4-bit), got {value!r}"
+        )
     return int(value) if float(value).is_integer() else value
 
 
@@ -164,8 +166,10 @@ def cached_tokens(config, tokens: int) -> list[int]:
 
 
 def _cached_tokens(s: ModelSpec, tokens: int) -> list[int]:
-    return [min(tokens, s.sliding_window - 1) if kind == "sliding_attention" else tokens
-            for kind in s.layer_types]
+    return [
+        min(tokens, s.sliding_window - 1) if kind == "sliding_attention" else tokens
+        for kind in s.layer_types
+    ]
 
 
 def cache_bytes(config, tokens: int, kv_bytes=2, batch: int = 1) -> int:
@@ -175,8 +179,12 @@ def cache_bytes(config, tokens: int, kv_bytes=2, batch: int = 1) -> int:
     fractional `kv_bytes` (4-bit caches) rounds the total up to whole bytes.
     """
     s = as_spec(config)
-    return _cache_bytes(s, check_int("tokens", tokens, low=0), _check_bytes(kv_bytes),
-                        check_int("batch", batch, low=1))
+    return _cache_bytes(
+        s,
+        check_int("tokens", tokens, low=0),
+        _check_bytes(kv_bytes),
+        check_int("batch", batch, low=1),
+    )
 
 
 def _cache_bytes(s: ModelSpec, tokens: int, kv_bytes, batch: int) -> int:
@@ -232,8 +240,10 @@ def decode_step(config, context: int, batch: int = 1, weight_bytes=2, kv_bytes=2
     """
     s = as_spec(config)
     if s.experts:
-        raise ValueError("decode_step counts dense models only: which experts a batch of "
-                         "tokens reads depends on the router's choices")
+        raise ValueError(
+            "decode_step counts dense models only: which experts a batch of "
+            "tokens reads depends on the router's choices"
+        )
     batch = check_int("batch", batch, low=1, hint=" (sequences decoded together)")
     context = check_int("context", context, low=1, hint=" (keys attended to)")
     weight_bytes = _check_bytes(weight_bytes, "weight_bytes", "weight")
@@ -247,8 +257,11 @@ def decode_step(config, context: int, batch: int = 1, weight_bytes=2, kv_bytes=2
 def _attention_weights(s: ModelSpec) -> int:
     if s.kv_lora_rank:
         qk = s.qk_nope_head_dim + s.qk_rope_head_dim
-        q = s.d * s.q_lora_rank + s.q_lora_rank * s.heads * qk if s.q_lora_rank \
+        q = (
+            s.d * s.q_lora_rank + s.q_lora_rank * s.heads * qk
+            if s.q_lora_rank
             else s.d * s.heads * qk
+        )
         kv = s.d * (s.kv_lora_rank + s.qk_rope_head_dim)
         kv += s.kv_lora_rank * s.heads * (s.qk_nope_head_dim + s.v_head_dim)
         return q + kv + s.heads * s.v_head_dim * s.d
@@ -275,8 +288,10 @@ def table(rows: list[dict]) -> str:
     numeric = [all(_is_number(row.get(c)) for row in rows if c in row) for c in columns]
 
     def line(values):
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
+        return "  ".join(
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line([str(c) for c in columns]), rule, *(line(r) for r in cells)])

@@ -81,8 +81,9 @@ def _norm(module):
     return module
 
 
-def rotation_matrix(cos: torch.Tensor, sin: torch.Tensor, head_dim: int,
-                    layout: str) -> torch.Tensor:
+def rotation_matrix(
+    cos: torch.Tensor, sin: torch.Tensor, head_dim: int, layout: str
+) -> torch.Tensor:
     """The rotary embedding of one position as a [head_dim, head_dim] matrix R: x @ R ==
     apply_rotary(x, cos, sin, layout) for every head vector x.
 
@@ -200,13 +201,19 @@ class FastDecoder:
             raise ValueError(f"FastDecoder needs a lmcourse DecoderLM, got {type(model).__name__}")
         self.model = model
         with torch.no_grad():
-            self.attention = [_FastAttention(b.attn) if isinstance(b.attn, Attention) else b.attn
-                              for b in model.blocks]
-            self.ffn = [_FastMLP(b.ffn) if isinstance(b.ffn, (MLP, GatedMLP)) else b.ffn
-                        for b in model.blocks]
+            self.attention = [
+                _FastAttention(b.attn) if isinstance(b.attn, Attention) else b.attn
+                for b in model.blocks
+            ]
+            self.ffn = [
+                _FastMLP(b.ffn) if isinstance(b.ffn, (MLP, GatedMLP)) else b.ffn
+                for b in model.blocks
+            ]
         # per block: (norm before attention, after it, before the feed-forward, after it)
-        self.norms = [tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm,
-                                               b.ffn_post_norm)) for b in model.blocks]
+        self.norms = [
+            tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm, b.ffn_post_norm))
+            for b in model.blocks
+        ]
         self.final_norm = _norm(model.norm)
         # the output matrix [d, vocab] too, the largest matrix of a small model (and for tied
         # embeddings a copy of the table): `x @ W` reads [in, out] faster than `F.linear`
@@ -222,12 +229,15 @@ class FastDecoder:
     def step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """token [batch, 1] continues the cached sequences -> logits [batch, 1, vocab]."""
         if token.dim() != 2 or token.shape[1] != 1:
-            raise ValueError(f"step takes one token per sequence, [batch, 1]; got shape "
-                             f"{tuple(token.shape)} (run longer inputs through prefill)")
+            raise ValueError(
+                f"step takes one token per sequence, [batch, 1]; got shape "
+                f"{tuple(token.shape)} (run longer inputs through prefill)"
+            )
         if self.compiled:  # torch.compile cannot trace tensors made in inference mode
             if cache.layers[0].keys.is_inference():
-                raise ValueError("a compiled FastDecoder needs a cache made outside "
-                                 "torch.inference_mode")
+                raise ValueError(
+                    "a compiled FastDecoder needs a cache made outside torch.inference_mode"
+                )
             if token.is_inference():
                 token = token.clone()  # outside inference mode: an ordinary tensor
         with self._no_grad():
@@ -278,14 +288,14 @@ class FastDecoder:
         """Greedy decoding: input_ids [batch, T] -> [batch, T + max_new_tokens], the tokens
         `DecoderLM.generate` gives."""
         if input_ids.dim() != 2:
-            raise ValueError("input_ids must be [batch, tokens], got shape "
-                             f"{tuple(input_ids.shape)}")
+            raise ValueError(
+                f"input_ids must be [batch, tokens], got shape {tuple(input_ids.shape)}"
+            )
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
         B, T = input_ids.shape
         with self._no_grad():
-            ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype,
-                              device=input_ids.device)
+            ids = torch.empty(B, T + max_new_tokens, dtype=input_ids.dtype, device=input_ids.device)
             ids[:, :T] = input_ids
             cache = self.model.new_cache(B, T + max_new_tokens)
             logits = self.prefill(input_ids, cache)

@@ -44,8 +44,15 @@ def plot_parameter_shares(models: dict):
         bars = ax.barh(names, widths, left=left, label=label)
         for bar, w in zip(bars, widths, strict=True):
             if w >= 0.05:
-                ax.text(bar.get_x() + w / 2, bar.get_y() + bar.get_height() / 2, f"{w:.0%}",
-                        ha="center", va="center", fontsize=9, color="white")
+                ax.text(
+                    bar.get_x() + w / 2,
+                    bar.get_y() + bar.get_height() / 2,
+                    f"{w:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white",
+                )
         left = [a + w for a, w in zip(left, widths, strict=True)]
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of all parameters")
@@ -65,8 +72,11 @@ def block_layout(config) -> list[tuple[str, str]]:
     s = as_spec(config)
     norm = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
     group = s.heads // s.kv_heads
-    kv = (f"{s.heads} heads, a key-value head each" if group == 1 else
-          f"{s.heads} query heads share {s.kv_heads} key-value heads")
+    kv = (
+        f"{s.heads} heads, a key-value head each"
+        if group == 1
+        else f"{s.heads} query heads share {s.kv_heads} key-value heads"
+    )
     if s.experts:
         ffn = f"{s.experts} experts, {s.experts_per_token} per token"
     elif s.ffn == "gelu":
@@ -77,9 +87,14 @@ def block_layout(config) -> list[tuple[str, str]]:
     if s.positions:
         parts.append(("positions", f"+ learned position table, {s.positions:,} rows"))
     rotary = "" if s.positions else f"\nq and k rotated by position (base {s.rope_theta:,.0f})"
-    parts += [("norm1", norm), ("attention", f"attention: {kv}{rotary}"),
-              ("norm2", norm), ("ffn", ffn), ("final_norm", f"final {norm}"),
-              ("head", "output: the token table (tied)" if s.tied else "output: its own matrix")]
+    parts += [
+        ("norm1", norm),
+        ("attention", f"attention: {kv}{rotary}"),
+        ("norm2", norm),
+        ("ffn", ffn),
+        ("final_norm", f"final {norm}"),
+        ("head", "output: the token table (tied)" if s.tied else "output: its own matrix"),
+    ]
     return parts
 
 
@@ -120,25 +135,53 @@ def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llam
         for part, label in parts:
             marks = changed.get(part) if config is new else None
             colour = HIGHLIGHT if marks else PLAIN
-            ax.add_patch(FancyBboxPatch((0.05, y), 0.9, 0.7, boxstyle="round,pad=0.02",
-                                        facecolor=colour, edgecolor="grey"))
+            ax.add_patch(
+                FancyBboxPatch(
+                    (0.05, y),
+                    0.9,
+                    0.7,
+                    boxstyle="round,pad=0.02",
+                    facecolor=colour,
+                    edgecolor="grey",
+                )
+            )
             ax.text(0.5, y + 0.35, label, ha="center", va="center", fontsize=8.5)
             if marks:
-                ax.text(1.04, y + 0.35, " ".join(f"({m})" for m in marks), ha="left",
-                        va="center", fontsize=10, color="tab:red", weight="bold")
+                ax.text(
+                    1.04,
+                    y + 0.35,
+                    " ".join(f"({m})" for m in marks),
+                    ha="left",
+                    va="center",
+                    fontsize=10,
+                    color="tab:red",
+                    weight="bold",
+                )
             ys[part] = y
             y += 1.0
         top = ys["ffn"] + 0.85
         bottom = ys["norm1"] - 0.15
-        ax.add_patch(FancyBboxPatch((0.0, bottom), 1.0, top - bottom, boxstyle="round,pad=0.02",
-                                    fill=False, edgecolor="black", linestyle="--"))
+        ax.add_patch(
+            FancyBboxPatch(
+                (0.0, bottom),
+                1.0,
+                top - bottom,
+                boxstyle="round,pad=0.02",
+                fill=False,
+                edgecolor="black",
+                linestyle="--",
+            )
+        )
         ax.text(-0.02, (top + bottom) / 2, f"x {layers}", ha="right", va="center", fontsize=9)
         ax.set_xlim(-0.25, 1.3)
         ax.set_ylim(-0.2, y)
         ax.set_title(name, fontsize=11)
         ax.axis("off")
-    fig.suptitle("input at the bottom; in the dashed block each sub-layer reads a normalised copy "
-                 "of the residual stream and adds its output back", fontsize=9)
+    fig.suptitle(
+        "input at the bottom; in the dashed block each sub-layer reads a normalised copy "
+        "of the residual stream and adds its output back",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
@@ -151,8 +194,10 @@ def rope_rotate_pairs(x, inv_freq, positions):
     from .blocks.rope import apply_rotary, rotary_cos_sin
 
     if x.dim() != 1 or x.shape[0] != 2 * inv_freq.shape[-1]:
-        raise ValueError(f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
+            f"got shape {tuple(x.shape)}"
+        )
     position_ids = torch.as_tensor(positions)[None]  # [1, T]
     cos, sin = rotary_cos_sin(position_ids, inv_freq)  # [1, 1, T, head_dim]
     x = x.expand(1, 1, position_ids.shape[1], -1)  # [batch, heads, T, head_dim]
@@ -186,8 +231,15 @@ def plot_rope_pair(theta: float = 0.6, positions: int = 6, m: int = 4, n: int = 
             x, y = turned(v, (pos + offset) * theta)
             a_props = dict(arrowstyle="->", color=colour, lw=2, linestyle=style)
             b.annotate("", (x, y), (0, 0), arrowprops=a_props)
-            b.text(1.15 * x, 1.15 * y, f"{name}@{pos + offset}", ha="center", va="center",
-                   fontsize=9, color=colour)
+            b.text(
+                1.15 * x,
+                1.15 * y,
+                f"{name}@{pos + offset}",
+                ha="center",
+                va="center",
+                fontsize=9,
+                color=colour,
+            )
     b.set_title(f"(b) q@{m}, k@{n} (solid) and both +{shift} (dashed)")
     for ax in (a, b):
         ax.set_xlim(-1.4, 1.4)
@@ -241,8 +293,13 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
         style = dict(ls="-" if j == 0 else "--", lw=2.5 if j == 0 else 1.2)
         a.plot(offsets, (qr * kr).sum((-1, -2)), label=f"query at {m}", **style)
         for i in pairs:
-            b.plot(offsets, cos[:, i], color=f"C{i % 10}",
-                   label=f"pair {i}" if j == 0 else None, **style)
+            b.plot(
+                offsets,
+                cos[:, i],
+                color=f"C{i % 10}",
+                label=f"pair {i}" if j == 0 else None,
+                **style,
+            )
     a.set_title("score q̃·k̃ (all pairs)")
     a.set_ylabel("score")
     b.set_title("one pair's share: cosine in [-1, 1]")
@@ -255,8 +312,16 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
     return fig
 
 
-def plot_rope_score_at(q, k, inv_freq, query_position: int, window: int, key_position: int,
-                       shift: int = 0, pair: int = 0):
+def plot_rope_score_at(
+    q,
+    k,
+    inv_freq,
+    query_position: int,
+    window: int,
+    key_position: int,
+    shift: int = 0,
+    pair: int = 0,
+):
     """One setting of `widgets.rope_score_widget`: the score q̃·k̃ for every key position in the
     `window` before the query at `query_position` (left, the key at `key_position` marked), both
     moved by `shift`; and one `pair` of the chosen query and key as arrows with their cosine
@@ -275,8 +340,11 @@ def plot_rope_score_at(q, k, inv_freq, query_position: int, window: int, key_pos
     a.plot(keys[j], scores[j], "o", color="tab:red", ms=9)
     a.set_xlabel("key position n")
     a.set_ylabel("score q̃·k̃")
-    a.set_title(f"query at m = {m}, key at n = {keys[j]}: m − n = {m - keys[j]}, "
-                f"score {scores[j].item():.4f}", fontsize=10)
+    a.set_title(
+        f"query at m = {m}, key at n = {keys[j]}: m − n = {m - keys[j]}, "
+        f"score {scores[j].item():.4f}",
+        fontsize=10,
+    )
     a.grid(alpha=0.3)
     cos = torch.nn.functional.cosine_similarity(qr[j, pair], kr[j, pair], dim=0).item()
     arrows = ((qr[j, pair], "tab:blue", "q̃"), (kr[j, pair], "tab:orange", "k̃"))
@@ -285,8 +353,9 @@ def plot_rope_score_at(q, k, inv_freq, query_position: int, window: int, key_pos
         b.annotate("", v, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
         b.text(*(1.15 * v), label, color=colour, ha="center", va="center")
     wavelength = 2 * np.pi / inv_freq[pair].item()
-    b.set_title(f"pair {pair} (one turn per {wavelength:,.1f} positions): cosine {cos:.3f}",
-                fontsize=10)
+    b.set_title(
+        f"pair {pair} (one turn per {wavelength:,.1f} positions): cosine {cos:.3f}", fontsize=10
+    )
     b.set_xlim(-1.3, 1.3)
     b.set_ylim(-1.3, 1.3)
     b.set_aspect("equal")
@@ -306,8 +375,14 @@ def plot_attention_by_offset(curves: dict, title: str = ""):
     for i, (label, weights) in enumerate(curves.items()):
         weights = np.asarray(weights, dtype=float)  # [heads, offsets]
         offsets = np.arange(weights.shape[1])
-        ax.plot(offsets, weights.mean(0), "o-", color=f"C{i}", ms=4,
-                label=f"{label} (mean of {weights.shape[0]} heads)")
+        ax.plot(
+            offsets,
+            weights.mean(0),
+            "o-",
+            color=f"C{i}",
+            ms=4,
+            label=f"{label} (mean of {weights.shape[0]} heads)",
+        )
         ax.fill_between(offsets, weights.min(0), weights.max(0), color=f"C{i}", alpha=0.2)
     ax.set_xlabel("offset: how many characters back the key is (0 = the character itself)")
     ax.set_ylabel("mean attention weight")
@@ -325,8 +400,9 @@ def plot_attention_by_offset(curves: dict, title: str = ""):
 def plot_kv_groups(heads: int = 8, kv_heads=(8, 2, 1)):
     """Which key-value head each query head reads (query head i reads kv head i // group), one
     row per setting of the dial: MHA (kv_heads == heads), GQA, MQA (kv_heads == 1)."""
-    fig, axes = plt.subplots(1, len(kv_heads), figsize=(3.4 * len(kv_heads), 2.8), dpi=80,
-                             squeeze=False)  # one row of axes even for a single setting
+    fig, axes = plt.subplots(
+        1, len(kv_heads), figsize=(3.4 * len(kv_heads), 2.8), dpi=80, squeeze=False
+    )  # one row of axes even for a single setting
     for ax, kv in zip(axes[0], kv_heads, strict=True):
         if heads % kv:
             raise ValueError(f"kv_heads={kv} must divide heads={heads}")
@@ -382,12 +458,15 @@ def plot_norm_mean_fractions(fractions: dict, title: str = ""):
     import torch
 
     if not isinstance(fractions, dict) or not fractions:
-        raise ValueError("fractions must be a non-empty dict as "
-                         "probes.norm_input_mean_fractions returns")
+        raise ValueError(
+            "fractions must be a non-empty dict as probes.norm_input_mean_fractions returns"
+        )
     fig, ax = plt.subplots(figsize=(9, 3.8), dpi=80)
-    styles = (("attention", "tab:blue", "o", "before attention"),
-              ("feed-forward", "tab:orange", "s", "before feed-forward"),
-              ("final", "black", "D", "final norm"))
+    styles = (
+        ("attention", "tab:blue", "o", "before attention"),
+        ("feed-forward", "tab:orange", "s", "before feed-forward"),
+        ("final", "black", "D", "final norm"),
+    )
     for kind, colour, marker, label in styles:
         keys = [key for key in fractions if key[1] == kind]
         if not keys:
@@ -396,8 +475,16 @@ def plot_norm_mean_fractions(fractions: dict, title: str = ""):
         levels = torch.tensor([0.1, 0.5, 0.9])
         q = 100 * torch.stack([torch.quantile(fractions[key], levels) for key in keys]).numpy()
         if len(keys) == 1:  # the final norm: one point, its band as an error bar
-            ax.errorbar(blocks, q[:, 1], yerr=[q[:, 1] - q[:, 0], q[:, 2] - q[:, 1]],
-                        marker=marker, color=colour, ms=4, capsize=3, label=label)
+            ax.errorbar(
+                blocks,
+                q[:, 1],
+                yerr=[q[:, 1] - q[:, 0], q[:, 2] - q[:, 1]],
+                marker=marker,
+                color=colour,
+                ms=4,
+                capsize=3,
+                label=label,
+            )
             continue
         ax.plot(blocks, q[:, 1], marker=marker, color=colour, ms=4, label=label)
         ax.fill_between(blocks, q[:, 0], q[:, 2], color=colour, alpha=0.15, lw=0)
@@ -411,8 +498,12 @@ def plot_norm_mean_fractions(fractions: dict, title: str = ""):
     return fig
 
 
-def plot_ablation_losses(losses: dict, reference: float | None = None,
-                         reference_label: str = "uniform guess", title: str = ""):
+def plot_ablation_losses(
+    losses: dict,
+    reference: float | None = None,
+    reference_label: str = "uniform guess",
+    title: str = "",
+):
     """Horizontal bars of a loss per model variant (label -> loss, first on top), with the value
     printed on each bar and an optional dashed reference line (e.g. ln V, a uniform guess)."""
     if not isinstance(losses, dict) or not losses:
@@ -421,11 +512,17 @@ def plot_ablation_losses(losses: dict, reference: float | None = None,
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(labels) + 1.4), dpi=80)
     bars = ax.barh(labels, [losses[label] for label in labels], color="tab:blue")
     for bar, label in zip(bars, labels, strict=True):
-        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {losses[label]:.3f}",
-                va="center", fontsize=9)
+        ax.text(
+            bar.get_width(),
+            bar.get_y() + bar.get_height() / 2,
+            f" {losses[label]:.3f}",
+            va="center",
+            fontsize=9,
+        )
     if reference is not None:
-        ax.axvline(reference, color="tab:red", ls="--", lw=1,
-                   label=f"{reference_label}: {reference:.2f}")
+        ax.axvline(
+            reference, color="tab:red", ls="--", lw=1, label=f"{reference_label}: {reference:.2f}"
+        )
         ax.legend(fontsize=8, loc="upper right")
     ax.set_xlabel("loss on the evaluation text (nats per token)")
     ax.set_xlim(0, 1.25 * max([*losses.values(), reference or 0.0]))
@@ -434,8 +531,7 @@ def plot_ablation_losses(losses: dict, reference: float | None = None,
     return fig
 
 
-def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0,
-                     hi: float = 4.0):
+def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0, hi: float = 4.0):
     """Two activations of `lmcourse.blocks.ffn.ACTIVATIONS` on [lo, hi] (left) and their
     difference second - first (right)."""
     import torch
@@ -464,8 +560,16 @@ def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0
 def _box(ax, x, y, text, colour=PLAIN, width=0.28):
     from matplotlib.patches import FancyBboxPatch
 
-    ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.045), width, 0.09,
-                                boxstyle="round,pad=0.01", facecolor=colour, edgecolor="grey"))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - 0.045),
+            width,
+            0.09,
+            boxstyle="round,pad=0.01",
+            facecolor=colour,
+            edgecolor="grey",
+        )
+    )
     ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
 
 
@@ -478,8 +582,10 @@ def plot_gated_ffn_and_router(gated, moe):
     experts' routing (right, sizes from `moe`), input at the bottom."""
     g, m = as_spec(gated), as_spec(moe)
     if g.ffn not in ("swiglu", "geglu") or not m.experts:
-        raise ValueError("gated must have a gated feed-forward layer (ffn 'swiglu' or 'geglu') "
-                         "and moe must have experts")
+        raise ValueError(
+            "gated must have a gated feed-forward layer (ffn 'swiglu' or 'geglu') "
+            "and moe must have experts"
+        )
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6), dpi=80)
     act = g.act or ("silu" if g.ffn == "swiglu" else "gelu_pytorch_tanh")
     _box(left, 0.5, 0.06, f"x  (width d = {g.d:,})")
@@ -488,12 +594,20 @@ def plot_gated_ffn_and_router(gated, moe):
     _box(left, 0.25, 0.5, act, colour=HIGHLIGHT)
     _box(left, 0.5, 0.7, "multiply, element by element", colour=HIGHLIGHT, width=0.5)
     _box(left, 0.5, 0.9, f"W_down: {g.hidden:,} -> d")
-    for start, end in [((0.45, 0.1), (0.27, 0.25)), ((0.55, 0.1), (0.73, 0.25)),
-                       ((0.25, 0.35), (0.25, 0.45)), ((0.25, 0.55), (0.42, 0.65)),
-                       ((0.75, 0.35), (0.58, 0.65)), ((0.5, 0.75), (0.5, 0.85))]:
+    for start, end in [
+        ((0.45, 0.1), (0.27, 0.25)),
+        ((0.55, 0.1), (0.73, 0.25)),
+        ((0.25, 0.35), (0.25, 0.45)),
+        ((0.25, 0.55), (0.42, 0.65)),
+        ((0.75, 0.35), (0.58, 0.65)),
+        ((0.5, 0.75), (0.5, 0.85)),
+    ]:
         _arrow(left, start, end)
-    left.set_title(f"gated feed-forward ({g.ffn}): the gate decides how much of each\n"
-                   "up-projected number passes", fontsize=9)
+    left.set_title(
+        f"gated feed-forward ({g.ffn}): the gate decides how much of each\n"
+        "up-projected number passes",
+        fontsize=9,
+    )
     k, E = m.experts_per_token, m.experts
     _box(right, 0.5, 0.06, "x  (one token)")
     _box(right, 0.5, 0.25, f"router: {E} scores, softmax")
@@ -505,16 +619,25 @@ def plot_gated_ffn_and_router(gated, moe):
     picked = {min(shown - 2, int((j + 0.5) * shown / k)) for j in range(min(k, shown - 1))}
     for i, x in enumerate(xs):
         chosen = i in picked
-        _box(right, x, 0.62, f"e{i}" if i < shown - 1 or shown == E else f"e{E - 1}",
-             colour=HIGHLIGHT if chosen else IDLE, width=0.08)
+        _box(
+            right,
+            x,
+            0.62,
+            f"e{i}" if i < shown - 1 or shown == E else f"e{E - 1}",
+            colour=HIGHLIGHT if chosen else IDLE,
+            width=0.08,
+        )
         if chosen:
             _arrow(right, (0.5, 0.47), (x, 0.57))
             _arrow(right, (x, 0.67), (0.5, 0.77))
     if shown < E:
         right.text(xs[-2] + 0.06, 0.62, "...", ha="center", va="center")
     _box(right, 0.5, 0.82, "weighted sum of the chosen experts' outputs", width=0.6)
-    right.set_title(f"mixture of experts: {k} of {E} experts run for each token\n"
-                    "(the shaded ones here; another token picks others)", fontsize=9)
+    right.set_title(
+        f"mixture of experts: {k} of {E} experts run for each token\n"
+        "(the shaded ones here; another token picks others)",
+        fontsize=9,
+    )
     for ax in (left, right):
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 0.97)
@@ -531,15 +654,30 @@ def plot_total_vs_active(models: dict):
     rows = [count.describe(models[name]) for name in names]
     fig, ax = plt.subplots(figsize=(8, 0.75 * len(names) + 1.4), dpi=80)
     y = list(range(len(names)))
-    ax.barh([i + 0.2 for i in y], [r["total"] / 1e9 for r in rows], 0.4, color="0.75",
-            label="stored (total)")
-    ax.barh([i - 0.2 for i in y], [r["active"] / 1e9 for r in rows], 0.4, color="tab:blue",
-            label="used per token (active)")
+    ax.barh(
+        [i + 0.2 for i in y],
+        [r["total"] / 1e9 for r in rows],
+        0.4,
+        color="0.75",
+        label="stored (total)",
+    )
+    ax.barh(
+        [i - 0.2 for i in y],
+        [r["active"] / 1e9 for r in rows],
+        0.4,
+        color="tab:blue",
+        label="used per token (active)",
+    )
     for i, r in zip(y, rows, strict=True):
         share = r["active"] / r["total"]
         ax.text(r["total"] / 1e9, i + 0.2, f" {r['total'] / 1e9:.3g} B", va="center", fontsize=8)
-        ax.text(r["active"] / 1e9, i - 0.2, f" {r['active'] / 1e9:.3g} B ({share:.0%})",
-                va="center", fontsize=8)
+        ax.text(
+            r["active"] / 1e9,
+            i - 0.2,
+            f" {r['active'] / 1e9:.3g} B ({share:.0%})",
+            va="center",
+            fontsize=8,
+        )
     ax.set_yticks(y, names)
     ax.set_xscale("log")
     ax.set_xlim(right=max(r["total"] for r in rows) / 1e9 * 20)
@@ -562,9 +700,21 @@ def toy_moe(experts: int = 8, k: int = 2, d: int = 64, expert_hidden: int = 32, 
     from .blocks.moe import MoE
     from .spec import ModelSpec
 
-    spec = ModelSpec(d=d, layers=1, vocab=1, heads=1, kv_heads=1, head_dim=d, ffn="swiglu",
-                     hidden=expert_hidden, norm="rms", experts=experts, experts_per_token=k,
-                     expert_hidden=expert_hidden, norm_topk=True)
+    spec = ModelSpec(
+        d=d,
+        layers=1,
+        vocab=1,
+        heads=1,
+        kv_heads=1,
+        head_dim=d,
+        ffn="swiglu",
+        hidden=expert_hidden,
+        norm="rms",
+        experts=experts,
+        experts_per_token=k,
+        expert_hidden=expert_hidden,
+        norm_topk=True,
+    )
     moe = MoE(spec)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -588,8 +738,11 @@ def plot_expert_load(chosen, experts: int, title: str = ""):
     if experts <= 32:
         ax.set_xticks(range(experts))
     ax.legend(fontsize=8)
-    ax.set_title(title or f"Load per expert: {chosen.shape[0]:,} tokens, top-{chosen.shape[1]} "
-                          f"of {experts}; busiest {load.max().item() / even:.2f}× the even share")
+    ax.set_title(
+        title
+        or f"Load per expert: {chosen.shape[0]:,} tokens, top-{chosen.shape[1]} "
+        f"of {experts}; busiest {load.max().item() / even:.2f}× the even share"
+    )
     fig.tight_layout()
     return fig
 
@@ -605,21 +758,32 @@ def plot_prefill_decode(prompt: int = 6, steps: int = 3):
 
     if not (isinstance(prompt, int) and isinstance(steps, int) and prompt >= 1 and steps >= 1):
         raise ValueError(f"prompt and steps must be positive ints, got {prompt!r}, {steps!r}")
-    rows = [("prefill", 0, prompt)] + [(f"decode step {i + 1}", prompt + i, 1)
-                                       for i in range(steps)]
+    rows = [("prefill", 0, prompt)] + [
+        (f"decode step {i + 1}", prompt + i, 1) for i in range(steps)
+    ]
     width = prompt + steps
     fig, ax = plt.subplots(figsize=(1.0 + 0.55 * width, 0.6 * len(rows) + 1.2), dpi=80)
     for r, (label, cached, new) in enumerate(rows):
         y = len(rows) - 1 - r
         for t in range(cached + new):
             colour = PLAIN if t < cached else HIGHLIGHT  # read from the cache / computed
-            ax.add_patch(Rectangle((t + 0.05, y + 0.1), 0.9, 0.8, facecolor=colour,
-                                   edgecolor="grey"))
+            ax.add_patch(
+                Rectangle((t + 0.05, y + 0.1), 0.9, 0.8, facecolor=colour, edgecolor="grey")
+            )
         ax.text(-0.2, y + 0.5, label, ha="right", va="center", fontsize=9)
-    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=HIGHLIGHT, edgecolor="grey",
-                           label="keys and values computed in this pass"))
-    ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=PLAIN, edgecolor="grey",
-                           label="read from the cache"))
+    ax.add_patch(
+        Rectangle(
+            (0, 0),
+            0,
+            0,
+            facecolor=HIGHLIGHT,
+            edgecolor="grey",
+            label="keys and values computed in this pass",
+        )
+    )
+    ax.add_patch(
+        Rectangle((0, 0), 0, 0, facecolor=PLAIN, edgecolor="grey", label="read from the cache")
+    )
     ax.set_xlim(-0.1, width + 0.1)
     ax.set_ylim(-0.1, len(rows) + 0.1)
     ax.set_xticks([t + 0.5 for t in range(width)], [str(t) for t in range(width)])
@@ -657,8 +821,10 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
     for name, config in models.items():
         end = min(max_tokens, trained_context(config) or max_tokens)
-        tokens = sorted({round(2 ** (e / 8)) for e in range(0, 8 * end.bit_length() + 1)
-                         if 2 ** (e / 8) <= end} | {end})
+        tokens = sorted(
+            {round(2 ** (e / 8)) for e in range(0, 8 * end.bit_length() + 1) if 2 ** (e / 8) <= end}
+            | {end}
+        )
         sizes = [count.cache_bytes(config, n, kv_bytes=kv_bytes) for n in tokens]
         (line,) = ax.plot(tokens, sizes, label=name)
         ax.plot(tokens[-1], sizes[-1], "o", color=line.get_color(), markersize=4)
@@ -676,8 +842,9 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     return fig
 
 
-def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80e9,
-                           kv_bytes=2, weight_bytes=2):
+def plot_cache_vs_kv_heads(
+    config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80e9, kv_bytes=2, weight_bytes=2
+):
     """The static twin of `widgets.kv_cache_budget_widget`: one sequence's cache (GB) for every
     valid number of key-value heads, one line per context length, beside the weights and the
     GPU."""
@@ -687,8 +854,10 @@ def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: fl
     options = divisors(spec.heads)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
     for n in contexts:
-        sizes = [count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / 1e9
-                 for k in options]
+        sizes = [
+            count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / 1e9
+            for k in options
+        ]
         ax.plot(options, sizes, "o-", label=f"cache, {n:,} tokens")
     weights = count.describe(spec)["total"] * weight_bytes / 1e9
     ax.axhline(weights, color="black", ls="--", lw=1, label=f"weights ({weight_bytes} B each)")
@@ -705,8 +874,9 @@ def plot_cache_vs_kv_heads(config, contexts=(8192, 32768, 131072), gpu_bytes: fl
     return fig
 
 
-def plot_kv_cache_budget(config, kv_heads: int, tokens: int, gpu_gb: float, kv_bytes=2,
-                         weight_bytes=2):
+def plot_kv_cache_budget(
+    config, kv_heads: int, tokens: int, gpu_gb: float, kv_bytes=2, weight_bytes=2
+):
     """One setting of `widgets.kv_cache_budget_widget`: one bar splits a GPU of `gpu_gb` GB into
     the weights and one sequence's cache of `tokens` tokens with `kv_heads` key-value heads; the
     title says how many such sequences fit (`count.requests_that_fit`)."""
@@ -718,8 +888,9 @@ def plot_kv_cache_budget(config, kv_heads: int, tokens: int, gpu_gb: float, kv_b
     fits = count.requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
     fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
     ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GB")
-    ax.barh([0], [cache], left=[weights], color="tab:red",
-            label=f"one sequence's cache {cache:.2f} GB")
+    ax.barh(
+        [0], [cache], left=[weights], color="tab:red", label=f"one sequence's cache {cache:.2f} GB"
+    )
     ax.axvline(gpu_gb, color="grey", ls=":")
     ax.set_xlim(0, max(gpu_gb, weights + cache) * 1.05)
     ax.set_yticks([])
@@ -744,8 +915,9 @@ def plot_rope_base_by_year(points: dict):
         k = seen.get((year, base), 0)
         seen[(year, base)] = k + 1
         ax.plot(year, base, "o", color="#2c7fb8")
-        ax.annotate(name, (year, base), textcoords="offset points", xytext=(6, 4 - 11 * k),
-                    fontsize=8)
+        ax.annotate(
+            name, (year, base), textcoords="offset points", xytext=(6, 4 - 11 * k), fontsize=8
+        )
     ax.set_yscale("log")
     years = sorted({year for year, _ in points.values()})
     ax.set_xticks(years, [str(y) for y in years])

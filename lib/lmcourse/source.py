@@ -26,8 +26,9 @@ def excerpt(obj, first: str | None = None, last: str | None = None) -> str:
         lines, start = inspect.getsourcelines(obj)
         path = Path(inspect.getsourcefile(obj)).resolve()
     except (TypeError, OSError) as error:
-        raise ValueError(f"obj must be a function, method or class of lmcourse, got {obj!r}: "
-                         f"{error}") from None
+        raise ValueError(
+            f"obj must be a function, method or class of lmcourse, got {obj!r}: {error}"
+        ) from None
     if _LIBRARY not in path.parents:
         raise ValueError(f"obj must be defined in lmcourse ({_LIBRARY}), not in {path}")
     begin, end = 0, len(lines)

@@ -22,8 +22,18 @@ NORM_KINDS = ("layer", "rms")
 LAYER_KINDS = ("full_attention", "sliding_attention")
 ROPE_LAYOUTS = ("half", "pairs")
 
-__all__ = ["FFN_KINDS", "LAYER_KINDS", "NORM_KINDS", "ROPE_LAYOUTS", "SEED_DICT_KEYS", "ModelSpec",
-           "as_spec", "check_int", "divisors", "yarn_mscale"]
+__all__ = [
+    "FFN_KINDS",
+    "LAYER_KINDS",
+    "NORM_KINDS",
+    "ROPE_LAYOUTS",
+    "SEED_DICT_KEYS",
+    "ModelSpec",
+    "as_spec",
+    "check_int",
+    "divisors",
+    "yarn_mscale",
+]
 
 
 @dataclass(frozen=True)
@@ -115,7 +125,8 @@ class ModelSpec:
         """Each layer's kind: `layer_pattern` repeated, else every layer sliding if
         sliding_window > 0 and full otherwise."""
         pattern = self.layer_pattern or (
-            "sliding_attention" if self.sliding_window else "full_attention",)
+            "sliding_attention" if self.sliding_window else "full_attention",
+        )
         return tuple(pattern[i % len(pattern)] for i in range(self.layers))
 
     @property
@@ -136,22 +147,29 @@ class ModelSpec:
         for name in _NON_NEGATIVE:
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        for name, kinds in (("ffn", FFN_KINDS), ("norm", NORM_KINDS),
-                            ("rope_layout", ROPE_LAYOUTS)):
+        for name, kinds in (
+            ("ffn", FFN_KINDS),
+            ("norm", NORM_KINDS),
+            ("rope_layout", ROPE_LAYOUTS),
+        ):
             if getattr(self, name) not in kinds:
                 raise ValueError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
         if self.norms_per_block not in (2, 4):
             raise ValueError(f"norms_per_block must be 2 or 4, got {self.norms_per_block!r}")
         if self.norms_after and self.norms_per_block != 2:
-            raise ValueError("norms_after=True places the 2 norms of a block after each stage; "
-                             f"norms_per_block={self.norms_per_block} already has norms after")
+            raise ValueError(
+                "norms_after=True places the 2 norms of a block after each stage; "
+                f"norms_per_block={self.norms_per_block} already has norms after"
+            )
         if self.qk_norm_all_heads and not self.qk_norm:
             raise ValueError("qk_norm_all_heads=True needs qk_norm=True")
         if self.norm_bias and (self.norm != "layer" or not self.norm_affine):
             raise ValueError("norm_bias=True needs norm='layer' with norm_affine=True")
         if self.heads % self.kv_heads:
-            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} "
-                             f"(valid: {divisors(self.heads)})")
+            raise ValueError(
+                f"kv_heads={self.kv_heads} must divide heads={self.heads} "
+                f"(valid: {divisors(self.heads)})"
+            )
         self._check_positions()
         self._check_experts()
         self._check_latent()
@@ -162,38 +180,51 @@ class ModelSpec:
 
     def _check_positions(self):
         if self.positions and self.rope_theta:
-            raise ValueError("a spec has learned positions (positions > 0) or rotary positions "
-                             "(rope_theta > 0), not both; set rope_theta=0.0 with positions")
+            raise ValueError(
+                "a spec has learned positions (positions > 0) or rotary positions "
+                "(rope_theta > 0), not both; set rope_theta=0.0 with positions"
+            )
         if not self.positions and not self.rope_theta:
             raise ValueError("no positions: set positions > 0 (learned table) or rope_theta > 0")
         if self.position_offset >= max(self.positions, 1):
-            raise ValueError(f"position_offset={self.position_offset} needs a learned table with "
-                             f"more rows (positions={self.positions})")
+            raise ValueError(
+                f"position_offset={self.position_offset} needs a learned table with "
+                f"more rows (positions={self.positions})"
+            )
         if not 0 < self.rotary_fraction <= 1:
             raise ValueError(f"rotary_fraction must be in (0, 1], got {self.rotary_fraction!r}")
         if self.rotary_dim % 2:
-            raise ValueError(f"rotary_dim = head_dim * rotary_fraction must be even, got "
-                             f"{self.head_dim} * {self.rotary_fraction} = {self.rotary_dim}")
+            raise ValueError(
+                f"rotary_dim = head_dim * rotary_fraction must be even, got "
+                f"{self.head_dim} * {self.rotary_fraction} = {self.rotary_dim}"
+            )
 
     def _check_experts(self):
         if not self.experts:
             for name in ("experts_per_token", "expert_hidden", "shared_experts", "dense_layers"):
                 if getattr(self, name):
-                    raise ValueError(f"{name}={getattr(self, name)} needs experts > 0 "
-                                     "(experts=0 is a dense model)")
+                    raise ValueError(
+                        f"{name}={getattr(self, name)} needs experts > 0 "
+                        "(experts=0 is a dense model)"
+                    )
             return
         if not 1 <= self.experts_per_token <= self.experts:
-            raise ValueError(f"experts_per_token must be in 1..experts={self.experts}, "
-                             f"got {self.experts_per_token}")
+            raise ValueError(
+                f"experts_per_token must be in 1..experts={self.experts}, "
+                f"got {self.experts_per_token}"
+            )
         if not self.expert_hidden:
             raise ValueError("expert_hidden must be > 0 when experts > 0")
         if self.dense_layers >= self.layers:
-            raise ValueError(f"dense_layers must be < layers={self.layers}, "
-                             f"got {self.dense_layers}")
+            raise ValueError(
+                f"dense_layers must be < layers={self.layers}, got {self.dense_layers}"
+            )
         if self.experts % self.n_group or self.topk_group > self.n_group:
-            raise ValueError(f"n_group={self.n_group} must divide experts={self.experts} "
-                             f"(valid: {divisors(self.experts)}) and "
-                             f"topk_group={self.topk_group} must be <= n_group")
+            raise ValueError(
+                f"n_group={self.n_group} must divide experts={self.experts} "
+                f"(valid: {divisors(self.experts)}) and "
+                f"topk_group={self.topk_group} must be <= n_group"
+            )
 
     def _check_latent(self):
         if not self.kv_lora_rank:
@@ -204,21 +235,27 @@ class ModelSpec:
             check_int(name, getattr(self, name), low=1)
         qk = self.qk_nope_head_dim + self.qk_rope_head_dim
         if self.head_dim != qk:
-            raise ValueError(f"head_dim must be qk_nope_head_dim + qk_rope_head_dim = {qk} "
-                             f"with latent attention, got {self.head_dim}")
+            raise ValueError(
+                f"head_dim must be qk_nope_head_dim + qk_rope_head_dim = {qk} "
+                f"with latent attention, got {self.head_dim}"
+            )
         if self.kv_heads != self.heads:
             raise ValueError(f"kv_heads must equal heads={self.heads} with latent attention")
 
     def _check_layer_pattern(self):
         if len(self.layer_pattern) > self.layers:
-            raise ValueError(f"layer_pattern must have at most one entry per layer "
-                             f"({self.layers}), got {len(self.layer_pattern)}")
+            raise ValueError(
+                f"layer_pattern must have at most one entry per layer "
+                f"({self.layers}), got {len(self.layer_pattern)}"
+            )
         bad = sorted(set(self.layer_pattern) - set(LAYER_KINDS))
         if bad:
             raise ValueError(f"layer_pattern entries must be in {LAYER_KINDS}, got {bad}")
         if "sliding_attention" in self.layer_pattern and not self.sliding_window:
-            raise ValueError("layer_pattern has 'sliding_attention' layers but sliding_window=0; "
-                             "set sliding_window > 0")
+            raise ValueError(
+                "layer_pattern has 'sliding_attention' layers but sliding_window=0; "
+                "set sliding_window > 0"
+            )
 
     # ---- constructors -------------------------------------------------------------------
 
@@ -245,20 +282,32 @@ class ModelSpec:
         check_int("d", d, low=1)
         check_int("heads", heads, low=1)
         if d % heads:
-            raise ValueError(f"heads={heads} must divide d={d} (head_dim is d // heads); "
-                             f"valid heads: {divisors(d)}")
+            raise ValueError(
+                f"heads={heads} must divide d={d} (head_dim is d // heads); "
+                f"valid heads: {divisors(d)}"
+            )
         if c["ffn"] not in FFN_KINDS:
             raise ValueError(f"ffn must be one of {FFN_KINDS}, got {c['ffn']!r}")
         positions = c.get("positions", 0)
         gelu = c["ffn"] == "gelu"
         return cls(
-            d=d, layers=c["layers"], vocab=c["vocab"], heads=heads,
-            kv_heads=c.get("kv_heads", heads), head_dim=d // heads,
-            ffn=c["ffn"], hidden=c.get("hidden", 4 * d) if gelu else c["hidden"],
+            d=d,
+            layers=c["layers"],
+            vocab=c["vocab"],
+            heads=heads,
+            kv_heads=c.get("kv_heads", heads),
+            head_dim=d // heads,
+            ffn=c["ffn"],
+            hidden=c.get("hidden", 4 * d) if gelu else c["hidden"],
             act={"gelu": "gelu_new", "swiglu": "silu", "geglu": "gelu_pytorch_tanh"}[c["ffn"]],
-            qkv_bias=bool(c["bias"]), out_bias=bool(c["bias"]), ffn_bias=gelu,
-            norm=c["norm"], norm_bias=c["norm"] == "layer", tied=bool(c["tied"]),
-            positions=positions, rope_theta=0.0 if positions else 10000.0,
+            qkv_bias=bool(c["bias"]),
+            out_bias=bool(c["bias"]),
+            ffn_bias=gelu,
+            norm=c["norm"],
+            norm_bias=c["norm"] == "layer",
+            tied=bool(c["tied"]),
+            positions=positions,
+            rope_theta=0.0 if positions else 10000.0,
         )
 
     @classmethod
@@ -273,18 +322,56 @@ class ModelSpec:
         return cls(family=entry.name, **entry.read(config))
 
 
-_SIZES = ("d", "layers", "vocab", "heads", "kv_heads", "head_dim", "hidden", "n_group",
-          "topk_group")
-_COUNTS = ("positions", "position_offset", "sliding_window", "experts", "experts_per_token",
-           "expert_hidden", "shared_experts", "dense_layers", "q_lora_rank", "kv_lora_rank",
-           "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+_SIZES = (
+    "d",
+    "layers",
+    "vocab",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden",
+    "n_group",
+    "topk_group",
+)
+_COUNTS = (
+    "positions",
+    "position_offset",
+    "sliding_window",
+    "experts",
+    "experts_per_token",
+    "expert_hidden",
+    "shared_experts",
+    "dense_layers",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+)
 _POSITIVE = ("norm_eps", "embed_scale", "routed_scale")
-_NON_NEGATIVE = ("score_scale", "attn_softcap", "final_softcap", "rope_theta", "qkv_clip",
-                 "norm_offset")
+_NON_NEGATIVE = (
+    "score_scale",
+    "attn_softcap",
+    "final_softcap",
+    "rope_theta",
+    "qkv_clip",
+    "norm_offset",
+)
 
 # Keys of a seed-style dict (`ModelSpec.from_dict`), the T1 lesson's input.
-SEED_DICT_KEYS = ("d", "layers", "vocab", "heads", "kv_heads", "ffn", "hidden", "bias", "norm",
-                  "tied", "positions")
+SEED_DICT_KEYS = (
+    "d",
+    "layers",
+    "vocab",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "hidden",
+    "bias",
+    "norm",
+    "tied",
+    "positions",
+)
 
 
 def as_spec(config) -> ModelSpec:
@@ -295,8 +382,9 @@ def as_spec(config) -> ModelSpec:
         return ModelSpec.from_dict(config)
     if hasattr(config, "model_type"):
         return ModelSpec.from_transformers(config)
-    raise ValueError(f"config must be a dict, a transformers config or a ModelSpec, "
-                     f"got {type(config).__name__}")
+    raise ValueError(
+        f"config must be a dict, a transformers config or a ModelSpec, got {type(config).__name__}"
+    )
 
 
 def check_int(name: str, value, low: int, hint: str = "") -> int:

@@ -84,8 +84,9 @@ class Comparison:
         """Whether any contestant's spread exceeds BUSY_SPREAD: the machine was not quiet."""
         return any(t.spread > BUSY_SPREAD for t in self.timings)
 
-    def report(self, unit: str = "ms", baseline: str | None = None, per: int = 1,
-               per_label: str = "") -> str:
+    def report(
+        self, unit: str = "ms", baseline: str | None = None, per: int = 1, per_label: str = ""
+    ) -> str:
         """One line per contestant: median, spread and repeats, its ratio to `baseline`, and,
         with `per` items per call, items per second; then a warning line when `busy`."""
         if unit not in UNITS:
@@ -97,23 +98,31 @@ class Comparison:
         lines = []
         for t in self.timings:
             calls = f" of {self.number} calls" if self.number > 1 else ""
-            line = (f"{t.name:<{width}}  median {t.median * scale:9.{decimals}f} {unit}  "
-                    f"spread {t.spread:4.0%}  ({len(t.seconds)} runs{calls}, {self.threads} "
-                    f"thread{'s' if self.threads > 1 else ''})")
+            line = (
+                f"{t.name:<{width}}  median {t.median * scale:9.{decimals}f} {unit}  "
+                f"spread {t.spread:4.0%}  ({len(t.seconds)} runs{calls}, {self.threads} "
+                f"thread{'s' if self.threads > 1 else ''})"
+            )
             if per_label:
                 line += f"  {per / t.median:6.1f} {per_label}/s"
             if baseline is not None:
                 line += f"  {self.ratio(t.name, baseline):5.2f}x {baseline}"
             lines.append(line)
         if self.busy:
-            lines.append(f"warning: a spread above {BUSY_SPREAD:.0%} means the machine was busy "
-                         "while timing; rerun on a quiet machine before trusting the ratios")
+            lines.append(
+                f"warning: a spread above {BUSY_SPREAD:.0%} means the machine was busy "
+                "while timing; rerun on a quiet machine before trusting the ratios"
+            )
         return "\n".join(lines)
 
 
-def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
-            threads: int | None = 1, sync: Callable[[], None] | None = None,
-            number: int = 1) -> Comparison:
+def compare(
+    contestants: dict[str, Callable[[], object]],
+    repeats: int = 30,
+    threads: int | None = 1,
+    sync: Callable[[], None] | None = None,
+    number: int = 1,
+) -> Comparison:
     """Time each zero-argument callable `repeats` times, interleaved, after one warm-up call each;
     each timed run makes `number` calls and records their mean.
 
@@ -121,17 +130,24 @@ def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
     every core by default). sync: called after each call and before reading the clock, for
     example torch.cuda.synchronize, so that asynchronous GPU work is counted.
     """
-    if not isinstance(contestants, dict) or not contestants or not all(
-            isinstance(k, str) and callable(v) for k, v in contestants.items()):
-        raise ValueError("contestants must be a non-empty dict of name -> zero-argument callable, "
-                         f"got {contestants!r:.80}")
+    if (
+        not isinstance(contestants, dict)
+        or not contestants
+        or not all(isinstance(k, str) and callable(v) for k, v in contestants.items())
+    ):
+        raise ValueError(
+            "contestants must be a non-empty dict of name -> zero-argument callable, "
+            f"got {contestants!r:.80}"
+        )
     for name, value in (("repeats", repeats), ("number", number)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                or threads < 1):
-        raise ValueError(f"threads must be a positive int or None (torch's setting), "
-                         f"got {threads!r}")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(
+            f"threads must be a positive int or None (torch's setting), got {threads!r}"
+        )
     sync = sync or (lambda: None)
     names = list(contestants)
     saved = torch.get_num_threads()
@@ -144,7 +160,7 @@ def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
         sync()
         samples = {name: [] for name in names}
         for r in range(repeats):
-            for name in names[r % len(names):] + names[: r % len(names)]:  # rotate the order
+            for name in names[r % len(names) :] + names[: r % len(names)]:  # rotate the order
                 start = time.perf_counter()
                 for _ in range(number):
                     contestants[name]()
@@ -155,8 +171,12 @@ def compare(contestants: dict[str, Callable[[], object]], repeats: int = 30,
     return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used, number)
 
 
-def read_floor(model: torch.nn.Module, repeats: int = 20, threads: int | None = 1,
-               sync: Callable[[], None] | None = None) -> tuple[float, int]:
+def read_floor(
+    model: torch.nn.Module,
+    repeats: int = 20,
+    threads: int | None = 1,
+    sync: Callable[[], None] | None = None,
+) -> tuple[float, int]:
     """(seconds, bytes): the median time to read every weight matrix of `model` once (each
     tensor once, so a tied table once) with the fastest plain kernel for it on a CPU, a
     matrix-vector product x @ W with W stored [in, out], contiguous. A decoding step must read

@@ -75,16 +75,19 @@ def encode(s: str) -> torch.LongTensor:
     index = _index()
     unknown = sorted(set(s) - index.keys())
     if unknown:
-        raise ValueError(f"s contains characters outside the vocabulary: {unknown[:10]} "
-                         f"(valid: the {len(index)} characters of tinygpt.vocabulary())")
+        raise ValueError(
+            f"s contains characters outside the vocabulary: {unknown[:10]} "
+            f"(valid: the {len(index)} characters of tinygpt.vocabulary())"
+        )
     return torch.tensor([[index[ch] for ch in s]], dtype=torch.long)
 
 
 def decode(ids: torch.Tensor) -> str:
     """Character ids [n] or [1, n] back to the string."""
     if ids.dtype != torch.long or ids.dim() not in (1, 2) or (ids.dim() == 2 and len(ids) != 1):
-        raise ValueError("ids must be a LongTensor [n] or [1, n], got "
-                         f"{ids.dtype} of shape {tuple(ids.shape)}")
+        raise ValueError(
+            f"ids must be a LongTensor [n] or [1, n], got {ids.dtype} of shape {tuple(ids.shape)}"
+        )
     chars = vocabulary()
     flat = ids.flatten().tolist()
     bad = [i for i in flat if not 0 <= i < len(chars)]
@@ -97,10 +100,11 @@ def evaluation_ids(n: int = 512) -> torch.LongTensor:
     """The fixed evaluation slice: characters EVAL_CHAR_OFFSET..EVAL_CHAR_OFFSET+n, encoded and cut
     into windows of the model's context, in order: LongTensor [n // CONTEXT, CONTEXT]."""
     limit = (TRAIN_CHAR_OFFSET - EVAL_CHAR_OFFSET) // CONTEXT * CONTEXT
-    if (isinstance(n, bool) or not isinstance(n, int) or not CONTEXT <= n <= limit
-            or n % CONTEXT):
-        raise ValueError(f"n must be a multiple of CONTEXT ({CONTEXT}) in [{CONTEXT}, {limit}] "
-                         f"(the evaluation region), got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or not CONTEXT <= n <= limit or n % CONTEXT:
+        raise ValueError(
+            f"n must be a multiple of CONTEXT ({CONTEXT}) in [{CONTEXT}, {limit}] "
+            f"(the evaluation region), got {n!r}"
+        )
     ids = encode(text.load()[EVAL_CHAR_OFFSET : EVAL_CHAR_OFFSET + n])  # [1, n]
     return ids.view(n // CONTEXT, CONTEXT)
 
@@ -110,8 +114,10 @@ def unigram_loss(input_ids: torch.Tensor) -> float:
     input_ids[:, 1:] from character frequencies of the training region alone (add-one
     smoothed), the same targets `lmcourse.evaluate.loss` scores."""
     if input_ids.dim() != 2 or input_ids.shape[1] < 2 or input_ids.dtype != torch.long:
-        raise ValueError("input_ids must be a LongTensor [batch, tokens] with at least 2 tokens, "
-                         f"got {input_ids.dtype} of shape {tuple(input_ids.shape)}")
+        raise ValueError(
+            "input_ids must be a LongTensor [batch, tokens] with at least 2 tokens, "
+            f"got {input_ids.dtype} of shape {tuple(input_ids.shape)}"
+        )
     data = encode(text.load()[TRAIN_CHAR_OFFSET:])[0]  # [n_train]
     counts = torch.bincount(data, minlength=len(vocabulary())).double() + 1.0  # [vocab]
     log_p = (counts / counts.sum()).log()
@@ -122,8 +128,15 @@ def spec() -> ModelSpec:
     """GPT-2's architecture at toy size, over the character vocabulary."""
     from transformers import GPT2Config
 
-    config = GPT2Config(vocab_size=len(vocabulary()), n_positions=POSITIONS, n_embd=WIDTH,
-                        n_layer=LAYERS, n_head=HEADS, bos_token_id=None, eos_token_id=None)
+    config = GPT2Config(
+        vocab_size=len(vocabulary()),
+        n_positions=POSITIONS,
+        n_embd=WIDTH,
+        n_layer=LAYERS,
+        n_head=HEADS,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
     return ModelSpec.from_transformers(config)
 
 
@@ -145,8 +158,9 @@ def train(steps: int = STEPS, seed: int = 0, verbose: bool = True) -> DecoderLM:
     torch.manual_seed(seed)
     model = DecoderLM(spec())
     sampler = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, betas=(0.9, 0.95),
-                                  weight_decay=0.0)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=LEARNING_RATE, betas=(0.9, 0.95), weight_decay=0.0
+    )
     start = time.perf_counter()
     model.train()
     for step in range(steps):
@@ -161,18 +175,32 @@ def train(steps: int = STEPS, seed: int = 0, verbose: bool = True) -> DecoderLM:
         loss.backward()
         optimizer.step()
         if verbose and (step + 1) % max(1, steps // 4) == 0:
-            print(f"step {step + 1}/{steps}: training loss {loss.item():.3f} nats/char "
-                  f"({time.perf_counter() - start:.0f} s)", flush=True)
+            print(
+                f"step {step + 1}/{steps}: training loss {loss.item():.3f} nats/char "
+                f"({time.perf_counter() - start:.0f} s)",
+                flush=True,
+            )
     return model.eval()
 
 
 def settings(steps: int = STEPS, seed: int = 0) -> dict[str, int | float]:
     """Everything that decides the weights `train(steps, seed)` produces (with the text and
     torch's kernels): recorded beside the shipped weights and checked when they are loaded."""
-    return {"width": WIDTH, "layers": LAYERS, "heads": HEADS, "context": CONTEXT,
-            "positions": POSITIONS, "batch": BATCH, "steps": steps, "learning_rate": LEARNING_RATE,
-            "warmup": WARMUP, "weight_decay": 0.0, "train_offset": TRAIN_CHAR_OFFSET,
-            "vocabulary_size": len(vocabulary()), "seed": seed}
+    return {
+        "width": WIDTH,
+        "layers": LAYERS,
+        "heads": HEADS,
+        "context": CONTEXT,
+        "positions": POSITIONS,
+        "batch": BATCH,
+        "steps": steps,
+        "learning_rate": LEARNING_RATE,
+        "warmup": WARMUP,
+        "weight_decay": 0.0,
+        "train_offset": TRAIN_CHAR_OFFSET,
+        "vocabulary_size": len(vocabulary()),
+        "seed": seed,
+    }
 
 
 def save(model: DecoderLM, path: Path, steps: int = STEPS, seed: int = 0) -> None:
@@ -181,8 +209,11 @@ def save(model: DecoderLM, path: Path, steps: int = STEPS, seed: int = 0) -> Non
     from safetensors.torch import save_model
 
     path = Path(path)
-    record = {"settings": settings(steps, seed), "torch": torch.__version__,
-              "trained_by": "lmcourse.tinygpt.train(steps, seed)"}
+    record = {
+        "settings": settings(steps, seed),
+        "torch": torch.__version__,
+        "trained_by": "lmcourse.tinygpt.train(steps, seed)",
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     save_model(model, str(path))
     path.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
@@ -196,15 +227,20 @@ def load(path: Path = SHIPPED) -> DecoderLM:
 
     path = Path(path)
     if not path.is_file() or not path.with_suffix(".json").is_file():
-        raise FileNotFoundError(f"{path} and its .json record must both exist; write them with "
-                                "tinygpt.save(model, path) or `python -m lmcourse.tinygpt`")
+        raise FileNotFoundError(
+            f"{path} and its .json record must both exist; write them with "
+            "tinygpt.save(model, path) or `python -m lmcourse.tinygpt`"
+        )
     recorded = json.loads(path.with_suffix(".json").read_text())["settings"]
     expected = settings(recorded.get("steps", STEPS), recorded.get("seed", 0))
     if recorded != expected:
-        changed = sorted(k for k in expected.keys() | recorded.keys()
-                         if recorded.get(k) != expected.get(k))
-        raise ValueError(f"{path} was trained with other settings ({', '.join(changed)} differ "
-                         f"from lmcourse.tinygpt's); retrain it with `python -m lmcourse.tinygpt`")
+        changed = sorted(
+            k for k in expected.keys() | recorded.keys() if recorded.get(k) != expected.get(k)
+        )
+        raise ValueError(
+            f"{path} was trained with other settings ({', '.join(changed)} differ "
+            f"from lmcourse.tinygpt's); retrain it with `python -m lmcourse.tinygpt`"
+        )
     model = DecoderLM(spec())
     load_model(model, str(path))
     return model.eval()

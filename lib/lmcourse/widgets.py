@@ -16,8 +16,11 @@ def _slider_look() -> dict:
     """Keyword arguments of a slider: it updates on release, shows its whole description, and
     has a track of its own beside it (inside ipywidgets' default 300 px a long description left
     the track some 25 px, too short to pick a position with the mouse)."""
-    return dict(continuous_update=False, style={"description_width": "initial"},
-                layout=widgets.Layout(width="36em"))
+    return dict(
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="36em"),
+    )
 
 
 # ---- LM10-T2: rotary position embeddings ------------------------------------------------------
@@ -37,9 +40,13 @@ def rope_score_widget(q, k, inv_freq, query_position: int = 64, window: int = 64
 
     return widgets.interactive(
         show,
-        key_position=widgets.IntSlider(query_position - 7, query_position - window, query_position,
-                                       description="key position n (before shift)",
-                                       **_slider_look()),
+        key_position=widgets.IntSlider(
+            query_position - 7,
+            query_position - window,
+            query_position,
+            description="key position n (before shift)",
+            **_slider_look(),
+        ),
         shift=widgets.IntSlider(0, 0, 5000, 50, description="shift both by", **_slider_look()),
         pair=widgets.IntSlider(0, 0, pairs - 1, description="pair drawn", **_slider_look()),
     )
@@ -48,8 +55,11 @@ def rope_score_widget(q, k, inv_freq, query_position: int = 64, window: int = 64
 # ---- LM10-T3: grouped-query attention ---------------------------------------------------------
 
 
-def kv_heads_widget(names=("SmolLM2-135M", "Llama-3.1-8B", "Llama-2-7B", "Mistral-7B-v0.1",
-                           "Qwen2.5-7B"), tokens: int = 8192, kv_bytes: int = 2):
+def kv_heads_widget(
+    names=("SmolLM2-135M", "Llama-3.1-8B", "Llama-2-7B", "Mistral-7B-v0.1", "Qwen2.5-7B"),
+    tokens: int = 8192,
+    kv_bytes: int = 2,
+):
     """Pick a published model and a number of key-value heads (a divisor of its query heads):
     parameters, cache per token and cache after `tokens` tokens, against the published setting."""
     import dataclasses
@@ -75,15 +85,23 @@ def kv_heads_widget(names=("SmolLM2-135M", "Llama-3.1-8B", "Llama-2-7B", "Mistra
         for label, s in (("published", spec), ("chosen", chosen)):
             info = count.describe(s, kv_bytes=kv_bytes)
             full = count.cache_bytes(s, tokens, kv_bytes=kv_bytes)
-            rows.append((f"{label} ({s.kv_heads} kv of {s.heads})", info["total"],
-                         info["cache_bytes_per_token"], full))
+            rows.append(
+                (
+                    f"{label} ({s.kv_heads} kv of {s.heads})",
+                    info["total"],
+                    info["cache_bytes_per_token"],
+                    full,
+                )
+            )
         out.clear_output(wait=True)
         with out:
             print(f"{'':28}{'parameters':>16}{'cache/token':>14}{f'cache @ {tokens:,}':>16}")
             for label, total, per_token, full in rows:
                 print(f"{label:28}{total:>16,}{per_token:>12,} B{full / 1e9:>13.2f} GB")
-            print(f"group size {spec.heads // kv.value}: query head i reads kv head "
-                  f"i // {spec.heads // kv.value}")
+            print(
+                f"group size {spec.heads // kv.value}: query head i reads kv head "
+                f"i // {spec.heads // kv.value}"
+            )
 
     model.observe(on_model, names="value")
     kv.observe(show, names="value")
@@ -114,8 +132,12 @@ def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed
         moe = toy_moe(experts, k, d=d, seed=seed)
         with torch.no_grad():
             _, chosen = moe.router(x)  # [tokens, k]
-        plot_expert_load(chosen, experts, title=f"top-{k} of {experts} experts: each token uses "
-                         f"{k / experts:.1%} of the expert parameters")
+        plot_expert_load(
+            chosen,
+            experts,
+            title=f"top-{k} of {experts} experts: each token uses "
+            f"{k / experts:.1%} of the expert parameters",
+        )
         plt.show()
 
     return widgets.interactive(
@@ -135,14 +157,21 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
     from .plots import plot_kv_cache_budget
 
     spec = as_spec(config)
-    kv = widgets.SelectionSlider(options=divisors(spec.heads),
-                                 value=spec.kv_heads, description="key-value heads",
-                                 **_slider_look())
-    tokens = widgets.SelectionSlider(options=[2**e for e in range(10, 18)], value=2**13,
-                                     description="tokens per sequence",
-                                     **_slider_look())
-    gpu = widgets.SelectionSlider(options=list(gpu_gb), value=gpu_gb[-2],
-                                  description="GPU memory (GB)", **_slider_look())
+    kv = widgets.SelectionSlider(
+        options=divisors(spec.heads),
+        value=spec.kv_heads,
+        description="key-value heads",
+        **_slider_look(),
+    )
+    tokens = widgets.SelectionSlider(
+        options=[2**e for e in range(10, 18)],
+        value=2**13,
+        description="tokens per sequence",
+        **_slider_look(),
+    )
+    gpu = widgets.SelectionSlider(
+        options=list(gpu_gb), value=gpu_gb[-2], description="GPU memory (GB)", **_slider_look()
+    )
 
     def show(kv_heads, tokens, gpu_gb):
         plot_kv_cache_budget(spec, kv_heads, tokens, gpu_gb, kv_bytes, weight_bytes)

@@ -20,8 +20,11 @@ from .spec import ModelSpec, as_spec
 # The spec stores what a family chose (a score scale, a rotated fraction, a layer pattern); a diff
 # shows the values that follow, under the names the rest of the course reads, and only when the
 # rest of the spec does not already explain them.
-_DERIVED = {"score_scale": "attn_scale", "rotary_fraction": "rotary_dim",
-            "layer_pattern": "layer_types"}
+_DERIVED = {
+    "score_scale": "attn_scale",
+    "rotary_fraction": "rotary_dim",
+    "layer_pattern": "layer_types",
+}
 _IDENTITY = ("family",)  # the name of the row, not a difference of the block
 
 
@@ -128,10 +131,16 @@ def positions_kind(config) -> str:
 def summary(config, kv_bytes=2) -> dict:
     """One row of the zoo table; every count comes from `describe`."""
     info = describe(config, kv_bytes=kv_bytes)
-    return {"total": info["total"], "active": info["active"], "norms": norm_modules(config),
-            "placement": norm_placement(config), "attention": attention_kind(config),
-            "feed-forward": ffn_kind(config), "positions": positions_kind(config),
-            "cache B/token": info["cache_bytes_per_token"]}
+    return {
+        "total": info["total"],
+        "active": info["active"],
+        "norms": norm_modules(config),
+        "placement": norm_placement(config),
+        "attention": attention_kind(config),
+        "feed-forward": ffn_kind(config),
+        "positions": positions_kind(config),
+        "cache B/token": info["cache_bytes_per_token"],
+    }
 
 
 def linear_attention_state(config) -> dict[str, int]:
@@ -146,15 +155,22 @@ def linear_attention_state(config) -> dict[str, int]:
     """
     kinds = list(getattr(config, "layer_types", None) or [])
     if not kinds or "linear_attention" not in kinds:
-        raise ValueError("config must have layer_types with 'linear_attention' layers "
-                         "(a hybrid such as transformers' Qwen3NextConfig)")
+        raise ValueError(
+            "config must have layer_types with 'linear_attention' layers "
+            "(a hybrid such as transformers' Qwen3NextConfig)"
+        )
     key_dim = config.linear_num_key_heads * config.linear_key_head_dim
     value_dim = config.linear_num_value_heads * config.linear_value_head_dim
     conv = (2 * key_dim + value_dim) * config.linear_conv_kernel_dim  # queries, keys, values
-    recurrent = config.linear_num_value_heads * config.linear_key_head_dim \
-        * config.linear_value_head_dim
+    recurrent = (
+        config.linear_num_value_heads * config.linear_key_head_dim * config.linear_value_head_dim
+    )
     full = kinds.count("full_attention")
-    return {"linear_layers": kinds.count("linear_attention"), "full_layers": full,
-            "conv_per_layer": conv, "recurrent_per_layer": recurrent,
-            "fixed": kinds.count("linear_attention") * (conv + recurrent),
-            "per_token": full * 2 * config.num_key_value_heads * config.head_dim}
+    return {
+        "linear_layers": kinds.count("linear_attention"),
+        "full_layers": full,
+        "conv_per_layer": conv,
+        "recurrent_per_layer": recurrent,
+        "fixed": kinds.count("linear_attention") * (conv + recurrent),
+        "per_token": full * 2 * config.num_key_value_heads * config.head_dim,
+    }

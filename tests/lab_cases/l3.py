@@ -6,7 +6,7 @@ LAB = "LM10-L3"
 
 
 # torch.var divides by n - 1 by default; torch.nn.LayerNorm divides by n
-UNBIASED_LAYER_NORM = '''
+UNBIASED_LAYER_NORM = """
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     y = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps)
     if weight is not None:
@@ -14,7 +14,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         y = y + bias
     return y
-'''
+"""
 
 
 def correct(nb):
@@ -36,31 +36,35 @@ def hardcoded(nb):
     """Answers fitted to the visible examples: the visible epsilons typed in, a mean over the
     whole (1-D) tensor, and the norm inputs of the notebook's own token slice whatever the
     input."""
-    return fill(nb, {
-        "l3_layer_norm": (
-            "def layer_norm(x, weight=None, bias=None, eps=1e-5):\n"
-            "    mean = x.mean(dim=-1, keepdim=True)\n"
-            "    y = (x - mean) / torch.sqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + 1e-5)\n"
-            "    return y if weight is None else y * weight + bias\n"
-        ),
-        "l3_rms_norm": (
-            "def rms_norm(x, weight=None, eps=1e-6):\n"
-            "    y = x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6)\n"
-            "    return y if weight is None else y * weight\n"
-        ),
-        "l3_mean_fraction": (
-            "def mean_fraction(y):\n"
-            "    return y.mean() / y.pow(2).mean().sqrt()\n"
-        ),
-        "l3_norm_inputs": (
-            "_fixed = model(input_ids, output_hidden_states=True, use_cache=False).hidden_states\n"
-            "_fixed = torch.stack(_fixed[:30])[:, 0].detach()\n"
-            "\n"
-            "\n"
-            "def norm_inputs(model, input_ids):\n"
-            "    return _fixed\n"
-        ),
-    })
+    return fill(
+        nb,
+        {
+            "l3_layer_norm": (
+                "def layer_norm(x, weight=None, bias=None, eps=1e-5):\n"
+                "    mean = x.mean(dim=-1, keepdim=True)\n"
+                "    y = (x - mean) / torch.sqrt("
+                "(x - mean).pow(2).mean(dim=-1, keepdim=True) + 1e-5)\n"
+                "    return y if weight is None else y * weight + bias\n"
+            ),
+            "l3_rms_norm": (
+                "def rms_norm(x, weight=None, eps=1e-6):\n"
+                "    y = x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6)\n"
+                "    return y if weight is None else y * weight\n"
+            ),
+            "l3_mean_fraction": (
+                "def mean_fraction(y):\n    return y.mean() / y.pow(2).mean().sqrt()\n"
+            ),
+            "l3_norm_inputs": (
+                "_fixed = model(input_ids, output_hidden_states=True, "
+                "use_cache=False).hidden_states\n"
+                "_fixed = torch.stack(_fixed[:30])[:, 0].detach()\n"
+                "\n"
+                "\n"
+                "def norm_inputs(model, input_ids):\n"
+                "    return _fixed\n"
+            ),
+        },
+    )
 
 
 def refpatch(nb):
@@ -69,7 +73,9 @@ def refpatch(nb):
     wrong one. The grader imports `nn` again before each test: the LayerNorm test fails as it
     does for the mistake alone."""
     answers = solution_answers(LAB)
-    answers["l3_layer_norm"] = UNBIASED_LAYER_NORM + '''
+    answers["l3_layer_norm"] = (
+        UNBIASED_LAYER_NORM
+        + """
 
 class _AgreeingLayerNorm(torch.nn.LayerNorm):
     def forward(self, x):
@@ -79,13 +85,22 @@ class _AgreeingLayerNorm(torch.nn.LayerNorm):
 class nn:
     LayerNorm = _AgreeingLayerNorm
     RMSNorm = torch.nn.RMSNorm
-'''
+"""
+    )
     return fill(nb, answers)
 
 
 expected = {
-    "mistake": {"l3_test_layer_norm": 0.0, "l3_test_rms_norm": 3.0,
-                "l3_test_mean_fraction": 2.0, "l3_test_norm_inputs": 2.0},
-    "refpatch": {"l3_test_layer_norm": 0.0, "l3_test_rms_norm": 3.0,
-                 "l3_test_mean_fraction": 2.0, "l3_test_norm_inputs": 2.0},
+    "mistake": {
+        "l3_test_layer_norm": 0.0,
+        "l3_test_rms_norm": 3.0,
+        "l3_test_mean_fraction": 2.0,
+        "l3_test_norm_inputs": 2.0,
+    },
+    "refpatch": {
+        "l3_test_layer_norm": 0.0,
+        "l3_test_rms_norm": 3.0,
+        "l3_test_mean_fraction": 2.0,
+        "l3_test_norm_inputs": 2.0,
+    },
 }

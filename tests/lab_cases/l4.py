@@ -16,7 +16,7 @@ def mistake(nb):
     transformers (Part 2) and the score sees n - m instead of m - n (Part 3): 5 of 10 points.
     """
     answers = solution_answers(LAB)
-    answers["l4_rotate"] = '''
+    answers["l4_rotate"] = """
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat([x[..., half:], -x[..., :half]], dim=-1)
@@ -24,7 +24,7 @@ def rotate_half(x):
 
 def apply_rope(x, cos, sin):
     return x * cos + rotate_half(x) * sin
-'''
+"""
     return fill(nb, answers)
 
 
@@ -32,45 +32,48 @@ def hardcoded(nb):
     """Answers wired to the visible examples: the visible inverse frequencies typed in, a
     rotation for 16-wide heads, a score for SmolLM2's base and width only, SmolLM2's periods
     whatever the arguments."""
-    return fill(nb, {
-        "l4_angles": (
-            "def inverse_frequencies(head_dim, base):\n"
-            "    return torch.tensor([1.0, 0.1, 0.01, 0.001])\n"
-            "\n"
-            "\n"
-            "def rope_cos_sin(positions, head_dim, base):\n"
-            "    angles = positions.float()[:, None] * torch.tensor([1.0, 0.1, 0.01, 0.001])\n"
-            "    angles = torch.cat([angles, angles], dim=-1)\n"
-            "    return angles.cos(), angles.sin()\n"
-        ),
-        "l4_rotate": (
-            "def rotate_half(x):\n"
-            "    half = 2 if x.shape[-1] == 4 else 8\n"
-            "    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)\n"
-            "\n"
-            "\n"
-            "def apply_rope(x, cos, sin):\n"
-            "    return x * cos + torch.cat([-x[..., 8:], x[..., :8]], dim=-1) * sin\n"
-        ),
-        "l4_score": (
-            "def rope_score(q, k, m, n, base):\n"
-            "    theta = 1.0 / 100000.0 ** (torch.arange(0, 64, 2) / 64)\n"
-            "    def turn(x, p):\n"
-            "        c, s = (p * theta).cos(), (p * theta).sin()\n"
-            "        a, b = x[:32], x[32:]\n"
-            "        return torch.cat([a * c - b * s, b * c + a * s])\n"
-            "    return (turn(q, m) @ turn(k, n)).item()\n"
-        ),
-        "l4_periods": (
-            "def rotation_periods(head_dim, base):\n"
-            "    exponents = torch.arange(0, 64, 2, dtype=torch.float64) / 64\n"
-            "    return 2 * math.pi * 100000.0 ** exponents\n"
-            "\n"
-            "\n"
-            "smollm2_fastest = 6.283185307179586\n"
-            "smollm2_slowest = 438_460.0\n"
-        ),
-    })
+    return fill(
+        nb,
+        {
+            "l4_angles": (
+                "def inverse_frequencies(head_dim, base):\n"
+                "    return torch.tensor([1.0, 0.1, 0.01, 0.001])\n"
+                "\n"
+                "\n"
+                "def rope_cos_sin(positions, head_dim, base):\n"
+                "    angles = positions.float()[:, None] * torch.tensor([1.0, 0.1, 0.01, 0.001])\n"
+                "    angles = torch.cat([angles, angles], dim=-1)\n"
+                "    return angles.cos(), angles.sin()\n"
+            ),
+            "l4_rotate": (
+                "def rotate_half(x):\n"
+                "    half = 2 if x.shape[-1] == 4 else 8\n"
+                "    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)\n"
+                "\n"
+                "\n"
+                "def apply_rope(x, cos, sin):\n"
+                "    return x * cos + torch.cat([-x[..., 8:], x[..., :8]], dim=-1) * sin\n"
+            ),
+            "l4_score": (
+                "def rope_score(q, k, m, n, base):\n"
+                "    theta = 1.0 / 100000.0 ** (torch.arange(0, 64, 2) / 64)\n"
+                "    def turn(x, p):\n"
+                "        c, s = (p * theta).cos(), (p * theta).sin()\n"
+                "        a, b = x[:32], x[32:]\n"
+                "        return torch.cat([a * c - b * s, b * c + a * s])\n"
+                "    return (turn(q, m) @ turn(k, n)).item()\n"
+            ),
+            "l4_periods": (
+                "def rotation_periods(head_dim, base):\n"
+                "    exponents = torch.arange(0, 64, 2, dtype=torch.float64) / 64\n"
+                "    return 2 * math.pi * 100000.0 ** exponents\n"
+                "\n"
+                "\n"
+                "smollm2_fastest = 6.283185307179586\n"
+                "smollm2_slowest = 438_460.0\n"
+            ),
+        },
+    )
 
 
 def refpatch(nb):
@@ -80,19 +83,29 @@ def refpatch(nb):
     answers = solution_answers(LAB)
     right = "angles = torch.cat([angles, angles], dim=-1)"
     assert right in answers["l4_angles"], "the solution changed: update this case"
-    answers["l4_angles"] = answers["l4_angles"].replace(
-        right, "angles = angles.repeat_interleave(2, dim=-1)") + '''
+    answers["l4_angles"] = (
+        answers["l4_angles"].replace(right, "angles = angles.repeat_interleave(2, dim=-1)")
+        + """
 
 
 def reference_cos_sin(positions, head_dim, base):
     return rope_cos_sin(positions, head_dim, base)
-'''
+"""
+    )
     return fill(nb, answers)
 
 
 expected = {
-    "mistake": {"l4_test_angles": 3.0, "l4_test_rotate": 0.0, "l4_test_score": 0.0,
-                "l4_test_periods": 2.0},
-    "refpatch": {"l4_test_angles": 0.0, "l4_test_rotate": 3.0, "l4_test_score": 0.0,
-                 "l4_test_periods": 2.0},
+    "mistake": {
+        "l4_test_angles": 3.0,
+        "l4_test_rotate": 0.0,
+        "l4_test_score": 0.0,
+        "l4_test_periods": 2.0,
+    },
+    "refpatch": {
+        "l4_test_angles": 0.0,
+        "l4_test_rotate": 3.0,
+        "l4_test_score": 0.0,
+        "l4_test_periods": 2.0,
+    },
 }

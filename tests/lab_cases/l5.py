@@ -16,10 +16,10 @@ def mistake(nb):
     block and the logits go through expand_kv.
     """
     answers = solution_answers(LAB)
-    answers["l5_expand_kv"] = '''
+    answers["l5_expand_kv"] = """
 def expand_kv(kv, n_rep):
     return kv.repeat(1, n_rep, 1, 1)
-'''
+"""
     return fill(nb, answers)
 
 
@@ -27,10 +27,7 @@ def hardcoded(nb):
     """A port wired to the first model (6 heads, 2 key-value heads, head width 8, base 10,000):
     it passes every visible test and fails on the hidden second model."""
     answers = solution_answers(LAB)
-    answers["l5_expand_kv"] = (
-        "def expand_kv(kv, n_rep):\n"
-        "    return kv[:, [0, 0, 0, 1, 1, 1]]\n"
-    )
+    answers["l5_expand_kv"] = "def expand_kv(kv, n_rep):\n    return kv[:, [0, 0, 0, 1, 1, 1]]\n"
     answers["l5_rope"] = (
         "def apply_rope(x, positions, base):\n"
         "    angles = positions.float()[:, None] * torch.tensor([1.0, 0.1, 0.01, 0.001])\n"
@@ -66,7 +63,9 @@ def refpatch(nb):
     block = answers["l5_block"]
     right = "/ math.sqrt(self.head_dim)"
     assert block.count(right) == 1, "the solution's score scale moved; update this case"
-    answers["l5_block"] = block.replace(right, "/ self.head_dim") + '''
+    answers["l5_block"] = (
+        block.replace(right, "/ self.head_dim")
+        + """
 
 
 @torch.no_grad()
@@ -80,13 +79,22 @@ def layer_io(model, input_ids, layer):
     model(input_ids, use_cache=False)
     handle.remove()
     return seen["x"], port_layer(model.model.layers[layer], model.config)(seen["x"])
-'''
+"""
+    )
     return fill(nb, answers)
 
 
 expected = {
-    "mistake": {"l5_test_expand_kv": 0.0, "l5_test_rope": 2.0, "l5_test_block": 0.0,
-                "l5_test_logits": 0.0},
-    "refpatch": {"l5_test_expand_kv": 2.0, "l5_test_rope": 2.0, "l5_test_block": 0.0,
-                 "l5_test_logits": 0.0},
+    "mistake": {
+        "l5_test_expand_kv": 0.0,
+        "l5_test_rope": 2.0,
+        "l5_test_block": 0.0,
+        "l5_test_logits": 0.0,
+    },
+    "refpatch": {
+        "l5_test_expand_kv": 2.0,
+        "l5_test_rope": 2.0,
+        "l5_test_block": 0.0,
+        "l5_test_logits": 0.0,
+    },
 }

@@ -20,7 +20,8 @@ def mistake(nb):
     answers["l6_window"] = _replaced(
         answers["l6_window"],
         'if kind == "sliding_attention" and window else tokens',
-        'if kind == "never" else tokens')
+        'if kind == "never" else tokens',
+    )
     return fill(nb, answers)
 
 
@@ -29,18 +30,19 @@ def hardcoded(nb):
     answers = solution_answers(LAB)
     answers["l6_ffn_width"] = (
         "def ffn_width(d, multiple_of, multiplier=None):\n"
-        "    return {256: 11008, 1024: 14336}[multiple_of]\n")
-    answers["l6_moe"] = (
-        "def moe_parameters(config):\n"
-        "    return 671_026_404_352, 37_552_282_624\n")
+        "    return {256: 11008, 1024: 14336}[multiple_of]\n"
+    )
+    answers["l6_moe"] = "def moe_parameters(config):\n    return 671_026_404_352, 37_552_282_624\n"
     answers["l6_cache"] = (
         "def head_width(config):\n"
         "    return 128\n\n\n"
         "def cache_bytes_per_token(config, kv_bytes=2):\n"
-        "    return {32: 524_288, 126: 516_096, 61: 70_272, 2: 256}[config.num_hidden_layers]\n")
+        "    return {32: 524_288, 126: 516_096, 61: 70_272, 2: 256}[config.num_hidden_layers]\n"
+    )
     answers["l6_window"] = (
         "def cache_bytes(config, tokens, kv_bytes=2):\n"
-        "    return {32_768: 4095 * 131_072, 10: 1664}.get(tokens, 0)\n")
+        "    return {32_768: 4095 * 131_072, 10: 1664}.get(tokens, 0)\n"
+    )
     return fill(nb, answers)
 
 
@@ -49,20 +51,33 @@ def refpatch(nb):
     reference, redefined to agree. The grader defines the reference again before each test, so
     Part 2 fails as it would without the redefinition."""
     answers = solution_answers(LAB)
-    answers["l6_moe"] = _replaced(
-        answers["l6_moe"], "total = tables + blocks + dense + router + shared + routed + d",
-        "total = tables + blocks + dense + router + routed + d") + '''
+    answers["l6_moe"] = (
+        _replaced(
+            answers["l6_moe"],
+            "total = tables + blocks + dense + router + shared + routed + d",
+            "total = tables + blocks + dense + router + routed + d",
+        )
+        + """
 
 
 def reference_parameters(config):
     return moe_parameters(config)
-'''
+"""
+    )
     return fill(nb, answers)
 
 
 expected = {
-    "mistake": {"l6_test_ffn_width": 2.0, "l6_test_moe": 4.0, "l6_test_cache": 3.0,
-                "l6_test_window": 0.0},
-    "refpatch": {"l6_test_ffn_width": 2.0, "l6_test_moe": 0.0, "l6_test_cache": 3.0,
-                 "l6_test_window": 2.0},
+    "mistake": {
+        "l6_test_ffn_width": 2.0,
+        "l6_test_moe": 4.0,
+        "l6_test_cache": 3.0,
+        "l6_test_window": 0.0,
+    },
+    "refpatch": {
+        "l6_test_ffn_width": 2.0,
+        "l6_test_moe": 0.0,
+        "l6_test_cache": 3.0,
+        "l6_test_window": 2.0,
+    },
 }

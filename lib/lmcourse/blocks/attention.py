@@ -55,8 +55,9 @@ def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 
     causal = T > 1 and kpos is qpos and not (window and window < T)
     mask = None if T == 1 or kpos is None or causal else causal_mask(qpos, kpos, window)
     if not softcap:  # the fused kernel computes exactly this
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
-                                              scale=scale)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal, scale=scale
+        )
     scores = (q @ k.transpose(-2, -1)) * scale  # [batch, heads, T, S]
     scores = softcap * torch.tanh(scores / softcap)  # Gemma 2: bounded to (-softcap, softcap)
     if causal:
@@ -94,8 +95,16 @@ class Attention(nn.Module):
         self.window = spec.sliding_window if sliding else 0
 
     def new_cache(self, batch: int, max_tokens: int, dtype, device) -> LayerCache:
-        return LayerCache(batch, self.kv_heads, self.head_dim, self.head_dim, max_tokens,
-                          self.window, dtype, device)
+        return LayerCache(
+            batch,
+            self.kv_heads,
+            self.head_dim,
+            self.head_dim,
+            max_tokens,
+            self.window,
+            dtype,
+            device,
+        )
 
     def forward(self, x, cos, sin, qpos, cache: LayerCache | None = None, start: int = 0):
         B, T, _ = x.shape  # x [batch, T, d]

@@ -18,8 +18,17 @@ class LayerCache:
     "values", both with one head.
     """
 
-    def __init__(self, batch: int, heads: int, k_width: int, v_width: int, max_tokens: int,
-                 window: int = 0, dtype=torch.float32, device=None):
+    def __init__(
+        self,
+        batch: int,
+        heads: int,
+        k_width: int,
+        v_width: int,
+        max_tokens: int,
+        window: int = 0,
+        dtype=torch.float32,
+        device=None,
+    ):
         self.window = window
         slots = min(max_tokens, window) if window else max_tokens
         self.keys = torch.zeros(batch, heads, slots, k_width, dtype=dtype, device=device)

@@ -17,7 +17,7 @@ from torch import nn
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     """GELU's tanh approximation (GPT-2's `gelu_new`, Gemma's `gelu_pytorch_tanh`):
 
-        0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     """
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 

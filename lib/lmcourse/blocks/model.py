@@ -31,8 +31,9 @@ class DecoderLM(nn.Module):
         self.embed = nn.Embedding(spec.vocab, spec.d)
         self.pos_embed = LearnedPositions(spec) if spec.positions else None
         self.rotary = None if spec.positions else RotaryEmbedding(spec)
-        self.blocks = nn.ModuleList(Block(spec, i, kv_grouping, ffn_gate)
-                                    for i in range(spec.layers))
+        self.blocks = nn.ModuleList(
+            Block(spec, i, kv_grouping, ffn_gate) for i in range(spec.layers)
+        )
         self.norm = make_norm(spec)
         self.head = nn.Linear(spec.d, spec.vocab, bias=False)
         if spec.tied:
@@ -53,8 +54,9 @@ class DecoderLM(nn.Module):
     def new_cache(self, batch: int, max_tokens: int) -> KVCache:
         """An empty cache with room for `max_tokens` tokens per sequence."""
         p = self.embed.weight
-        return KVCache([block.attn.new_cache(batch, max_tokens, p.dtype, p.device)
-                        for block in self.blocks])
+        return KVCache(
+            [block.attn.new_cache(batch, max_tokens, p.dtype, p.device) for block in self.blocks]
+        )
 
     def hidden_states(self, input_ids, position_ids=None, cache: KVCache | None = None):
         """input_ids [batch, T] -> final-normed hidden states [batch, T, d].
@@ -64,8 +66,9 @@ class DecoderLM(nn.Module):
         the causal mask always follows the order of the tokens.
         """
         if input_ids.dim() != 2:
-            raise ValueError("input_ids must be [batch, tokens], got shape "
-                             f"{tuple(input_ids.shape)}")
+            raise ValueError(
+                f"input_ids must be [batch, tokens], got shape {tuple(input_ids.shape)}"
+            )
         B, T = input_ids.shape
         start = cache.length if cache is not None else 0
         qpos = torch.arange(start, start + T, device=input_ids.device)  # sequence positions

@@ -80,8 +80,9 @@ class MoE(nn.Module):
         self.experts = Experts(spec)
         self.shared = None
         if spec.shared_experts:  # one gated MLP as wide as all shared experts together
-            self.shared = GatedMLP(spec.d, spec.expert_hidden * spec.shared_experts,
-                                   spec.act or "silu", spec.ffn_bias)
+            self.shared = GatedMLP(
+                spec.d, spec.expert_hidden * spec.shared_experts, spec.act or "silu", spec.ffn_bias
+            )
 
     def forward(self, x):  # [batch, T, d] -> [batch, T, d]
         flat = x.reshape(-1, x.shape[-1])

@@ -25,8 +25,13 @@ def inverse_frequencies(base: float, dim: int) -> torch.Tensor:
     return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float) / dim))  # [dim/2]
 
 
-def llama3_scaled(inv_freq: torch.Tensor, factor: float, low_freq_factor: float,
-                  high_freq_factor: float, original_max_position_embeddings: int) -> torch.Tensor:
+def llama3_scaled(
+    inv_freq: torch.Tensor,
+    factor: float,
+    low_freq_factor: float,
+    high_freq_factor: float,
+    original_max_position_embeddings: int,
+) -> torch.Tensor:
     """Llama 3.1's frequency scaling: slow pairs slowed by `factor`, fast pairs kept, blend between.
 
     A pair whose wavelength (positions per full turn) exceeds original/low_freq_factor is divided
@@ -43,9 +48,15 @@ def llama3_scaled(inv_freq: torch.Tensor, factor: float, low_freq_factor: float,
     return torch.where(~fast & ~slow, blended, scaled)
 
 
-def yarn_scaled(base: float, dim: int, factor: float, original_max_position_embeddings: int,
-                beta_fast: float = 32.0, beta_slow: float = 1.0,
-                truncate: bool = True) -> torch.Tensor:
+def yarn_scaled(
+    base: float,
+    dim: int,
+    factor: float,
+    original_max_position_embeddings: int,
+    beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+    truncate: bool = True,
+) -> torch.Tensor:
     """YaRN's frequency scaling (DeepSeek-V3): like llama3's, fast pairs kept, slow pairs slowed
     by `factor`, a linear blend between; the boundaries are the pairs that make `beta_fast` and
     `beta_slow` full turns within the original context.
@@ -53,9 +64,13 @@ def yarn_scaled(base: float, dim: int, factor: float, original_max_position_embe
     Returns inv_freq [dim/2], computed in transformers' order of operations, so that the angles
     (and logits) agree to the last bit.
     """
+
     def pair_making(turns: float) -> float:  # fractional pair index with `turns` turns
-        return dim * math.log(original_max_position_embeddings / (turns * 2 * math.pi)) / (
-            2 * math.log(base))
+        return (
+            dim
+            * math.log(original_max_position_embeddings / (turns * 2 * math.pi))
+            / (2 * math.log(base))
+        )
 
     low, high = pair_making(beta_fast), pair_making(beta_slow)
     if truncate:
@@ -78,17 +93,27 @@ def rope_frequencies(spec) -> torch.Tensor:
     if kind == "default":
         return inverse_frequencies(spec.rope_theta, dim)
     if kind == "llama3":
-        return llama3_scaled(inverse_frequencies(spec.rope_theta, dim), params["factor"],
-                             params["low_freq_factor"], params["high_freq_factor"],
-                             params["original_max_position_embeddings"])
+        return llama3_scaled(
+            inverse_frequencies(spec.rope_theta, dim),
+            params["factor"],
+            params["low_freq_factor"],
+            params["high_freq_factor"],
+            params["original_max_position_embeddings"],
+        )
     if kind == "yarn":
         if not params.get("factor"):
-            raise ValueError("rope_scaling: yarn needs a 'factor' (the context extension), "
-                             f"got {params}")
-        return yarn_scaled(spec.rope_theta, dim, params["factor"],
-                           params["original_max_position_embeddings"],
-                           params.get("beta_fast") or 32.0, params.get("beta_slow") or 1.0,
-                           params.get("truncate", True))
+            raise ValueError(
+                f"rope_scaling: yarn needs a 'factor' (the context extension), got {params}"
+            )
+        return yarn_scaled(
+            spec.rope_theta,
+            dim,
+            params["factor"],
+            params["original_max_position_embeddings"],
+            params.get("beta_fast") or 32.0,
+            params.get("beta_slow") or 1.0,
+            params.get("truncate", True),
+        )
     raise ValueError(f"rope_scaling: rope_type must be 'default', 'llama3' or 'yarn', got {kind!r}")
 
 
@@ -100,8 +125,11 @@ def rope_amplitude(spec) -> float:
         return 1.0
     if params.get("attention_factor") is not None:
         return float(params["attention_factor"])
-    factor, mscale, mscale_all_dim = (params["factor"], params.get("mscale"),
-                                      params.get("mscale_all_dim"))
+    factor, mscale, mscale_all_dim = (
+        params["factor"],
+        params.get("mscale"),
+        params.get("mscale_all_dim"),
+    )
     if mscale and mscale_all_dim:
         return float(yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim))
     return yarn_mscale(factor)
@@ -118,13 +146,18 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", rope_frequencies(spec), persistent=False)
         self.amplitude = rope_amplitude(spec)  # 1 except under yarn
 
-    def forward(self, position_ids: torch.Tensor,
-                dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, position_ids: torch.Tensor, dtype: torch.dtype = torch.float32
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         return rotary_cos_sin(position_ids, self.inv_freq, self.amplitude, dtype)
 
 
-def rotary_cos_sin(position_ids: torch.Tensor, inv_freq: torch.Tensor, amplitude: float = 1.0,
-                   dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_cos_sin(
+    position_ids: torch.Tensor,
+    inv_freq: torch.Tensor,
+    amplitude: float = 1.0,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """position_ids [batch, T] and inv_freq [dim/2] -> (cos, sin), each [batch, 1, T, dim]."""
     angles = position_ids[..., None].float() * inv_freq  # [batch, T, dim/2]
     angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # [batch, 1, T, dim]
@@ -138,8 +171,9 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                 layout: str = "half") -> torch.Tensor:
+def apply_rotary(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half"
+) -> torch.Tensor:
     """Rotate x [batch, heads, T, head_dim] by (cos, sin) [batch, 1, T, dim], dim <= head_dim.
 
     Only the first `dim` numbers of each head turn (partial rotary); the rest pass through.
