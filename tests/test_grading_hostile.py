@@ -74,19 +74,17 @@ def answers(**extra):
     return found
 
 
+# The attacks are f-strings whose fields ruff would re-wrap, which only Python 3.12 parses.
+# fmt: off
 def attacks(course):
     """Answer-cell code for every hostile submission; `course` is the temporary course."""
     grading, db = course / "grading", course / "grading" / "gradebook.db"
-    paths = [
-        str(db),
-        "../../../gradebook.db",
-        "../../gradebook.db",
-        str(course / "solutions" / LAB / f"{LAB}.ipynb"),
-        str(ROOT / "solutions" / LAB / f"{LAB}.ipynb"),
-        str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb"),
-        str(ROOT / "grading" / "gradebook.db"),
-    ]
-    probe = f"""
+    paths = [str(db), "../../../gradebook.db", "../../gradebook.db",
+             str(course / "solutions" / LAB / f"{LAB}.ipynb"),
+             str(ROOT / "solutions" / LAB / f"{LAB}.ipynb"),
+             str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb"),
+             str(ROOT / "grading" / "gradebook.db")]
+    probe = f'''
 for path in {paths!r}:
     try:
         with open(path, "rb") as handle:
@@ -94,7 +92,7 @@ for path in {paths!r}:
         print("READ-OK", path)
     except OSError as error:
         print("READ-DENIED", path, type(error).__name__)
-"""
+'''
     tamper = f'''
 import sqlite3
 import subprocess
@@ -107,8 +105,7 @@ for path in {[str(db), "../../../gradebook.db"]!r}:
         print("WRITE-OK", path)
     except Exception as error:
         print("WRITE-DENIED", path, type(error).__name__)
-later = {
-        f"""
+later = {f"""
 import sqlite3, time  # {MARKER}
 for _ in range(60):
     time.sleep(1)
@@ -118,17 +115,10 @@ for _ in range(60):
         con.commit()
     except Exception:
         pass
-"""!r
-    }
+"""!r}
 subprocess.Popen([sys.executable, "-c", later], start_new_session=True)
-for path in {
-        [
-            str(course / "solutions" / "planted.txt"),
-            str(grading / "planted.txt"),
-            "../../planted.txt",
-            PRIVATE_TMP,
-        ]!r
-    }:
+for path in {[str(course / "solutions" / "planted.txt"), str(grading / "planted.txt"),
+              "../../planted.txt", PRIVATE_TMP]!r}:
     try:
         with open(path, "w") as handle:
             handle.write("planted")
@@ -136,7 +126,7 @@ for path in {
     except OSError as error:
         print("WRITE-DENIED", path, type(error).__name__)
 '''
-    leak = f"""
+    leak = f'''
 import shutil
 for path in {[str(db), str(course / "solutions" / LAB / f"{LAB}.ipynb")]!r}:
     try:
@@ -147,15 +137,15 @@ for path in {[str(db), str(course / "solutions" / LAB / f"{LAB}.ipynb")]!r}:
 with open("stolen.txt", "w") as handle:
     handle.write("anything a student writes stays in the sandbox")
 print("\\n".join(In))  # every cell the kernel ran so far, hidden tests included
-"""
-    peek = f"""
+'''
+    peek = f'''
 import json
 source = json.load(open({str(grading / "submitted" / "ok" / LAB / f"{LAB}.ipynb")!r}))
 for cell in source["cells"]:
     if cell["metadata"].get("nbgrader", {{}}).get("solution") and cell["cell_type"] == "code":
         exec("".join(cell["source"]), globals())
-"""
-    hog = f"""
+'''
+    hog = f'''
 try:
     memory = bytearray(64 << 30)
 except MemoryError:
@@ -177,7 +167,7 @@ except OSError as error:
 for child in children:
     child.kill()
     child.wait()
-"""
+'''
     # Write into every pipe the kernel holds: the executor's descriptor for the executed
     # notebook must not be among them (a warm sandbox forks the kernel from the executor).
     forge = """
@@ -189,14 +179,9 @@ for fd in os.listdir("/proc/self/fd"):
     except OSError:
         pass
 """
-    return {
-        "probe": probe,
-        "tamper": tamper,
-        "leak": leak,
-        "peek": peek,
-        "hog": hog,
-        "forge": forge,
-    }
+    return {"probe": probe, "tamper": tamper, "leak": leak, "peek": peek, "hog": hog,
+            "forge": forge}
+# fmt: on
 
 
 TRANSFORMER = """
