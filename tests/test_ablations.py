@@ -53,6 +53,22 @@ def n_params(m) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
+def tiny_gpt2_like():
+    """A one-layer GPT-2-style model: learned positions, LayerNorm, a GELU MLP, no rotation."""
+    spec = dict(
+        d=16,
+        layers=1,
+        vocab=20,
+        heads=2,
+        ffn="gelu",
+        bias=True,
+        norm="layer",
+        tied=True,
+        positions=8,
+    )
+    return DecoderLM(ModelSpec.from_dict(spec))
+
+
 def test_expand_kv_heads_is_exact_and_costs_parameters(model):
     before = logits(model)
     full = expand_kv_heads(model)
@@ -145,21 +161,7 @@ def test_bad_ablation_arguments_raise_value_error(model):
         with_activation(model, "swish2")
     with pytest.raises(ValueError, match="base"):
         with_rope_base(model, 0.0)
-    gpt2_like = DecoderLM(
-        ModelSpec.from_dict(
-            dict(
-                d=16,
-                layers=1,
-                vocab=20,
-                heads=2,
-                ffn="gelu",
-                bias=True,
-                norm="layer",
-                tied=True,
-                positions=8,
-            )
-        )
-    )
+    gpt2_like = tiny_gpt2_like()
     with pytest.raises(ValueError, match="gated"):
         without_gate(gpt2_like)
     with pytest.raises(ValueError, match="rotary"):
@@ -257,21 +259,7 @@ def test_table_rows_give_the_change_in_nats_and_the_essays_figure(all_results):
 
 
 def test_run_all_and_table_rows_refuse_what_they_cannot_handle(model):
-    gpt2_like = DecoderLM(
-        ModelSpec.from_dict(
-            dict(
-                d=16,
-                layers=1,
-                vocab=20,
-                heads=2,
-                ffn="gelu",
-                bias=True,
-                norm="layer",
-                tied=True,
-                positions=8,
-            )
-        )
-    )
+    gpt2_like = tiny_gpt2_like()
     with pytest.raises(ValueError, match="rotary positions, .*RMSNorm, a gated SiLU"):
         run_all(gpt2_like, torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="grouped key-value heads, interleaved"):
