@@ -7,7 +7,7 @@ Measures, for both implementations on the same device and threads, interleaved r
     cache, and of NEW tokens without it (every step re-reads the whole sequence);
   - the memory-bandwidth floor: the time to read every weight matrix once with a plain
     matrix-vector product, which no decoding step can beat;
-  - our fast decoding path (`lmcourse.fastdecode`: fused projections, no grouped-cache copy)
+  - our fast decoding path (`lmcourse.fastdecode`: fused projections, fewer small operations)
     on the same cached generations;
   - the operator calls of one cached decoding step on each side (torch.profiler): the per-step
     overhead above the floor, counted, which a busy machine cannot blur as it blurs times;

@@ -13,6 +13,7 @@ from lmcourse.blocks import (
     LayerNorm,
     RMSNorm,
     apply_rotary,
+    attend,
     group_kv,
     inverse_frequencies,
     llama3_scaled,
@@ -190,6 +191,20 @@ def test_group_kv_interleaves_and_tile_tiles():
     assert tiled == [i % 3 for i in range(12)], tiled
 
 
+@pytest.mark.parametrize("softcap", [0.0, 2.0])
+@pytest.mark.parametrize("queries", [1, 5])
+def test_attend_reads_shared_heads_as_if_copied(softcap, queries):
+    # attend takes the cache's key-value heads as they are (no group_kv copy on the fused
+    # path): the result is the one of the copied heads, bit for bit
+    torch.manual_seed(0)
+    q = torch.randn(2, 6, queries, 8)
+    k, v = torch.randn(2, 2, 2, 5, 8).unbind(0)  # 2 key-value heads for 6 query heads
+    qpos, kpos = torch.arange(5 - queries, 5), torch.arange(5)
+    shared = attend(q, k, v, qpos, kpos, 0.3, softcap=softcap)
+    copied = attend(q, group_kv(k, 3), group_kv(v, 3), qpos, kpos, 0.3, softcap=softcap)
+    assert torch.equal(shared, copied), (shared - copied).abs().max().item()
+
+
 @pytest.mark.parametrize(
     "changes",
     [
@@ -281,6 +296,8 @@ def test_bad_input_raises_value_error():
         model(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="kv_grouping"):
         group_kv(torch.zeros(1, 2, 1, 1), 2, "shuffle")
+    with pytest.raises(ValueError, match="kv_grouping must be 'interleave' or 'tile'"):
+        type(model)(spec(), kv_grouping="shuffle")
     with pytest.raises(ValueError, match="cache holds 4"):
         model(torch.zeros(1, 5, dtype=torch.long), cache=model.new_cache(1, 4))
 

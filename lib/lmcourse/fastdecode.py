@@ -11,9 +11,10 @@ multiply-adds with it, so the step costs at least the time to stream the weights
 this module removes:
   - three query/key/value products and two gate/up products per layer: each pair or triple of
     matrices is concatenated once, at construction, into one matrix read by one product;
-  - the grouped-query expansion: the reference path copies every cached key and value head
-    `heads // kv_heads` times at every step (`group_kv`); here the G query heads that share a
-    key-value head are stacked as G rows against that head's keys, so no cache is copied;
+  - the grouped-query reads: the G query heads that share a key-value head are stacked as G
+    rows of one query against that head's cached keys (as the reference path's fused kernel
+    does with `enable_gqa`), and the tile ablation and soft-capped scores are grouped the same
+    way, so no cached key or value is ever copied;
   - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
     [in, out] and multiplied as `x @ W`, the layout of the floor's probe;
   - the output matrix read as the table [vocab, d] by `F.linear`: a copy stored [d, vocab];

@@ -46,18 +46,20 @@ def causal_mask(qpos: torch.Tensor, kpos: torch.Tensor, window: int = 0) -> torc
 def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 0.0):
     """softmax(q k^T * scale) v over the keys each query may see.
 
-    q [batch, heads, T, dq], k [batch, heads, S, dq], v [batch, heads, S, dv]
-    -> [batch, heads, T, dv].
+    q [batch, heads, T, dq], k [batch, kv_heads, S, dq], v [batch, kv_heads, S, dv]
+    -> [batch, heads, T, dv]. kv_heads divides heads; with G = heads // kv_heads, query head i
+    reads key-value head i // G (the "interleave" grouping).
     `kpos is None` means every key is visible (one new token against its cache); `kpos is qpos`
     means the keys are the queries' own tokens, so the mask is plain causal.
     """
-    T = q.shape[2]
+    T, group = q.shape[2], q.shape[1] // k.shape[1]
     causal = T > 1 and kpos is qpos and not (window and window < T)
     mask = None if T == 1 or kpos is None or causal else causal_mask(qpos, kpos, window)
-    if not softcap:  # the fused kernel computes exactly this
+    if not softcap:  # the fused kernel computes exactly this, reading shared heads in place
         return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal, scale=scale
+            q, k, v, attn_mask=mask, is_causal=causal, scale=scale, enable_gqa=group > 1
         )
+    k, v = group_kv(k, group), group_kv(v, group)  # [batch, heads, S, width]: copies
     scores = (q @ k.transpose(-2, -1)) * scale  # [batch, heads, T, S]
     scores = softcap * torch.tanh(scores / softcap)  # Gemma 2: bounded to (-softcap, softcap)
     if causal:
@@ -73,6 +75,8 @@ class Attention(nn.Module):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, spec.head_dim
         self.group = spec.heads // spec.kv_heads
+        if kv_grouping not in ("interleave", "tile"):
+            raise ValueError(f"kv_grouping must be 'interleave' or 'tile', got {kv_grouping!r}")
         self.kv_grouping = kv_grouping
         self.q_proj = nn.Linear(spec.d, spec.heads * spec.head_dim, bias=spec.qkv_bias)
         self.k_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
@@ -124,7 +128,8 @@ class Attention(nn.Module):
         kpos = qpos
         if cache is not None:
             k, v, kpos = cache.update(k, v, qpos, start)  # [batch, kv_heads, S, head_dim]
-        k = group_kv(k, self.group, self.kv_grouping)  # [batch, heads, S, head_dim]
-        v = group_kv(v, self.group, self.kv_grouping)
+        if self.kv_grouping == "tile":  # the porting bug: query head i reads i % kv_heads
+            k = group_kv(k, self.group, "tile")  # [batch, heads, S, head_dim]
+            v = group_kv(v, self.group, "tile")
         y = attend(q, k, v, qpos, kpos, self.scale, self.window, self.softcap)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # [batch, T, d]
