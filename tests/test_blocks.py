@@ -302,12 +302,22 @@ def test_bad_input_raises_value_error():
         model(torch.zeros(1, 5, dtype=torch.long), cache=model.new_cache(1, 4))
 
 
-def test_attention_uses_fused_kernel_exactly():
-    q, k, v = torch.randn(3, 1, 2, 6, 8).unbind(0)
-    mask = torch.ones(6, 6, dtype=torch.bool).tril()
-    manual = F.softmax((q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~mask, -1e9), -1) @ v
-    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    torch.testing.assert_close(manual, fused, rtol=0, atol=1e-6)
+@pytest.mark.parametrize("window", [0, 3])
+@pytest.mark.parametrize("queries", [1, 4, 6])
+def test_attend_masks_what_a_query_may_not_see(window, queries):
+    # attend's masks (causal, sliding window, queries at the end of a longer cache) against
+    # softmax written out with the mask as a loop over positions
+    torch.manual_seed(0)
+    q = torch.randn(1, 2, queries, 8)
+    k, v = torch.randn(2, 1, 2, 6, 8).unbind(0)
+    kpos = torch.arange(6)
+    qpos = kpos if queries == 6 else kpos[6 - queries :]
+    visible = torch.tensor(
+        [[j <= i and (not window or j > i - window) for j in range(6)] for i in qpos.tolist()]
+    )
+    scores = (q @ k.transpose(-2, -1)) * 0.3
+    manual = F.softmax(scores.masked_fill(~visible, float("-inf")), -1) @ v
+    torch.testing.assert_close(attend(q, k, v, qpos, kpos, 0.3, window), manual)
 
 
 def test_the_blocks_import_neither_the_bridge_nor_transformers():

@@ -49,12 +49,14 @@ def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 
     q [batch, heads, T, dq], k [batch, kv_heads, S, dq], v [batch, kv_heads, S, dv]
     -> [batch, heads, T, dv]. kv_heads divides heads; with G = heads // kv_heads, query head i
     reads key-value head i // G (the "interleave" grouping).
-    `kpos is None` means every key is visible (one new token against its cache); `kpos is qpos`
-    means the keys are the queries' own tokens, so the mask is plain causal.
+    `kpos is None` means every key is visible; `kpos is qpos` means the keys are the queries'
+    own tokens, so the mask is plain causal. A single query is a new token against its cache,
+    which holds no later key: it needs a mask only when the keys outnumber its window.
     """
     T, group = q.shape[2], q.shape[1] // k.shape[1]
     causal = T > 1 and kpos is qpos and not (window and window < T)
-    mask = None if T == 1 or kpos is None or causal else causal_mask(qpos, kpos, window)
+    sees_all = kpos is None or (T == 1 and (not window or k.shape[2] <= window))
+    mask = None if sees_all or causal else causal_mask(qpos, kpos, window)
     if not softcap:  # the fused kernel computes exactly this, reading shared heads in place
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal, scale=scale, enable_gqa=group > 1
