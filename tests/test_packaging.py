@@ -1,6 +1,8 @@
 """The two ways to install the course (pip and conda) list the same packages; CI runs make test."""
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -65,3 +67,20 @@ def test_ci_runs_make_test():
     ]
     assert runs_make_test, f".ci/run commands: {commands}"
     assert script.stat().st_mode & 0o111, ".ci/run must be executable"
+
+
+def test_star_import_gives_every_public_name_without_loading_the_model_code():
+    # `from lmcourse import *` resolves every lazy export; plain `import lmcourse` stays light
+    code = (
+        "import sys\n"
+        "import lmcourse\n"
+        "assert 'torch' not in sys.modules, 'import lmcourse loaded torch'\n"
+        "names = {}\n"
+        "exec('from lmcourse import *', names)\n"
+        "missing = sorted(set(lmcourse.__all__) - set(names))\n"
+        "assert not missing, missing\n"
+        "print(sorted(n for n in names if not n.startswith('__')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "DecoderLM" in done.stdout and "describe" in done.stdout, done.stdout
