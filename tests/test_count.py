@@ -100,14 +100,14 @@ def component(name: str) -> str:
         ("wpe", "positions"),
         ("embed_positions", "positions"),
         ("lm_head", "output_head"),
-        ("fc1", "feed_forward"),
-        ("fc2", "feed_forward"),
+        ("fc1", "ffn"),
+        ("fc2", "ffn"),
         ("self_attn", "attention"),
         ("attn", "attention"),
         ("shared_experts", "shared_experts"),
         ("experts", "experts"),
         ("gate", "router"),
-        ("mlp", "feed_forward"),
+        ("mlp", "ffn"),
     ]:
         if marker in parts:
             return part
@@ -131,7 +131,7 @@ def test_dense_layers_of_deepseek_v3_are_wider_than_moe_layers_without_experts()
     model = meta_model("DeepSeek-V3")
     assert sum(dense.values()) == count(blocks(model)[0].parameters())
     assert sum(moe.values()) == count(blocks(model)[config.first_k_dense_replace].parameters())
-    assert dense["experts"] == 0 and moe["feed_forward"] == 0
+    assert dense["experts"] == 0 and moe["ffn"] == 0
 
 
 @pytest.mark.parametrize("name", MOE)

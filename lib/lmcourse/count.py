@@ -23,7 +23,7 @@ from .spec import ModelSpec, as_spec, check_int
 
 # The keys `describe` returns first: the four figures of the T1 lesson's seed.
 DESCRIBE_SEED_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")
-BLOCK_PARTS = ("attention", "feed_forward", "experts", "shared_experts", "router", "norms")
+BLOCK_PARTS = ("attention", "ffn", "experts", "shared_experts", "router", "norms")
 PARTS = ("embeddings", "positions", *BLOCK_PARTS, "output_head")
 
 
@@ -77,7 +77,7 @@ def _block_parts(s: ModelSpec, layer: int) -> dict[str, int]:
     moe = s.experts and layer >= s.dense_layers
     return {
         "attention": _attention(s),
-        "feed_forward": 0 if moe else _ffn(s, s.hidden, s.ffn_bias),
+        "ffn": 0 if moe else _ffn(s, s.hidden, s.ffn_bias),
         "experts": s.experts * _ffn(s, s.expert_hidden, False) if moe else 0,
         "shared_experts": _ffn(s, s.expert_hidden * s.shared_experts, False) if moe else 0,
         "router": s.experts * s.d if moe else 0,
@@ -120,7 +120,7 @@ def describe(config, kv_bytes=2) -> dict:
     block = _block_parts(s, 0)
     parts = _breakdown(s)
     total = sum(parts.values())
-    ffn = block["feed_forward"] + block["experts"] + block["shared_experts"] + block["router"]
+    ffn = block["ffn"] + block["experts"] + block["shared_experts"] + block["router"]
     routed = parts["experts"]  # every expert of every MoE layer; a token uses k of E
     active = total - routed + routed // s.experts * s.experts_per_token if s.experts else total
     return {

@@ -19,7 +19,7 @@ SHARE_GROUPS = {  # label -> components of count.breakdown
     "token table and output head": ("embeddings", "output_head"),
     "learned positions": ("positions",),
     "attention": ("attention",),
-    "feed-forward (experts included)": ("feed_forward", "experts", "shared_experts", "router"),
+    "feed-forward (experts included)": ("ffn", "experts", "shared_experts", "router"),
     "norms": ("norms",),
 }
 
