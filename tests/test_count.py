@@ -32,6 +32,7 @@ PUBLISHED_TOTAL = {
     "Qwen3-30B-A3B": 30_532_122_624,
     "Mixtral-8x7B": 46_702_792_704,
     "DeepSeek-V3": 671_026_404_352,
+    "OLMo-2-7B": 7_298_617_344,  # 2 x 100,352 x 4,096 + 32 x 202,391,552 + 4,096
 }
 PUBLISHED_ACTIVE = {"Qwen3-30B-A3B": 3_353_032_704, "Mixtral-8x7B": 12_879_925_248}
 MOE = ["Mixtral-8x7B", "Qwen3-30B-A3B", "DeepSeek-V3"]
