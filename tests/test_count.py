@@ -11,6 +11,7 @@ from lmcourse import configs
 from lmcourse.count import (
     DESCRIBE_SEED_KEYS,
     PARTS,
+    SHARE_GROUPS,
     block_parts,
     breakdown,
     cache_bytes,
@@ -18,6 +19,7 @@ from lmcourse.count import (
     decode_step,
     describe,
     flops_per_token,
+    parameter_shares,
     table,
 )
 from lmcourse.spec import as_spec
@@ -124,6 +126,21 @@ def test_breakdown_equals_transformers_parameters_per_component(name):
     got = breakdown(configs.load(name))
     diff = {k: got[k] - want[k] for k in PARTS if got[k] != want[k]}
     assert not diff, f"{name}: breakdown minus transformers: {diff}"
+
+
+def test_parameter_share_groups_cover_every_component_once():
+    grouped = [part for names in SHARE_GROUPS.values() for part in names]
+    assert sorted(grouped) == sorted(PARTS), f"grouped {sorted(grouped)}, components {PARTS}"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "SmolLM2-135M", "DeepSeek-V3"])
+def test_parameter_shares_are_the_breakdown_grouped_and_sum_to_one(name):
+    config = configs.load(name)
+    parts, shares = breakdown(config), parameter_shares(config)
+    total = sum(parts.values())
+    assert list(shares) == list(SHARE_GROUPS)
+    assert shares["attention"] == parts["attention"] / total
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_dense_layers_of_deepseek_v3_are_wider_than_moe_layers_without_experts():

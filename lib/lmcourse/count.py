@@ -5,6 +5,7 @@ from the spec alone (no model is built), yet counts exactly what transformers bu
 
     describe(config)              block, total, cache bytes per token, feed-forward share, active
     breakdown(config)             parameters per component; the values sum to the total
+    parameter_shares(config)      share of all parameters per group of components (SHARE_GROUPS)
     cache_bytes(config, tokens)   bytes the cache holds after `tokens` tokens
     flops_per_token(config, n)    forward matmul FLOPs of one token attending to n keys
     decode_step(config, n, batch) FLOPs and bytes read by one decoding step, and their ratio
@@ -106,6 +107,22 @@ def _breakdown(s: ModelSpec) -> dict[str, int]:
     parts["norms"] += _norm(s, s.d)  # final norm
     parts["output_head"] = 0 if s.tied else s.vocab * s.d
     return parts
+
+
+SHARE_GROUPS = {  # label -> components of `breakdown`
+    "token table and output head": ("embeddings", "output_head"),
+    "learned positions": ("positions",),
+    "attention": ("attention",),
+    "feed-forward (experts included)": ("ffn", "experts", "shared_experts", "router"),
+    "norms": ("norms",),
+}
+
+
+def parameter_shares(config) -> dict[str, float]:
+    """Share of all parameters in each group of `SHARE_GROUPS`; the shares sum to 1."""
+    parts = breakdown(config)
+    total = sum(parts.values())
+    return {label: sum(parts[p] for p in names) / total for label, names in SHARE_GROUPS.items()}
 
 
 def describe(config, kv_bytes=2) -> dict:
