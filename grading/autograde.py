@@ -342,6 +342,13 @@ def run_nbgrader(worker, lab, student, timeout, retries):
     Returns (Result, notes): notes are what the sandboxed execution reported (flags, cells
     stopped, stderr), read from a file the grader process writes."""
     start = time.monotonic()
+    stopped = f"still running after {timeout} s; stopped"
+
+    def result(status, attempt, message=""):
+        return Result(
+            student, status, attempts=attempt, seconds=time.monotonic() - start, message=message
+        )
+
     descriptor, notes_path = tempfile.mkstemp(prefix="lm10-notes-", suffix=".json")
     os.close(descriptor)
     try:
@@ -352,49 +359,20 @@ def run_nbgrader(worker, lab, student, timeout, retries):
                 reply = worker.ask(student, notes_path, wait)
             except TimeoutError:
                 worker.stop(kill=True)
-                return Result(
-                    student,
-                    "timeout",
-                    attempts=attempt,
-                    seconds=time.monotonic() - start,
-                    message=f"still running after {timeout} s; stopped",
-                ), {}
+                return result("timeout", attempt, stopped), {}
             except EOFError as error:
                 worker.stop(kill=True)
-                return Result(
-                    student,
-                    "error",
-                    attempts=attempt,
-                    seconds=time.monotonic() - start,
-                    message=str(error),
-                ), {}
+                return result("error", attempt, str(error)), {}
             notes = json.loads(Path(notes_path).read_text() or "{}")
             if notes.get("timeout"):
-                return Result(
-                    student,
-                    "timeout",
-                    attempts=attempt,
-                    seconds=time.monotonic() - start,
-                    message=f"still running after {timeout} s; stopped",
-                ), notes
+                return result("timeout", attempt, stopped), notes
             log = reply["log"]
             if reply["success"] or LOCKED not in log:
-                status = "graded" if reply["success"] else "error"
-                return Result(
-                    student,
-                    status,
-                    attempts=attempt,
-                    seconds=time.monotonic() - start,
-                    message="" if status == "graded" else log_reason(log),
-                ), notes
+                if reply["success"]:
+                    return result("graded", attempt), notes
+                return result("error", attempt, log_reason(log)), notes
             time.sleep(attempt * 2.0)  # the lock holder finishes a short transaction meanwhile
-        return Result(
-            student,
-            "error",
-            attempts=attempt,
-            seconds=time.monotonic() - start,
-            message=f"{LOCKED} after {attempt} attempts",
-        ), notes
+        return result("error", attempt, f"{LOCKED} after {attempt} attempts"), notes
     finally:
         os.unlink(notes_path)
 

@@ -60,6 +60,17 @@ def meta_model(name: str):
         return AutoModelForCausalLM.from_config(configs.load(name))
 
 
+def turned_pairs(x, inv_freq, position):
+    """x [head_dim] in the 'half' layout, pair i = (x[i], x[i + dim/2]) turned by position *
+    inv_freq[i] with a 2x2 rotation: [pairs, 2]. Written independently of lmcourse's rope."""
+    import torch
+
+    half = x.shape[0] // 2
+    a, b = x[:half].double(), x[half:].double()
+    angle = position * inv_freq.double()
+    return torch.stack((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()), -1)
+
+
 def decoder_blocks(model):
     """The decoder blocks of a transformers causal LM (GPT-2 calls them `h`, OPT nests them)."""
     base = model.base_model

@@ -274,3 +274,22 @@ def test_loss_of_logits_is_the_loss_and_checks_shapes(model):
     assert evaluate.loss_of_logits(logits(model), IDS) == evaluate.loss(model, IDS)
     with pytest.raises(ValueError, match=r"logits must be \[batch, tokens, vocab\]"):
         evaluate.loss_of_logits(logits(model)[:, :-1], IDS)
+
+
+def test_all_lists_every_public_name_the_module_defines():
+    import ast
+    import inspect
+
+    from lmcourse import ablations
+
+    defined = set()  # names bound at the top of the module (not imported)
+    for node in ast.parse(inspect.getsource(ablations)).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    public = {name for name in defined if not name.startswith("_")}
+    assert sorted(ablations.__all__) == sorted(public), (
+        f"missing from __all__: {sorted(public - set(ablations.__all__))}; "
+        f"not defined in the module: {sorted(set(ablations.__all__) - public)}"
+    )

@@ -11,6 +11,7 @@ from lmcourse import configs
 from lmcourse.count import (
     DESCRIBE_SEED_KEYS,
     PARTS,
+    SHARE_GROUPS,
     block_parts,
     breakdown,
     cache_bytes,
@@ -18,6 +19,7 @@ from lmcourse.count import (
     decode_step,
     describe,
     flops_per_token,
+    parameter_shares,
     table,
 )
 from lmcourse.spec import as_spec
@@ -32,6 +34,7 @@ PUBLISHED_TOTAL = {
     "Qwen3-30B-A3B": 30_532_122_624,
     "Mixtral-8x7B": 46_702_792_704,
     "DeepSeek-V3": 671_026_404_352,
+    "OLMo-2-7B": 7_298_617_344,  # 2 x 100,352 x 4,096 + 32 x 202,391,552 + 4,096
 }
 PUBLISHED_ACTIVE = {"Qwen3-30B-A3B": 3_353_032_704, "Mixtral-8x7B": 12_879_925_248}
 MOE = ["Mixtral-8x7B", "Qwen3-30B-A3B", "DeepSeek-V3"]
@@ -100,14 +103,14 @@ def component(name: str) -> str:
         ("wpe", "positions"),
         ("embed_positions", "positions"),
         ("lm_head", "output_head"),
-        ("fc1", "feed_forward"),
-        ("fc2", "feed_forward"),
+        ("fc1", "ffn"),
+        ("fc2", "ffn"),
         ("self_attn", "attention"),
         ("attn", "attention"),
         ("shared_experts", "shared_experts"),
         ("experts", "experts"),
         ("gate", "router"),
-        ("mlp", "feed_forward"),
+        ("mlp", "ffn"),
     ]:
         if marker in parts:
             return part
@@ -125,13 +128,28 @@ def test_breakdown_equals_transformers_parameters_per_component(name):
     assert not diff, f"{name}: breakdown minus transformers: {diff}"
 
 
+def test_parameter_share_groups_cover_every_component_once():
+    grouped = [part for names in SHARE_GROUPS.values() for part in names]
+    assert sorted(grouped) == sorted(PARTS), f"grouped {sorted(grouped)}, components {PARTS}"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "SmolLM2-135M", "DeepSeek-V3"])
+def test_parameter_shares_are_the_breakdown_grouped_and_sum_to_one(name):
+    config = configs.load(name)
+    parts, shares = breakdown(config), parameter_shares(config)
+    total = sum(parts.values())
+    assert list(shares) == list(SHARE_GROUPS)
+    assert shares["attention"] == parts["attention"] / total
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-12)
+
+
 def test_dense_layers_of_deepseek_v3_are_wider_than_moe_layers_without_experts():
     config = configs.load("DeepSeek-V3")
     dense, moe = block_parts(config, 0), block_parts(config, config.first_k_dense_replace)
     model = meta_model("DeepSeek-V3")
     assert sum(dense.values()) == count(blocks(model)[0].parameters())
     assert sum(moe.values()) == count(blocks(model)[config.first_k_dense_replace].parameters())
-    assert dense["experts"] == 0 and moe["feed_forward"] == 0
+    assert dense["experts"] == 0 and moe["ffn"] == 0
 
 
 @pytest.mark.parametrize("name", MOE)

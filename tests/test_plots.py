@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from conftest import turned_pairs  # noqa: E402
 from lmcourse import plots  # noqa: E402
 
 
@@ -33,19 +34,6 @@ def test_plot_activations_draws_both_curves_and_their_difference():
 def test_plot_activations_refuses_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plots.plot_activations(**kwargs)
-
-
-def test_block_layout_reads_each_part_from_the_configuration():
-    from lmcourse import configs
-
-    gpt2 = dict(plots.block_layout(configs.SEED_GPT2))
-    assert gpt2["positions"] == "+ learned position table, 1,024 rows"
-    assert gpt2["attention"] == "attention: 12 heads, a key-value head each"
-    assert gpt2["norm1"] == "LayerNorm" and gpt2["head"] == "output: the token table (tied)"
-    qwen = dict(plots.block_layout(configs.load("Qwen3-30B-A3B")))
-    assert "positions" not in qwen and qwen["norm2"] == "RMSNorm"
-    assert qwen["attention"].startswith("attention: 32 query heads share 4 key-value heads\n")
-    assert qwen["ffn"] == "128 experts, 8 per token" and qwen["head"] == "output: its own matrix"
 
 
 def test_block_diagrams_mark_the_four_changes_on_the_new_model_only():
@@ -107,32 +95,6 @@ def _close_figures():
     matplotlib.pyplot.close("all")
 
 
-def turned_pairs(x, inv_freq, position):
-    """x [head_dim] in the 'half' layout, pair i = (x[i], x[i + dim/2]) turned by position *
-    inv_freq[i] with a 2x2 rotation: [pairs, 2]. Written independently of lmcourse's rope."""
-    half = x.shape[0] // 2
-    a, b = x[:half].double(), x[half:].double()
-    angle = position * inv_freq.double()
-    return torch.stack((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()), -1)
-
-
-def test_rope_rotate_pairs_turns_each_pair_by_position_times_its_frequency():
-    from lmcourse.blocks.rope import inverse_frequencies
-
-    inv_freq = inverse_frequencies(10000.0, 16)
-    x = torch.randn(16, generator=torch.Generator().manual_seed(0))
-    positions = [0, 1, 7, 300]
-    got = plots.rope_rotate_pairs(x, inv_freq, positions)
-    assert got.shape == (4, 8, 2)
-    torch.testing.assert_close(got[0], torch.stack(x.chunk(2), -1))  # position 0: unturned
-    for row, position in zip(got, positions, strict=True):
-        torch.testing.assert_close(
-            row.double(), turned_pairs(x, inv_freq, position), rtol=1e-5, atol=1e-5
-        )
-    with pytest.raises(ValueError, match="x must be a vector of 16 numbers"):
-        plots.rope_rotate_pairs(torch.zeros(15), inv_freq, positions)
-
-
 def test_rope_score_at_plots_the_score_of_every_key_and_marks_the_chosen_one():
     from lmcourse.blocks.rope import inverse_frequencies
 
@@ -167,18 +129,18 @@ def test_rope_score_at_plots_the_score_of_every_key_and_marks_the_chosen_one():
 
 
 def test_parameter_shares_bars_add_up_to_one_per_model():
-    from lmcourse import configs
+    from lmcourse import configs, count
 
     models = {"GPT-2": configs.SEED_GPT2, "SmolLM2": configs.load("SmolLM2-135M")}
     fig = plots.plot_parameter_shares(models)
     (ax,) = fig.axes
     bars = ax.patches
-    assert len(bars) == len(plots.SHARE_GROUPS) * 2
+    assert len(bars) == len(count.SHARE_GROUPS) * 2
     for row, name in enumerate(["SmolLM2", "GPT-2"]):  # first model on top
         widths = [bar.get_width() for bar in bars[row::2]]
-        expected = list(plots.parameter_shares(models[name]).values())
+        expected = list(count.parameter_shares(models[name]).values())
         assert widths == pytest.approx(expected) and sum(widths) == pytest.approx(1.0)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(plots.SHARE_GROUPS)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(count.SHARE_GROUPS)
     with pytest.raises(ValueError, match="models must be a non-empty dict"):
         plots.plot_parameter_shares({})
 
@@ -296,17 +258,6 @@ def test_expert_load_bars_count_the_tokens_routed_to_each_expert():
     assert [bar.get_height() for bar in ax.patches] == [3, 2, 1, 0]
     assert ax.get_lines()[0].get_ydata()[0] == pytest.approx(1.5)  # even share 6 / 4
     assert ax.get_title().endswith("busiest 2.00× the even share")
-
-
-def test_toy_moe_is_seeded_and_routes_each_token_to_k_experts():
-    a, b, other = plots.toy_moe(seed=0), plots.toy_moe(seed=0), plots.toy_moe(seed=1)
-    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
-        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=f"{name} differs under one seed")
-    assert not torch.equal(a.router.weight, other.router.weight)
-    x = torch.randn(10, 64, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        weights, chosen = a.router(x)
-    assert chosen.shape == (10, 2) and weights.sum(-1).allclose(torch.ones(10))
 
 
 def test_total_vs_active_bars_are_describes_figures_in_billions():

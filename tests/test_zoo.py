@@ -84,3 +84,14 @@ def test_linear_attention_state_equals_the_states_transformers_keeps():
 def test_linear_attention_state_refuses_a_model_without_linear_layers():
     with pytest.raises(ValueError, match="layer_types with 'linear_attention' layers"):
         zoo.linear_attention_state(configs.load("Llama-3.1-8B"))
+
+
+def test_block_layout_reads_each_part_from_the_configuration():
+    gpt2 = dict(zoo.block_layout(configs.SEED_GPT2))
+    assert gpt2["positions"] == "+ learned position table, 1,024 rows"
+    assert gpt2["attention"] == "attention: 12 heads, a key-value head each"
+    assert gpt2["norm1"] == "LayerNorm" and gpt2["head"] == "output: the token table (tied)"
+    qwen = dict(zoo.block_layout(configs.load("Qwen3-30B-A3B")))
+    assert "positions" not in qwen and qwen["norm2"] == "RMSNorm"
+    assert qwen["attention"].startswith("attention: 32 query heads share 4 key-value heads\n")
+    assert qwen["ffn"] == "128 experts, 8 per token" and qwen["head"] == "output: its own matrix"

@@ -5,7 +5,8 @@ weight rules (`lmcourse.families`), sometimes transposed (GPT-2's Conv1D stores 
 W @ x) or cut out of a fused tensor (GPT-2's c_attn, Phi-3's qkv_proj and gate_up_proj, the
 experts' gate_up_proj).
 Loading checks every name and shape before copying anything, nanoGPT-style: a missing or
-unexpected tensor, or a shape the spec does not predict, raises a ValueError saying which.
+unexpected tensor, a shape the spec does not predict, or (for a tied spec) an output head that
+differs from the token table, raises a ValueError saying which.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ def converted_state(
 ) -> dict[str, torch.Tensor]:
     """DecoderLM tensors (names and shapes of `expected`) from a transformers state dict.
 
-    Raises ValueError naming every missing and unexpected transformers tensor, or the first
-    tensor whose shape differs from what the spec predicts (with both shapes).
+    Raises ValueError naming every missing and unexpected transformers tensor, the first
+    tensor whose shape differs from what the spec predicts (with both shapes), or, when the spec
+    ties the output head to the token table, the two tensors if they differ.
     """
     rules = family(spec.family).weights(spec)
     unmapped = sorted(set(expected) - set(rules))
@@ -48,11 +50,20 @@ def converted_state(
                 f"{tuple(expected[ours].shape)}: {err}"
             ) from None
         if tensor.shape != expected[ours].shape:
+            cut = f" gives {tuple(tensor.shape)}" if transform is not None else ""
             raise ValueError(
-                f"shape mismatch: {theirs} gives {tuple(tensor.shape)} for {ours}, "
+                f"shape mismatch: {theirs} {tuple(source[theirs].shape)}{cut} for {ours}, "
                 f"the spec expects {tuple(expected[ours].shape)}"
             )
         state[ours] = tensor
+    if spec.tied and not state["head.weight"].is_meta:  # one tensor in DecoderLM: both must agree
+        head, embed = rules["head.weight"][0], rules["embed.weight"][0]
+        if not torch.equal(state["head.weight"], state["embed.weight"]):
+            raise ValueError(
+                f"the {spec.family} spec ties the output head to the token table (tied=True), "
+                f"but {head} differs from {embed}; untie them in the config "
+                f"(tie_word_embeddings=False) or pass a state dict whose two tensors agree"
+            )
     return state
 
 
@@ -67,6 +78,16 @@ def load_transformers_state(model: DecoderLM, source: dict[str, torch.Tensor]) -
 
 def from_transformers(hf_model) -> DecoderLM:
     """A DecoderLM with the architecture and weights of a transformers causal LM."""
+    kind = type(hf_model).__name__
+    if not (hasattr(hf_model, "config") and hasattr(hf_model, "get_output_embeddings")):
+        raise ValueError(
+            f"hf_model must be a transformers causal LM (e.g. LlamaForCausalLM), got a {kind}"
+        )
+    if hf_model.get_output_embeddings() is None:
+        raise ValueError(
+            f"hf_model must be a causal LM with its output head (e.g. LlamaForCausalLM, "
+            f"from AutoModelForCausalLM), got a {kind}, which has none"
+        )
     spec = ModelSpec.from_transformers(hf_model.config)  # refuses a family it cannot read
     source = hf_model.state_dict()
     dtype = source["lm_head.weight"].dtype if "lm_head.weight" in source else torch.float32

@@ -3,6 +3,7 @@
     from lmcourse import configs
     configs.available()              # ['DeepSeek-V3', 'Gemma-2-2B', ..., 'gpt2']
     cfg = configs.load("Llama-3.1-8B")  # a transformers LlamaConfig, no download
+    configs.trained_context(cfg)     # 131072: the longest context it declares
 
 The hyperparameters are those of each checkpoint's published config.json; only the fields
 that shape the architecture (and so the parameter count, the cache and the FLOPs) are set,
@@ -13,6 +14,7 @@ of the T1 lesson.
 from __future__ import annotations
 
 from .families import family
+from .spec import as_spec
 
 SEED_GPT2 = dict(
     d=768,
@@ -421,6 +423,17 @@ def tiny(name: str, **overrides):
     model_type, fields = _PUBLISHED[name]
     fields = {**fields, **_TINY_TOKENS, **family(model_type).toy, **overrides}
     return AutoConfig.for_model(model_type, **fields)
+
+
+def trained_context(config) -> int | None:
+    """The longest context a transformers config declares (max_position_embeddings or, for
+    GPT-2, n_positions); None for seed-style dicts and specs without a learned table."""
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if value:
+            return int(value)
+    spec = as_spec(config)
+    return spec.positions or None
 
 
 # ---- GPT-2's fields against Llama's (lesson LM10-T8) ------------------------------------------

@@ -5,6 +5,7 @@ from the spec alone (no model is built), yet counts exactly what transformers bu
 
     describe(config)              block, total, cache bytes per token, feed-forward share, active
     breakdown(config)             parameters per component; the values sum to the total
+    parameter_shares(config)      share of all parameters per group of components (SHARE_GROUPS)
     cache_bytes(config, tokens)   bytes the cache holds after `tokens` tokens
     flops_per_token(config, n)    forward matmul FLOPs of one token attending to n keys
     decode_step(config, n, batch) FLOPs and bytes read by one decoding step, and their ratio
@@ -23,7 +24,7 @@ from .spec import ModelSpec, as_spec, check_int
 
 # The keys `describe` returns first: the four figures of the T1 lesson's seed.
 DESCRIBE_SEED_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")
-BLOCK_PARTS = ("attention", "feed_forward", "experts", "shared_experts", "router", "norms")
+BLOCK_PARTS = ("attention", "ffn", "experts", "shared_experts", "router", "norms")
 PARTS = ("embeddings", "positions", *BLOCK_PARTS, "output_head")
 
 
@@ -77,7 +78,7 @@ def _block_parts(s: ModelSpec, layer: int) -> dict[str, int]:
     moe = s.experts and layer >= s.dense_layers
     return {
         "attention": _attention(s),
-        "feed_forward": 0 if moe else _ffn(s, s.hidden, s.ffn_bias),
+        "ffn": 0 if moe else _ffn(s, s.hidden, s.ffn_bias),
         "experts": s.experts * _ffn(s, s.expert_hidden, False) if moe else 0,
         "shared_experts": _ffn(s, s.expert_hidden * s.shared_experts, False) if moe else 0,
         "router": s.experts * s.d if moe else 0,
@@ -108,6 +109,22 @@ def _breakdown(s: ModelSpec) -> dict[str, int]:
     return parts
 
 
+SHARE_GROUPS = {  # label -> components of `breakdown`
+    "token table and output head": ("embeddings", "output_head"),
+    "learned positions": ("positions",),
+    "attention": ("attention",),
+    "feed-forward (experts included)": ("ffn", "experts", "shared_experts", "router"),
+    "norms": ("norms",),
+}
+
+
+def parameter_shares(config) -> dict[str, float]:
+    """Share of all parameters in each group of `SHARE_GROUPS`; the shares sum to 1."""
+    parts = breakdown(config)
+    total = sum(parts.values())
+    return {label: sum(parts[p] for p in names) / total for label, names in SHARE_GROUPS.items()}
+
+
 def describe(config, kv_bytes=2) -> dict:
     """The T1 lesson's summary of a configuration.
 
@@ -120,7 +137,7 @@ def describe(config, kv_bytes=2) -> dict:
     block = _block_parts(s, 0)
     parts = _breakdown(s)
     total = sum(parts.values())
-    ffn = block["feed_forward"] + block["experts"] + block["shared_experts"] + block["router"]
+    ffn = block["ffn"] + block["experts"] + block["shared_experts"] + block["router"]
     routed = parts["experts"]  # every expert of every MoE layer; a token uses k of E
     active = total - routed + routed // s.experts * s.experts_per_token if s.experts else total
     return {

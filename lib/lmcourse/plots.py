@@ -1,34 +1,21 @@
 """Matplotlib figures used by the lessons and the widgets: every figure of the course is drawn
-here. Each plot_* function returns the figure it draws; the few other functions compute what a
-figure shows (parameter_shares, block_layout, rope_rotate_pairs, trained_context) or build the
-toy model one shows (toy_moe)."""
+here, and nothing else. Each plot_* function returns the figure it draws; what a figure shows is
+computed where its concern lives (`count.parameter_shares`, `zoo.block_layout`,
+`blocks.rope.rope_rotate_pairs`, `configs.trained_context`)."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
 from . import count
+from .configs import trained_context
 from .spec import as_spec, divisors
+from .zoo import block_layout
 
 # Colours of the diagrams: what changed or runs, what stays as it was, what sits idle.
 HIGHLIGHT, PLAIN, IDLE = "#f6c28b", "#dbe8f6", "#eeeeee"
 
 # ---- LM10-T1: where the parameters sit ---------------------------------------------------
-
-SHARE_GROUPS = {  # label -> components of count.breakdown
-    "token table and output head": ("embeddings", "output_head"),
-    "learned positions": ("positions",),
-    "attention": ("attention",),
-    "feed-forward (experts included)": ("feed_forward", "experts", "shared_experts", "router"),
-    "norms": ("norms",),
-}
-
-
-def parameter_shares(config) -> dict[str, float]:
-    """Share of all parameters in each group of `SHARE_GROUPS`; the shares sum to 1."""
-    parts = count.breakdown(config)
-    total = sum(parts.values())
-    return {label: sum(parts[p] for p in names) / total for label, names in SHARE_GROUPS.items()}
 
 
 def plot_parameter_shares(models: dict):
@@ -37,9 +24,9 @@ def plot_parameter_shares(models: dict):
         raise ValueError("models must be a non-empty dict of name -> config")
     fig, ax = plt.subplots(figsize=(8, 0.7 * len(models) + 1.6), dpi=80)
     names = list(models)[::-1]  # first model on top
-    shares = [parameter_shares(models[name]) for name in names]
+    shares = [count.parameter_shares(models[name]) for name in names]
     left = [0.0] * len(names)
-    for label in SHARE_GROUPS:
+    for label in count.SHARE_GROUPS:
         widths = [s[label] for s in shares]
         bars = ax.barh(names, widths, left=left, label=label)
         for bar, w in zip(bars, widths, strict=True):
@@ -63,39 +50,6 @@ def plot_parameter_shares(models: dict):
 
 
 # ---- LM10-T2: rotary position embeddings ------------------------------------------------------
-
-
-def block_layout(config) -> list[tuple[str, str]]:
-    """The parts of a model from input to output, as (part, label) pairs: the part names are
-    the same for every model ("embed", "positions", "norm1", "attention", "norm2", "ffn",
-    "final_norm", "head"), the labels are read from the configuration."""
-    s = as_spec(config)
-    norm = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
-    group = s.heads // s.kv_heads
-    kv = (
-        f"{s.heads} heads, a key-value head each"
-        if group == 1
-        else f"{s.heads} query heads share {s.kv_heads} key-value heads"
-    )
-    if s.experts:
-        ffn = f"{s.experts} experts, {s.experts_per_token} per token"
-    elif s.ffn == "gelu":
-        ffn = f"MLP: 2 matrices, width {s.hidden:,}, GELU"
-    else:
-        ffn = f"gated: 3 matrices, width {s.hidden:,}, {s.act or 'SiLU'}"
-    parts = [("embed", f"token table {s.vocab:,} x {s.d}")]
-    if s.positions:
-        parts.append(("positions", f"+ learned position table, {s.positions:,} rows"))
-    rotary = "" if s.positions else f"\nq and k rotated by position (base {s.rope_theta:,.0f})"
-    parts += [
-        ("norm1", norm),
-        ("attention", f"attention: {kv}{rotary}"),
-        ("norm2", norm),
-        ("ffn", ffn),
-        ("final_norm", f"final {norm}"),
-        ("head", "output: the token table (tied)" if s.tied else "output: its own matrix"),
-    ]
-    return parts
 
 
 def _changes(old, new) -> dict[str, list[int]]:
@@ -186,25 +140,6 @@ def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llam
     return fig
 
 
-def rope_rotate_pairs(x, inv_freq, positions):
-    """A head vector x [head_dim] ('half' layout) turned by lmcourse's rope code at each of
-    `positions`, returned as its pairs: [len(positions), head_dim/2, 2]."""
-    import torch
-
-    from .blocks.rope import apply_rotary, rotary_cos_sin
-
-    if x.dim() != 1 or x.shape[0] != 2 * inv_freq.shape[-1]:
-        raise ValueError(
-            f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
-            f"got shape {tuple(x.shape)}"
-        )
-    position_ids = torch.as_tensor(positions)[None]  # [1, T]
-    cos, sin = rotary_cos_sin(position_ids, inv_freq)  # [1, 1, T, head_dim]
-    x = x.expand(1, 1, position_ids.shape[1], -1)  # [batch, heads, T, head_dim]
-    out = apply_rotary(x, cos, sin)[0, 0]  # [T, head_dim]
-    return torch.stack(out.chunk(2, dim=-1), dim=-1)  # pair i is (x[i], x[i + head_dim/2])
-
-
 def plot_rope_pair(theta: float = 0.6, positions: int = 6, m: int = 4, n: int = 1, shift: int = 3):
     """Two panels on one pair of numbers: (a) a vector turned by position * theta for positions
     0..positions-1; (b) a query at m and a key at n, then both moved by `shift`: the angle
@@ -283,6 +218,8 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
     import numpy as np
     import torch
 
+    from .blocks.rope import rope_rotate_pairs
+
     offsets = np.asarray(offsets)
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True, dpi=80)
     for j, shift in enumerate(shifts):
@@ -328,6 +265,8 @@ def plot_rope_score_at(
     (right)."""
     import numpy as np
     import torch
+
+    from .blocks.rope import rope_rotate_pairs
 
     m = query_position + shift
     keys = np.arange(query_position - window, query_position + 1) + shift  # candidate n
@@ -688,41 +627,6 @@ def plot_total_vs_active(models: dict):
     return fig
 
 
-def toy_moe(experts: int = 8, k: int = 2, d: int = 64, expert_hidden: int = 32, seed: int = 0):
-    """A small mixture-of-experts layer (lmcourse.blocks.moe.MoE: softmax router, top-k weights
-    renormalised to sum to one) with random weights drawn from `seed`, for demonstrations.
-
-    Every weight matrix ~ N(0, 1/fan_in), so a unit-variance token gets router logits of
-    variance about one.
-    """
-    import torch
-
-    from .blocks.moe import MoE
-    from .spec import ModelSpec
-
-    spec = ModelSpec(
-        d=d,
-        layers=1,
-        vocab=1,
-        heads=1,
-        kv_heads=1,
-        head_dim=d,
-        ffn="swiglu",
-        hidden=expert_hidden,
-        norm="rms",
-        experts=experts,
-        experts_per_token=k,
-        expert_hidden=expert_hidden,
-        norm_topk=True,
-    )
-    moe = MoE(spec)
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in moe.parameters():
-            p.copy_(torch.randn(p.shape, generator=generator) * p.shape[-1] ** -0.5)
-    return moe.eval()
-
-
 def plot_expert_load(chosen, experts: int, title: str = ""):
     """Tokens routed to each expert (`chosen` [tokens, k] expert indices, as the router returns
     them), against the even share tokens * k / experts (dashed)."""
@@ -795,17 +699,6 @@ def plot_prefill_decode(prompt: int = 6, steps: int = 3):
     ax.set_title("the cache grows by one token per decoding step", fontsize=10)
     fig.tight_layout()
     return fig
-
-
-def trained_context(config) -> int | None:
-    """The longest context a transformers config declares (max_position_embeddings or, for
-    GPT-2, n_positions); None for seed-style dicts and specs without a learned table."""
-    for name in ("max_position_embeddings", "n_positions"):
-        value = getattr(config, name, None)
-        if value:
-            return int(value)
-    spec = as_spec(config)
-    return spec.positions or None
 
 
 def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):

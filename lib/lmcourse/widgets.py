@@ -115,13 +115,14 @@ def kv_heads_widget(
 
 
 def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed: int = 1):
-    """Choose the number of experts E and the top-k: a random router (`plots.toy_moe`, weights
-    from `seed`) sends `tokens` random tokens (from `token_seed`; a seed of their own, so that
-    no token copies a router row); the bars show each expert's load, the title the share of
+    """Choose the number of experts E and the top-k: a random router (`blocks.moe.toy_moe`,
+    weights from `seed`) sends `tokens` random tokens (from `token_seed`; a seed of their own, so
+    that no token copies a router row); the bars show each expert's load, the title the share of
     expert parameters one token uses (k / E). The static twin is `plots.plot_expert_load`."""
     import torch
 
-    from .plots import plot_expert_load, toy_moe
+    from .blocks.moe import toy_moe
+    from .plots import plot_expert_load
 
     x = torch.randn(tokens, d, generator=torch.Generator().manual_seed(token_seed))  # [tokens, d]
 

@@ -2,6 +2,7 @@
 
     diff(base, spec)            the spec fields in which `spec` differs from `base`
     norm_modules(config)        norm layers inside one decoder block, as transformers builds them
+    block_layout(config)        the parts of a model from input to output, each with its label
     summary(config)             a table row: parameters, norms, attention, feed-forward, positions,
                                 cache bytes per token (every count from `lmcourse.count`)
     linear_attention_state(c)   numbers a hybrid linear-attention model (Qwen3-Next) keeps per
@@ -126,6 +127,39 @@ def positions_kind(config) -> str:
     scaling = dict(s.rope_scaling)
     extra = f", {scaling['rope_type']} x{scaling['factor']:g}" if "rope_type" in scaling else ""
     return f"{kind} {s.rope_theta:,.0f}{extra}"
+
+
+def block_layout(config) -> list[tuple[str, str]]:
+    """The parts of a model from input to output, as (part, label) pairs: the part names are
+    the same for every model ("embed", "positions", "norm1", "attention", "norm2", "ffn",
+    "final_norm", "head"), the labels are read from the configuration."""
+    s = as_spec(config)
+    norm = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
+    group = s.heads // s.kv_heads
+    kv = (
+        f"{s.heads} heads, a key-value head each"
+        if group == 1
+        else f"{s.heads} query heads share {s.kv_heads} key-value heads"
+    )
+    if s.experts:
+        ffn = f"{s.experts} experts, {s.experts_per_token} per token"
+    elif s.ffn == "gelu":
+        ffn = f"MLP: 2 matrices, width {s.hidden:,}, GELU"
+    else:
+        ffn = f"gated: 3 matrices, width {s.hidden:,}, {s.act or 'SiLU'}"
+    parts = [("embed", f"token table {s.vocab:,} x {s.d}")]
+    if s.positions:
+        parts.append(("positions", f"+ learned position table, {s.positions:,} rows"))
+    rotary = "" if s.positions else f"\nq and k rotated by position (base {s.rope_theta:,.0f})"
+    parts += [
+        ("norm1", norm),
+        ("attention", f"attention: {kv}{rotary}"),
+        ("norm2", norm),
+        ("ffn", ffn),
+        ("final_norm", f"final {norm}"),
+        ("head", "output: the token table (tied)" if s.tied else "output: its own matrix"),
+    ]
+    return parts
 
 
 def summary(config, kv_bytes=2) -> dict:
