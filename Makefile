@@ -41,13 +41,14 @@ test: setup lint hub-proxy
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
 
-# The library's tests alone, on 2 workers: no notebooks, browser, hub, exchange or grading.
+# The library's tests alone, in one process (on 2 cores, pytest-xdist's workers took twice as long:
+# each imports torch and transformers again): no notebooks, browser, hub, exchange or grading.
 # Tests marked slow (the tiny GPT-2 retrained from scratch, the heaviest checks on the real
 # SmolLM2 weights: 15 s or more each) are left to `make test`.
 LIB_TESTS := $(patsubst %,tests/test_%.py,ablations blocks bridge configs count evaluate families \
 	fastdecode parity plots pretrained probes source spec text timing tinygpt widgets zoo)
 test-lib: setup
-	$(RUN) $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider $(LIB_TESTS) -m "not slow"
+	$(RUN) $(BIN)/python -m pytest -q -p no:cacheprovider $(LIB_TESTS) -m "not slow"
 
 # The stored outputs must hold on other machines too. Here they are compared again as another
 # machine would present them: torch's generic CPU kernels instead of this CPU's vector ones, one

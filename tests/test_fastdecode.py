@@ -50,6 +50,7 @@ def test_fast_decoding_follows_the_ablated_model(ablate):
     assert_same_decoding(model, FastDecoder(model))
 
 
+@pytest.mark.slow  # torch.compile: about 20 s on 2 cores
 def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     """torch.compile of the step (opt-in, about a minute to compile): the same tokens and
     logits, with no new compilation as the cached length grows."""
