@@ -6,7 +6,8 @@ Measures, for both implementations on the same device and threads, interleaved r
   - greedy generation of 1 and of NEW tokens after those CONTEXT tokens with the key-value
     cache, and of NEW tokens without it (every step re-reads the whole sequence);
   - the memory-bandwidth floor: the time to read every weight matrix once with a plain
-    matrix-vector product, which no decoding step can beat;
+    matrix-vector product, which no decoding step can beat, timed round by round beside the
+    cached generations so that a change in the machine's load moves both;
   - our fast decoding path (`lmcourse.fastdecode`: fused projections, fewer small operations)
     on the same cached generations;
   - the operator calls of one cached decoding step on each side (torch.profiler): the per-step
@@ -37,20 +38,29 @@ from lmcourse.fastdecode import FastDecoder
 from lmcourse.pretrained import load_smollm2_transformers, load_tokenizer
 from transformers import GenerationConfig
 
+# The floor is timed as this many reads in a row, beside each round of generations: one read
+# (tens of milliseconds) is short enough for a single interruption to double it.
+FLOOR_READS = 8
+
 
 def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -> None:
     """Our model in bfloat16: half the bytes, so half the floor. Its decoding step against its
     own floor and float32's, its loss on the evaluation text against float32's, and how many
     of the n greedy tokens it shares with float32 (up to the first that differs and in all)."""
     low = copy.deepcopy(ours).to(torch.bfloat16)
+    read_floor, floor_bytes = timing.floor_reader(low)
     steps = timing.compare(
-        {"1": lambda: low.generate(ids, 1), "n": lambda: low.generate(ids, n)},
+        {
+            "1": lambda: low.generate(ids, 1),
+            "n": lambda: low.generate(ids, n),
+            "floor": lambda: [read_floor() for _ in range(FLOOR_READS)],
+        },
         repeats=repeats,
         threads=threads,
         sync=sync,
     )
     step = (steps.median_of("n") - steps.median_of("1")) / (n - 1)
-    floor_s, floor_bytes = timing.read_floor(low, repeats * 4, threads, sync)
+    floor_s = steps.median_of("floor") / FLOOR_READS
     tokens = low.generate(ids, n)
     new32, new16 = tokens32[0, ids.shape[1] :], tokens[0, ids.shape[1] :]
     same = (new32 == new16).tolist()
@@ -132,6 +142,7 @@ def main() -> None:
     theirs = load_smollm2_transformers().to(device)
     ours = from_transformers(theirs).eval().to(device)
     fast = FastDecoder(ours, compiled=args.compile)
+    read_floor, floor_bytes = timing.floor_reader(ours)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
@@ -211,18 +222,19 @@ def main() -> None:
             n,
         ),
     ]
+    floor_s = None
     for name, contestants, repeats, count in cases:
         outputs[name] = {}
 
         def keep(fn, side, name=name):
             return lambda: outputs[name].__setitem__(side, fn())
 
-        result = timing.compare(
-            {side: keep(fn, side) for side, fn in contestants.items()},
-            repeats=repeats,
-            threads=threads,
-            sync=sync,
-        )
+        timed = {side: keep(fn, side) for side, fn in contestants.items()}
+        if name == f"generate {n}, cache":  # the floor, round by round beside these runs
+            timed["floor"] = lambda: [read_floor() for _ in range(FLOOR_READS)]
+        result = timing.compare(timed, repeats=repeats, threads=threads, sync=sync)
+        if "floor" in timed:
+            floor_s = result.median_of("floor") / FLOOR_READS
         rows.append(
             (
                 name,
@@ -233,7 +245,6 @@ def main() -> None:
             )
         )
         print(f"  measured {name}", flush=True)
-    floor_s, floor_bytes = timing.read_floor(ours, args.repeats * 4, threads, sync)
 
     print()
     print(

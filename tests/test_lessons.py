@@ -294,6 +294,26 @@ def test_stored_norm_timings_are_plausible():
             assert int(r["spread"]) <= 25 and 5 <= float(r["median"]) <= 20_000, r
 
 
+def test_stored_decoding_step_is_above_the_floor_and_the_fast_path_below_the_reference():
+    """T5: no decoding step reads the weights faster than the floor timed in the same rounds
+    (a stored step below it was measured while the machine changed speed), and the fast path,
+    which does the same work in fewer operations, is the faster of the two."""
+    reports = stored_timings("LM10-T5", '"the floor": read_weights')
+    names = {r["name"] for rows in reports for r in rows}
+    assert {"generate 1", "generate 9", "fast 1", "fast 9", "the floor"} <= names, names
+    nb = nbformat.read(lesson_path("LM10-T5"), as_version=4)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "read_weights" in c.source]
+    text = "".join(o.text for o in cell.outputs if o.output_type == "stream")
+    step = re.search(
+        r"DecoderLM (\d+) ms \(([\d.]+)x the floor\), lmcourse.fastdecode (\d+) ms "
+        r"\(([\d.]+)x the floor\)",
+        text,
+    )
+    assert step, f"T5: no decoding-step line in the stored output:\n{text}"
+    ours_ms, ours_x, fast_ms, fast_x = (float(g) for g in step.groups())
+    assert fast_x >= 0.95 and fast_ms < ours_ms, step.group(0)
+
+
 def test_stored_generation_timings_are_plausible():
     """T5: SmolLM2-135M with its cache decodes several tokens per second on any laptop of the
     last decade, and faster than without its cache."""

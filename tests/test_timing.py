@@ -132,7 +132,7 @@ def test_report_and_ratio_refuse_unknown_names_and_units():
         result.report(baseline="gelu")
 
 
-def test_read_floor_reads_every_weight_matrix_once():
+def tied_toy() -> torch.nn.Module:
     model = torch.nn.Sequential(
         torch.nn.Embedding(50, 8),
         torch.nn.Linear(8, 6),
@@ -140,6 +140,20 @@ def test_read_floor_reads_every_weight_matrix_once():
         torch.nn.Linear(6, 50, bias=False),
     )
     model[3].weight = model[0].weight  # a tied table: one tensor, read once
+    return model
+
+
+def test_floor_reader_multiplies_a_vector_by_each_matrix_once():
+    read, nbytes = timing.floor_reader(tied_toy())
+    with torch.profiler.profile(record_shapes=True) as prof:
+        read()
+    products = [e.input_shapes for e in prof.events() if e.name == "aten::mm"]
+    assert sorted(products) == [[[1, 8], [8, 6]], [[1, 8], [8, 50]]], products
+    assert nbytes == (50 * 8 + 6 * 8) * 4
+
+
+def test_read_floor_reads_every_weight_matrix_once():
+    model = tied_toy()
     before = torch.get_num_threads()
     seconds, read = timing.read_floor(model, repeats=3)
     assert read == (50 * 8 + 6 * 8) * 4, "the tied table counted twice, or a vector counted"

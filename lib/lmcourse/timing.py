@@ -171,24 +171,32 @@ def compare(
     return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used, number)
 
 
+def floor_reader(model: torch.nn.Module) -> tuple[Callable[[], None], int]:
+    """(read, bytes): a zero-argument callable that reads every weight matrix of `model` once
+    (each tensor once, so a tied table once) with the fastest plain kernel for it on a CPU, a
+    matrix-vector product x @ W with W stored [in, out], contiguous; and the bytes it reads. A
+    decoding step must read every weight, so no implementation decodes a token faster than
+    `read` runs: the memory-bandwidth floor. Time it in the same `compare` as the steps it
+    bounds, so that both are measured round by round on the same machine state."""
+    mats = [p.detach().t().contiguous() for p in model.parameters() if p.dim() == 2]
+    if not mats:
+        raise ValueError(f"model has no weight matrices to read: {type(model).__name__}")
+    xs = [torch.randn(1, m.shape[0], dtype=m.dtype, device=m.device) for m in mats]
+
+    def read() -> None:
+        for x, m in zip(xs, mats, strict=True):
+            x @ m
+
+    return read, sum(m.numel() * m.element_size() for m in mats)
+
+
 def read_floor(
     model: torch.nn.Module,
     repeats: int = 20,
     threads: int | None = 1,
     sync: Callable[[], None] | None = None,
 ) -> tuple[float, int]:
-    """(seconds, bytes): the median time to read every weight matrix of `model` once (each
-    tensor once, so a tied table once) with the fastest plain kernel for it on a CPU, a
-    matrix-vector product x @ W with W stored [in, out], contiguous. A decoding step must read
-    every weight, so no implementation decodes a token faster: the memory-bandwidth floor."""
-    mats = [p.detach().t().contiguous() for p in model.parameters() if p.dim() == 2]
-    if not mats:
-        raise ValueError(f"model has no weight matrices to read: {type(model).__name__}")
-    xs = [torch.randn(1, m.shape[0], dtype=m.dtype, device=m.device) for m in mats]
-
-    def read_all():
-        for x, m in zip(xs, mats, strict=True):
-            x @ m
-
-    probe = compare({"read": read_all}, repeats=repeats, threads=threads, sync=sync)
-    return probe.median_of("read"), sum(m.numel() * m.element_size() for m in mats)
+    """(seconds, bytes): the median time of `floor_reader(model)`'s read, timed on its own."""
+    read, nbytes = floor_reader(model)
+    probe = compare({"read": read}, repeats=repeats, threads=threads, sync=sync)
+    return probe.median_of("read"), nbytes
