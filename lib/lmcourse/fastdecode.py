@@ -7,7 +7,7 @@
 `DecoderLM` is written to be read next to transformers' modelling files; it stays the
 reference. Decoding one token is a different workload: every weight is read once to do a few
 multiply-adds with it, so the step costs at least the time to stream the weights from memory
-(`lmcourse.timing.read_floor`). What the reference path adds on top of that floor, and what
+(`lmcourse.timing.floor_reader`). What the reference path adds on top of that floor, and what
 this module removes:
   - three query/key/value products and two gate/up products per layer: each pair or triple of
     matrices is concatenated once, at construction, into one matrix read by one product;

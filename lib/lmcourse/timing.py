@@ -18,8 +18,8 @@ A single stopwatch reading says as much about what else the machine was doing as
   in the measurement), restored afterwards.
 
 `Comparison.median_of(name)` and `ratio(a, b)` give the numbers to compute with.
-`read_floor(model)` times reading every weight matrix of a model once: the memory-bandwidth
-floor under any decoding step.
+`floor_reader(model)` gives a callable that reads every weight matrix of a model once, to be
+timed beside decoding steps: the memory-bandwidth floor under any of them.
 """
 
 from __future__ import annotations
@@ -188,15 +188,3 @@ def floor_reader(model: torch.nn.Module) -> tuple[Callable[[], None], int]:
             x @ m
 
     return read, sum(m.numel() * m.element_size() for m in mats)
-
-
-def read_floor(
-    model: torch.nn.Module,
-    repeats: int = 20,
-    threads: int | None = 1,
-    sync: Callable[[], None] | None = None,
-) -> tuple[float, int]:
-    """(seconds, bytes): the median time of `floor_reader(model)`'s read, timed on its own."""
-    read, nbytes = floor_reader(model)
-    probe = compare({"read": read}, repeats=repeats, threads=threads, sync=sync)
-    return probe.median_of("read"), nbytes
