@@ -43,17 +43,24 @@ from transformers import GenerationConfig
 FLOOR_READS = 8
 
 
+def floor_run(model) -> tuple:
+    """(run, bytes): one timed run of the floor, FLOOR_READS reads of every weight matrix of
+    `model` in a row (divide its time by FLOOR_READS), and the bytes one read reads."""
+    read, nbytes = timing.floor_reader(model)
+    return (lambda: [read() for _ in range(FLOOR_READS)]), nbytes
+
+
 def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -> None:
     """Our model in bfloat16: half the bytes, so half the floor. Its decoding step against its
     own floor and float32's, its loss on the evaluation text against float32's, and how many
     of the n greedy tokens it shares with float32 (up to the first that differs and in all)."""
     low = copy.deepcopy(ours).to(torch.bfloat16)
-    read_floor, floor_bytes = timing.floor_reader(low)
+    read_floor, floor_bytes = floor_run(low)
     steps = timing.compare(
         {
             "1": lambda: low.generate(ids, 1),
             "n": lambda: low.generate(ids, n),
-            "floor": lambda: [read_floor() for _ in range(FLOOR_READS)],
+            "floor": read_floor,
         },
         repeats=repeats,
         threads=threads,
@@ -142,7 +149,7 @@ def main() -> None:
     theirs = load_smollm2_transformers().to(device)
     ours = from_transformers(theirs).eval().to(device)
     fast = FastDecoder(ours, compiled=args.compile)
-    read_floor, floor_bytes = timing.floor_reader(ours)
+    read_floor, floor_bytes = floor_run(ours)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
@@ -231,7 +238,7 @@ def main() -> None:
 
         timed = {side: keep(fn, side) for side, fn in contestants.items()}
         if name == f"generate {n}, cache":  # the floor, round by round beside these runs
-            timed["floor"] = lambda: [read_floor() for _ in range(FLOOR_READS)]
+            timed["floor"] = read_floor
         result = timing.compare(timed, repeats=repeats, threads=threads, sync=sync)
         if "floor" in timed:
             floor_s = result.median_of("floor") / FLOOR_READS
