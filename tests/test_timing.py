@@ -143,12 +143,51 @@ def tied_toy() -> torch.nn.Module:
     return model
 
 
-def test_floor_reader_multiplies_a_vector_by_each_matrix_once():
+def test_floor_reader_streams_every_tensor_a_step_reads_once():
     read, nbytes = timing.floor_reader(tied_toy())
+    with torch.profiler.profile(record_shapes=True) as prof:
+        read()
+    sums = [e.input_shapes[0] for e in prof.events() if e.name == "aten::sum"]
+    # the tied table once, the Linear's matrix and bias, the LayerNorm's weight and bias
+    assert sorted(sums) == [[6], [6], [6], [6, 8], [50, 8]], sums
+    assert nbytes == (50 * 8 + 6 * 8 + 3 * 6) * 4, "the tied table counted twice"
+    with pytest.raises(ValueError, match="no parameters"):
+        timing.floor_reader(torch.nn.ReLU())
+
+
+def test_matvec_reader_multiplies_a_vector_by_each_matrix_once():
+    read, nbytes = timing.matvec_reader(tied_toy())
     with torch.profiler.profile(record_shapes=True) as prof:
         read()
     products = [e.input_shapes for e in prof.events() if e.name == "aten::mm"]
     assert sorted(products) == [[[1, 8], [8, 6]], [[1, 8], [8, 50]]], products
     assert nbytes == (50 * 8 + 6 * 8) * 4, "the tied table counted twice, or a vector counted"
     with pytest.raises(ValueError, match="no weight matrices"):
-        timing.floor_reader(torch.nn.LayerNorm(4))
+        timing.matvec_reader(torch.nn.LayerNorm(4))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(tied=True),
+        dict(tied=False),
+        dict(tied=False, positions=16, rope_theta=0.0, norm="layer"),
+    ],
+    ids=["tied", "untied", "learned-positions"],
+)
+def test_a_step_reads_the_weight_bytes_that_count_decode_step_counts(changes):
+    """A token or position table is looked up by row, so a step does not stream it, unless it
+    is also the output head: the floor's bytes are count.decode_step's weight bytes, less the
+    rows it looks up (one per table, for one sequence)."""
+    from conftest import spec
+    from lmcourse import DecoderLM, cache_bytes, count
+
+    s = spec(**changes)
+    model = DecoderLM(s)
+    weights = {t.data_ptr() for t in timing.step_weights(model)}
+    assert (model.embed.weight.data_ptr() in weights) == s.tied
+    assert model.pos_embed is None or model.pos_embed.weight.data_ptr() not in weights
+    _, nbytes = timing.floor_reader(model)
+    tables = (0 if s.tied else 1) + (1 if s.positions else 0)
+    step = count.decode_step(s, 1, weight_bytes=4, kv_bytes=4)["bytes"]
+    assert nbytes == step - cache_bytes(s, 1, kv_bytes=4) - tables * s.d * 4

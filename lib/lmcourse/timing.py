@@ -18,8 +18,10 @@ A single stopwatch reading says as much about what else the machine was doing as
   in the measurement), restored afterwards.
 
 `Comparison.median_of(name)` and `ratio(a, b)` give the numbers to compute with.
-`floor_reader(model)` gives a callable that reads every weight matrix of a model once, to be
-timed beside decoding steps: the memory-bandwidth floor under any of them.
+`floor_reader(model)` gives a callable that streams every weight a decoding step reads, once: the
+memory-bandwidth floor under any decoding step, to be timed beside the steps. `matvec_reader(model)`
+reads the same matrices with the kernel a step multiplies them with, one matrix-vector product
+each: how far that kernel alone stands above the floor.
 """
 
 from __future__ import annotations
@@ -171,14 +173,52 @@ def compare(
     return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used, number)
 
 
+def step_weights(model: torch.nn.Module) -> list[torch.Tensor]:
+    """The tensors a decoding step reads in full, each once: every parameter of `model` (a tied
+    table once) except the tables of `nn.Embedding` modules that no other module uses, token or
+    position tables without a tied output head, of which a step reads only the rows it looks up.
+    Their bytes are `count.decode_step`'s weight bytes less those looked-up rows."""
+    tables, others = set(), set()
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            (tables if isinstance(module, torch.nn.Embedding) else others).add(id(p))
+    looked_up = tables - others
+    return [p.detach() for p in model.parameters() if id(p) not in looked_up]
+
+
+def _nbytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 def floor_reader(model: torch.nn.Module) -> tuple[Callable[[], None], int]:
-    """(read, bytes): a zero-argument callable that reads every weight matrix of `model` once
-    (each tensor once, so a tied table once) with the fastest plain kernel for it on a CPU, a
-    matrix-vector product x @ W with W stored [in, out], contiguous; and the bytes it reads. A
-    decoding step must read every weight, so no implementation decodes a token faster than
-    `read` runs: the memory-bandwidth floor. Time it in the same `compare` as the steps it
-    bounds, so that both are measured round by round on the same machine state."""
-    mats = [p.detach().t().contiguous() for p in model.parameters() if p.dim() == 2]
+    """(read, bytes): a zero-argument callable that streams every tensor a decoding step of
+    `model` reads in full (`step_weights`) once, with the fastest plain read torch has, a sum
+    over each tensor (it reads every byte once and writes nothing); and the bytes it reads.
+
+    A decoding step must read those bytes, however it is implemented, so no step runs faster
+    than `read`: the memory-bandwidth floor. Time it in the same `compare` as the steps it
+    bounds, so that both are measured round by round on the same machine state. A step also
+    reads its cache, which this floor leaves out: at long contexts, add its bytes
+    (`count.cache_bytes`) at the same rate."""
+    tensors = step_weights(model)
+    if not tensors:
+        raise ValueError(f"model has no parameters to read: {type(model).__name__}")
+
+    def read() -> None:
+        for t in tensors:
+            t.sum()
+
+    return read, _nbytes(tensors)
+
+
+def matvec_reader(model: torch.nn.Module) -> tuple[Callable[[], None], int]:
+    """(read, bytes): a zero-argument callable that multiplies one vector by each weight matrix
+    a decoding step reads (the 2-D tensors of `step_weights`), one matrix-vector product each,
+    x @ W with W copied once into the layout [in, out], contiguous; and the bytes of those
+    matrices. Timed beside `floor_reader`'s read, it shows how close the kernel that a step
+    multiplies its weights with comes, by itself, to the memory-bandwidth floor on these
+    shapes."""
+    mats = [p.t().contiguous() for p in step_weights(model) if p.dim() == 2]
     if not mats:
         raise ValueError(f"model has no weight matrices to read: {type(model).__name__}")
     xs = [torch.randn(1, m.shape[0], dtype=m.dtype, device=m.device) for m in mats]
@@ -187,4 +227,4 @@ def floor_reader(model: torch.nn.Module) -> tuple[Callable[[], None], int]:
         for x, m in zip(xs, mats, strict=True):
             x @ m
 
-    return read, sum(m.numel() * m.element_size() for m in mats)
+    return read, _nbytes(mats)
