@@ -15,17 +15,17 @@ TOL = 1e-4
 FAMILIES = CASES + [pytest.param(cfg, id=name) for name, cfg in OTHER_FAMILIES.items()]
 
 
-def reference_and_fast(config):
+def reference_and_fast(config, parts=1):
     model = from_transformers(random_hf_model(config)).eval()
-    return model, FastDecoder(model)
+    return model, FastDecoder(model, parts=parts)
 
 
-def assert_same_decoding(model, fast, steps: int = 9):
-    """Greedy tokens equal, and every step's logits within TOL, on a batch of two prompts."""
-    prompt = torch.randint(0, VOCAB, (2, 5), generator=torch.Generator().manual_seed(5))
+def assert_same_decoding(model, fast, steps: int = 9, batch: int = 2):
+    """Greedy tokens equal, and every step's logits within TOL, on a batch of prompts."""
+    prompt = torch.randint(0, VOCAB, (batch, 5), generator=torch.Generator().manual_seed(5))
     expected = model.generate(prompt, steps)  # 14 tokens: past every sliding window here
     assert torch.equal(fast.generate(prompt, steps), expected)
-    ours, theirs = model.new_cache(2, 14), model.new_cache(2, 14)
+    ours, theirs = model.new_cache(batch, 14), model.new_cache(batch, 14)
     with torch.inference_mode():
         fast.prefill(prompt, ours)
         model(prompt, cache=theirs)
@@ -37,9 +37,12 @@ def assert_same_decoding(model, fast, steps: int = 9):
             )
 
 
+# parts=1: the matrices stored [in, out] (one thread, a GPU); parts=3: cut into three blocks of
+# columns, the last padded wherever a width is not a multiple of three
+@pytest.mark.parametrize("parts", [1, 3], ids=["columns", "blocks"])
 @pytest.mark.parametrize("config", FAMILIES)
-def test_fast_decoding_gives_the_reference_tokens_and_logits(config):
-    assert_same_decoding(*reference_and_fast(config))
+def test_fast_decoding_gives_the_reference_tokens_and_logits(config, parts):
+    assert_same_decoding(*reference_and_fast(config, parts))
 
 
 @pytest.mark.parametrize("ablate", [tile_kv_heads, without_gate], ids=["tile", "no-gate"])
@@ -50,31 +53,69 @@ def test_fast_decoding_follows_the_ablated_model(ablate):
     assert_same_decoding(model, FastDecoder(model))
 
 
-@pytest.mark.slow  # torch.compile: about 20 s on 2 cores
+@pytest.mark.slow  # torch.compile: about 40 s on 2 cores
 def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     """torch.compile of the step (opt-in, about a minute to compile): the same tokens and
-    logits, with no new compilation as the cached length grows."""
+    logits for one sequence (each product a loop of its own) and for two (`F.linear`), with no
+    new compilation as the cached length grows."""
     from test_parity import MAIN
 
     model = from_transformers(random_hf_model(MAIN["smollm2"])).eval()
     fast = FastDecoder(model, compiled=True)
-    assert_same_decoding(model, fast)
+    assert_same_decoding(model, fast, batch=1)
     frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-    assert_same_decoding(model, fast)
+    assert_same_decoding(model, fast, batch=1)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == frames
+    assert_same_decoding(model, fast, batch=2)
 
 
-def test_fast_path_fuses_projections_and_falls_back_for_other_blocks():
+@pytest.mark.parametrize("layout", ["columns", "blocks", "rows"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("bias", [False, True])
+def test_fused_weights_give_each_linear_its_own_output(layout, batch, bias):
+    """Two nn.Linear side by side, in each layout (widths 5 and 6 cut into 4 blocks: padded),
+    give the two outputs concatenated, and add_to adds them to the residual."""
+    from lmcourse.fastdecode import _Weights
+
+    torch.manual_seed(0)
+    linears = [torch.nn.Linear(7, width, bias=bias) for width in (5, 6)]
+    x, residual = torch.randn(batch, 7), torch.randn(batch, 11)
+    fused = _Weights(*linears, layout=layout, parts=4)
+    with torch.no_grad():
+        expected = torch.cat([linear(x) for linear in linears], dim=-1)
+        torch.testing.assert_close(fused(x), expected, rtol=0, atol=1e-6)
+        torch.testing.assert_close(
+            fused.add_to(residual, x), residual + expected, rtol=0, atol=1e-6
+        )
+        torch.testing.assert_close(
+            fused.add_to(residual, x, torch.tanh),
+            residual + torch.tanh(expected),
+            rtol=0,
+            atol=1e-6,
+        )
+    stored = {"columns": (7, 11), "blocks": (4, 7, 3), "rows": (11, 7)}[layout]
+    assert fused.weight.shape == stored
+
+
+def test_the_fast_path_cuts_its_matrices_for_the_threads_and_falls_back_for_other_blocks():
     from test_parity import MAIN
 
-    dense, _ = reference_and_fast(MAIN["smollm2"])
-    fast = FastDecoder(dense)
-    block = dense.blocks[0]
-    qkv = fast.attention[0].qkv
-    d = dense.spec.d
-    assert qkv.shape == (d, block.attn.q_proj.out_features + 2 * block.attn.k_proj.out_features)
-    assert fast.ffn[0].up.shape == (d, 2 * block.ffn.up_proj.out_features)
-    latent, _ = reference_and_fast(MAIN["deepseek_v3"])
+    dense = from_transformers(random_hf_model(MAIN["smollm2"])).eval()
+    block, d = dense.blocks[0], dense.spec.d
+    fused = block.attn.q_proj.out_features + 2 * block.attn.k_proj.out_features
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # the default: as many blocks as torch has threads
+        two = FastDecoder(dense)
+    finally:
+        torch.set_num_threads(threads)
+    assert two.parts == 2 and two.attention[0].qkv.weight.shape == (2, d, fused // 2)
+    assert two.ffn[0].up.weight.shape == (2, d, block.ffn.up_proj.out_features)
+    one = FastDecoder(dense, parts=1)
+    assert one.attention[0].qkv.weight.shape == (d, fused)
+    assert one.head.weight.shape == (d, dense.spec.vocab)
+    assert FastDecoder(dense, compiled=True).head.weight.shape == (dense.spec.vocab, d)
+    latent = from_transformers(random_hf_model(MAIN["deepseek_v3"])).eval()
     fast = FastDecoder(latent)
     assert fast.attention[0] is latent.blocks[0].attn  # latent attention: the block itself
     assert fast.ffn[-1] is latent.blocks[-1].ffn  # mixture of experts: the block itself
@@ -86,6 +127,10 @@ def test_bad_inputs_are_named():
     model, fast = reference_and_fast(MAIN["llama"])
     with pytest.raises(ValueError, match="DecoderLM"):
         FastDecoder(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match=r"parts must be an integer >= 1"):
+        FastDecoder(model, parts=0)
+    with pytest.raises(ValueError, match="applies to the eager step"):
+        FastDecoder(model, compiled=True, parts=2)
     with pytest.raises(ValueError, match=r"\[batch, 1\]"):
         fast.step(torch.zeros(1, 3, dtype=torch.long), model.new_cache(1, 8))
     with pytest.raises(ValueError, match="max_new_tokens"):

@@ -16,17 +16,24 @@ this module removes:
     does with `enable_gqa`), and the tile ablation and soft-capped scores are grouped the same
     way, so no cached key or value is ever copied;
   - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
-    [in, out] and multiplied as `x @ W`, the layout of the floor's probe;
-  - the output matrix read as the table [vocab, d] by `F.linear`: a copy stored [d, vocab];
+    [in, out] and multiplied as `x @ W`, and the output matrix, read by the reference path as
+    the table [vocab, d] through `F.linear`, is copied into the same layout [d, vocab];
+  - products of the weights on one thread: torch's matrix-vector product runs on one thread,
+    so on a CPU each matrix is cut into as many blocks of columns as there are threads and
+    multiplied by one batched product, which gives every thread its own block;
   - small operations, which cost more than their arithmetic when a step makes hundreds of
-    them (one cached step of SmolLM2-135M: about 1,850 operator calls on the reference path,
-    under 700 here): RMSNorm as one call of `F.rms_norm` (the same numbers in float32); the
+    them (one cached step of SmolLM2-135M: 1,673 operator calls on the reference path, 693
+    here with one block per matrix, 1,116 with two): RMSNorm as one call of
+    `F.rms_norm` (the same numbers in float32); the
     query and key heads rotated by one product with a [head_dim, head_dim] matrix built once
     per step (`rotation_matrix`); the new key and value copied straight into their cache slot;
     each residual sum folded into its output projection (`torch.addmm`); the hidden state kept
     as [batch, d]; no calls to modules that do nothing;
   - and, opt-in (`FastDecoder(model, compiled=True)`), `torch.compile` of the whole step, which
-    fuses the operations between the products into about four generated kernels per layer.
+    fuses the operations between the products into a few generated kernels per layer (63
+    operator calls in all) and turns each product of one sequence into a loop of its own
+    that streams the weights on every thread: on CPUs where torch's matrix-vector kernel
+    streams below the memory's speed, this comes closest to the floor.
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
 blocks this module has no fast form for (latent attention, mixtures of experts) are called as
 they are: every family decodes, the common ones quickly. tests/test_fastdecode.py checks the
@@ -46,29 +53,62 @@ from .blocks.ffn import MLP, GatedMLP
 from .blocks.model import DecoderLM
 from .blocks.norms import RMSNorm
 from .blocks.rope import apply_rotary
+from .spec import check_int
 
 
-def _fused(*linears) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The weights of several nn.Linear with one input, side by side: [in, sum of outs], and
-    their biases concatenated (None without biases)."""
-    weight = torch.cat([linear.weight for linear in linears], dim=0).t().contiguous()
-    biases = [linear.bias for linear in linears]
-    bias = None if biases[0] is None else torch.cat(biases).contiguous()
-    return weight, bias
+class _Weights:
+    """One nn.Linear, or several with the same input side by side (their outputs concatenated),
+    stored for a decoding step's product x [batch, in] -> x @ W.T + b [batch, out] in one of
+    three layouts:
 
+    - "columns": W.T [in, out], multiplied as x @ W.T, the layout torch's matrix-vector kernel
+      streams fastest;
+    - "blocks": the same columns cut into `parts` blocks, stored [parts, in, out / parts] (zero
+      columns pad the last) and multiplied by one batched product. torch's matrix-vector
+      product runs on one thread; a batched product shares its batch out among the threads, so
+      on a CPU with `parts` threads each thread streams its own block;
+    - "rows": W [out, in] as nn.Linear stores it, for a compiled step: one sequence's product
+      written as an elementwise product and a sum over the input, (x * W).sum(-1), which
+      inductor fuses into one generated loop that streams the weights on every thread, faster
+      on some CPUs than the matrix-vector kernel; several sequences take `F.linear`.
+    """
 
-def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """x [batch, in] @ weight [in, out] (+ bias)."""
-    return x @ weight if bias is None else torch.addmm(bias, x, weight)
+    def __init__(self, *linears, layout: str = "columns", parts: int = 1):
+        weight = torch.cat([linear.weight for linear in linears], dim=0)  # [out, in]
+        biases = [linear.bias for linear in linears]
+        self.bias = None if biases[0] is None else torch.cat(biases).contiguous()
+        self.layout, self.width = layout, weight.shape[0]
+        if layout == "rows":
+            self.weight = weight.contiguous()
+        elif layout == "columns":
+            self.weight = weight.t().contiguous()
+        else:  # "blocks"
+            block = -(-self.width // parts)  # columns per block, rounded up
+            weight = F.pad(weight.t(), (0, parts * block - self.width))  # [in, parts * block]
+            self.weight = weight.view(-1, parts, block).transpose(0, 1).contiguous()
 
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.layout == "columns":
+            return x @ self.weight if self.bias is None else torch.addmm(self.bias, x, self.weight)
+        if self.layout == "rows" and x.shape[0] == 1:  # one sequence: a loop of its own
+            y = (x * self.weight).sum(-1).view(1, -1)
+        elif self.layout == "rows":
+            y = F.linear(x, self.weight)
+        else:
+            parts = self.weight.shape[0]
+            y = torch.bmm(x.expand(parts, *x.shape), self.weight)  # [parts, batch, block]
+            y = y.transpose(0, 1).reshape(x.shape[0], -1)  # a view for one sequence
+            if y.shape[1] != self.width:  # the last block's padding
+                y = y[:, : self.width]
+        return y if self.bias is None else y + self.bias
 
-def _add_projected(x, h, weight, bias, post_norm):
-    """x + post_norm(h @ weight + bias) -> [batch, d]. Without a bias or a post norm (most
-    families), the product and the residual sum are one `torch.addmm`: one operation, not two."""
-    if bias is None and post_norm is None:
-        return torch.addmm(x, h, weight)
-    y = _project(h, weight, bias)
-    return x + (post_norm(y) if post_norm else y)
+    def add_to(self, x: torch.Tensor, h: torch.Tensor, post_norm=None) -> torch.Tensor:
+        """x + post_norm(h @ W.T + b) -> [batch, d]. In the "columns" layout without a bias or
+        a post norm (most families), the product and the residual sum are one `torch.addmm`."""
+        if self.layout == "columns" and self.bias is None and post_norm is None:
+            return torch.addmm(x, h, self.weight)
+        y = self(h)
+        return x + (post_norm(y) if post_norm else y)
 
 
 def _norm(module):
@@ -103,15 +143,15 @@ class _FastAttention:
     """One `Attention` block's decoding step: one fused projection, one product for the
     rotation, keys and values written straight into the cache, no grouped copy."""
 
-    def __init__(self, attn: Attention):
+    def __init__(self, attn: Attention, layout: dict):
         self.attn = attn
-        self.qkv, self.qkv_bias = _fused(attn.q_proj, attn.k_proj, attn.v_proj)
-        self.out, self.out_bias = _fused(attn.o_proj)
+        self.qkv = _Weights(attn.q_proj, attn.k_proj, attn.v_proj, **layout)
+        self.out = _Weights(attn.o_proj, **layout)
 
     def __call__(self, x, rotation, pos, cache, start):  # x [batch, d] -> heads [batch, H * D]
         a = self.attn
         B, H, K, G, D = x.shape[0], a.heads, a.kv_heads, a.group, a.head_dim
-        qkv = _project(x, self.qkv, self.qkv_bias)
+        qkv = self.qkv(x)
         if a.clip:
             qkv = qkv.clamp(-a.clip, a.clip)
         # the query and key heads as rows of one matrix [batch * (H + K), head_dim]: a 2-D
@@ -158,17 +198,15 @@ class _FastAttention:
 class _FastMLP:
     """A feed-forward block's step: gate and up as one product for the gated kinds."""
 
-    def __init__(self, ffn):
+    def __init__(self, ffn, layout: dict):
         self.ffn = ffn
-        if isinstance(ffn, GatedMLP) and ffn.gated:
-            self.up, self.up_bias = _fused(ffn.gate_proj, ffn.up_proj)
-        else:
-            self.up, self.up_bias = _fused(ffn.up_proj)
-        self.out, self.out_bias = _fused(ffn.down_proj)
         self.gated = isinstance(ffn, GatedMLP) and ffn.gated
+        ups = (ffn.gate_proj, ffn.up_proj) if self.gated else (ffn.up_proj,)
+        self.up = _Weights(*ups, **layout)
+        self.out = _Weights(ffn.down_proj, **layout)
 
     def __call__(self, x):  # x [batch, d] -> hidden [batch, hidden], before the down projection
-        h = _project(x, self.up, self.up_bias)
+        h = self.up(x)
         if self.gated:
             gate, up = h.chunk(2, dim=-1)
             return self.ffn.act(gate) * up
@@ -190,36 +228,55 @@ class FastDecoder:
     the output matrix (as many bytes again as those weights): build it once per model, and
     rebuild it if the model's weights change.
 
+    parts: the blocks of columns each matrix is cut into, so that every thread streams its own
+    (`_Weights`, "blocks"). Default: torch's thread count when the weights are on a CPU, 1 on a
+    GPU, whose products use the whole device already. The tokens are the same for any value;
+    only the speed changes, and a decoder cut for more threads than it runs on is slower.
+
     compiled=True hands the step to `torch.compile` (inductor), which fuses the small
-    operations between the matrix products into a few generated C++ kernels. The first step
-    compiles for about a minute on a 2-core CPU, later lengths reuse it (dynamic shapes). A
-    compiled step runs under `torch.no_grad`, not `torch.inference_mode`: its cache must be made
-    outside inference mode (`generate` does so).
+    operations between the matrix products into a few generated C++ kernels, and the product
+    of one sequence with each matrix into a loop of its own (`_Weights`, "rows"; `parts` does
+    not apply). The first step compiles for about a minute on a 2-core CPU, later lengths reuse
+    it (dynamic shapes). A compiled step runs under `torch.no_grad`, not
+    `torch.inference_mode`: its cache must be made outside inference mode (`generate` does so).
     """
 
-    def __init__(self, model: DecoderLM, compiled: bool = False):
+    def __init__(self, model: DecoderLM, compiled: bool = False, parts: int | None = None):
         if not isinstance(model, DecoderLM):
             raise ValueError(f"FastDecoder needs a lmcourse DecoderLM, got {type(model).__name__}")
+        if parts is None:
+            on_cpu = model.head.weight.device.type == "cpu"
+            parts = torch.get_num_threads() if on_cpu and not compiled else 1
+        check_int("parts", parts, low=1, hint=" (blocks of columns per matrix)")
+        if compiled and parts > 1:
+            raise ValueError(
+                f"parts={parts} applies to the eager step; a compiled step multiplies by rows "
+                "on every thread (leave parts out, or set compiled=False)"
+            )
+        self.parts = parts
+        if compiled:
+            layout = {"layout": "rows"}
+        else:
+            layout = {"layout": "blocks", "parts": parts} if parts > 1 else {"layout": "columns"}
         self.model = model
         with torch.no_grad():
             self.attention = [
-                _FastAttention(b.attn) if isinstance(b.attn, Attention) else b.attn
+                _FastAttention(b.attn, layout) if isinstance(b.attn, Attention) else b.attn
                 for b in model.blocks
             ]
             self.ffn = [
-                _FastMLP(b.ffn) if isinstance(b.ffn, (MLP, GatedMLP)) else b.ffn
+                _FastMLP(b.ffn, layout) if isinstance(b.ffn, (MLP, GatedMLP)) else b.ffn
                 for b in model.blocks
             ]
+            # the output matrix too, the largest of a small model (for tied embeddings, a copy
+            # of the table in the chosen layout)
+            self.head = _Weights(model.head, **layout)
         # per block: (norm before attention, after it, before the feed-forward, after it)
         self.norms = [
             tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm, b.ffn_post_norm))
             for b in model.blocks
         ]
         self.final_norm = _norm(model.norm)
-        # the output matrix [d, vocab] too, the largest matrix of a small model (and for tied
-        # embeddings a copy of the table): `x @ W` reads [in, out] faster than `F.linear`
-        # reads the table's [vocab, d]
-        self.head = model.head.weight.detach().t().contiguous()
         rotary = [a.attn for a in self.attention if isinstance(a, _FastAttention) and a.attn.rotary]
         self.rope_layout = rotary[0].rope_layout if rotary else None
         self.head_dim = rotary[0].head_dim if rotary else None
@@ -263,18 +320,18 @@ class FastDecoder:
             x_attn = attn_norm(x) if attn_norm else x  # OLMo 2 has no norm before a stage
             if isinstance(attn, _FastAttention):
                 h = attn(x_attn, rotation, pos, layer, start)
-                x = _add_projected(x, h, attn.out, attn.out_bias, attn_post)
+                x = attn.out.add_to(x, h, attn_post)
             else:  # a block without a fast form, called as it is on [batch, 1, d]
                 y = attn(x_attn.unsqueeze(1), cos, sin, pos, layer, start).squeeze(1)
                 x = x + (attn_post(y) if attn_post else y)
             x_ffn = ffn_norm(x) if ffn_norm else x
             if isinstance(ffn, _FastMLP):
-                x = _add_projected(x, ffn(x_ffn), ffn.out, ffn.out_bias, ffn_post)
+                x = ffn.out.add_to(x, ffn(x_ffn), ffn_post)
             else:
                 y = ffn(x_ffn.unsqueeze(1)).squeeze(1)
                 x = x + (ffn_post(y) if ffn_post else y)
         cache.length += 1
-        logits = self.final_norm(x) @ self.head
+        logits = self.head(self.final_norm(x))
         cap = m.spec.final_softcap
         if cap:  # as `DecoderLM.logits`
             logits = cap * torch.tanh(logits / cap)
