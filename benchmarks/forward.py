@@ -5,48 +5,56 @@ Measures, for both implementations on the same device and threads, interleaved r
   - one forward pass over CONTEXT tokens of the evaluation text;
   - greedy generation of 1 and of NEW tokens after those CONTEXT tokens with the key-value
     cache, and of NEW tokens without it (every step re-reads the whole sequence);
-  - the memory-bandwidth floor: the time to read every weight matrix once with a plain
-    matrix-vector product, which no decoding step can beat, timed round by round beside the
-    cached generations so that a change in the machine's load moves both;
-  - our fast decoding path (`lmcourse.fastdecode`: fused projections, fewer small operations)
-    on the same cached generations;
+  - our fast decoding path (`lmcourse.fastdecode`: fused projections, the products cut across
+    the threads, fewer small operations), eager and compiled, on the same cached generations;
+  - the memory-bandwidth floor: the time to stream every weight a decoding step reads once
+    (`timing.floor_reader`, a sum over each tensor), which no decoding step can beat, and the
+    same matrices read by the matrix-vector kernel alone (`timing.matvec_reader`, x @ W per
+    matrix), both timed round by round beside the cached generations so that a change in the
+    machine's load moves them all;
   - the operator calls of one cached decoding step on each side (torch.profiler): the per-step
     overhead above the floor, counted, which a busy machine cannot blur as it blurs times;
   - our model in bfloat16 (half the bytes, half the floor): its decoding step, its loss on the
     evaluation text and its greedy tokens against float32's;
-and prints the ratio ours/transformers, tokens per second, one cached decoding step as a
-multiple of the floor (transformers', ours, our fast path), and whether the generated tokens
-are identical.
+and prints each time and its ratio to transformers, then one cached decoding step of each side
+in milliseconds, as a multiple of the floor and in tokens per second against transformers, and
+whether the generated tokens are identical.
 
-    python benchmarks/forward.py                       # 2-core CPU: about 10 minutes
+    python benchmarks/forward.py                       # 2-core CPU: about 12 minutes
     python benchmarks/forward.py --device cuda
     python benchmarks/forward.py --tokens 64 --new-tokens 8 --repeats 1   # a quick look
-    python benchmarks/forward.py --compile             # the fast path through torch.compile
+    python benchmarks/forward.py --no-compile          # without the compiled fast path
 
+The compiled fast path needs a C++ compiler on a CPU (torch.compile's inductor backend).
 Targets: forward ratio <= 1.1; cached generation at least 10x faster than uncached; the fast
-path's cached decoding step within 1.25x of the floor, with the same tokens as transformers.
+path's cached decoding step close to the floor, with the same tokens as transformers.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import os
+import shutil
+import sys
 
 import torch
-from lmcourse import evaluate, from_transformers, text, timing
+from lmcourse import cache_bytes, evaluate, from_transformers, text, timing
 from lmcourse.fastdecode import FastDecoder
 from lmcourse.pretrained import load_smollm2_transformers, load_tokenizer
 from transformers import GenerationConfig
 
-# The floor is timed as this many reads in a row, beside each round of generations: one read
+# The floors are timed as this many reads in a row, beside each round of generations: one read
 # (tens of milliseconds) is short enough for a single interruption to double it.
 FLOOR_READS = 8
 
 
-def floor_run(model) -> tuple:
-    """(run, bytes): one timed run of the floor, FLOOR_READS reads of every weight matrix of
-    `model` in a row (divide its time by FLOOR_READS), and the bytes one read reads."""
-    read, nbytes = timing.floor_reader(model)
+def repeated(reader, model) -> tuple:
+    """(run, bytes): one timed run of `reader`'s read of `model` (timing.floor_reader or
+    matvec_reader), FLOOR_READS reads in a row (divide its time by FLOOR_READS), and the bytes
+    one read reads."""
+    read, nbytes = reader(model)
     return (lambda: [read() for _ in range(FLOOR_READS)]), nbytes
 
 
@@ -55,7 +63,7 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
     own floor and float32's, its loss on the evaluation text against float32's, and how many
     of the n greedy tokens it shares with float32 (up to the first that differs and in all)."""
     low = copy.deepcopy(ours).to(torch.bfloat16)
-    read_floor, floor_bytes = floor_run(low)
+    read_floor, floor_bytes = repeated(timing.floor_reader, low)
     steps = timing.compare(
         {
             "1": lambda: low.generate(ids, 1),
@@ -76,8 +84,9 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
     loss32, loss16 = evaluate.loss(ours, evaluation), evaluate.loss(low, evaluation)
     print(
         f"\nbfloat16: weights {floor_bytes / 1e6:,.0f} MB, floor {1e3 * floor_s:.1f} ms; one "
-        f"cached decoding step {1e3 * step:.1f} ms ({step / floor_s:.2f}x its floor, "
-        f"{step / floor32_s:.2f}x the float32 floor){'  (busy machine)' if steps.busy else ''}"
+        f"cached decoding step (reference blocks) {1e3 * step:.1f} ms ({step / floor_s:.2f}x "
+        f"its floor, {step / floor32_s:.2f}x the float32 floor)"
+        f"{'  (busy machine)' if steps.busy else ''}"
     )
     print(
         f"bfloat16: loss on 1,024 tokens of the evaluation text {loss16:.4f} against float32's "
@@ -86,12 +95,27 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
     )
 
 
+@contextlib.contextmanager
+def stderr_silenced():
+    """File descriptor 2 pointed at /dev/null: torch.profiler's engine (kineto) writes a line of
+    its own there at every start and stop, below Python's sys.stderr."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def operator_calls(fn) -> int:
     """The operator calls (outermost aten calls, as torch.profiler records them) that fn()
     makes: a measure of the per-step overhead that, unlike a time, a busy machine leaves alone."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with stderr_silenced(), profile(activities=[ProfilerActivity.CPU]) as prof:
         fn()
 
     def outermost(event):
@@ -103,7 +127,7 @@ def operator_calls(fn) -> int:
     return sum(1 for e in prof.events() if e.name.startswith("aten::") and outermost(e))
 
 
-def step_operator_calls(theirs, ours, fast, ids) -> dict[str, int]:
+def step_operator_calls(theirs, ours, fast_paths, ids) -> dict[str, int]:
     """Operator calls of one cached decoding step after the context `ids`, for each side."""
     token = ids[:, -1:]
     with torch.inference_mode():
@@ -112,12 +136,21 @@ def step_operator_calls(theirs, ours, fast, ids) -> dict[str, int]:
         cache = ours.new_cache(ids.shape[0], ids.shape[1] + 1)
         ours(ids, cache=cache)
         counts["ours"] = operator_calls(lambda: ours(token, cache=cache))
-    cache = ours.new_cache(ids.shape[0], ids.shape[1] + 2)  # outside inference mode, as a
-    fast.prefill(ids, cache)  # compiled step needs
-    fast.step(token, cache)  # a compiled step compiles on its first call: not counted
-    cache.length -= 1
-    counts["fast"] = operator_calls(lambda: fast.step(token, cache))
+    for side, fast in fast_paths.items():
+        cache = ours.new_cache(ids.shape[0], ids.shape[1] + 2)  # outside inference mode, as
+        fast.prefill(ids, cache)  # a compiled step needs
+        fast.step(token, cache)  # a compiled step compiles on its first call: not counted
+        cache.length -= 1
+        counts[side] = operator_calls(lambda fast=fast, cache=cache: fast.step(token, cache))
     return counts
+
+
+LABELS = {
+    "transformers": "transformers",
+    "ours": "ours, reference blocks",
+    "fast": "ours, fast path",
+    "compiled": "ours, fast path compiled",
+}
 
 
 def main() -> None:
@@ -134,22 +167,35 @@ def main() -> None:
         help="timed runs without the cache, each minutes long on CPU (default 1)",
     )
     parser.add_argument(
-        "--compile",
+        "--no-compile",
         action="store_true",
-        help="the fast path compiled (FastDecoder(compiled=True)): about a "
-        "minute more, before timing",
+        help="leave out the compiled fast path (FastDecoder(compiled=True)), which compiles "
+        "for about a minute before timing and needs a C++ compiler on a CPU",
     )
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
+    if args.new_tokens < 2:
+        parser.error(
+            f"--new-tokens must be at least 2 (a step is a difference), got {args.new_tokens}"
+        )
+    compilers = ("g++", "c++", "clang++")
+    if not args.no_compile and args.device == "cpu" and not any(map(shutil.which, compilers)):
+        parser.error(
+            "the compiled fast path needs a C++ compiler on a CPU (none of "
+            f"{', '.join(compilers)} is on PATH): install g++, or pass --no-compile"
+        )
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
 
     theirs = load_smollm2_transformers().to(device)
     ours = from_transformers(theirs).eval().to(device)
-    fast = FastDecoder(ours, compiled=args.compile)
-    read_floor, floor_bytes = floor_run(ours)
+    fast_paths = {"fast": FastDecoder(ours)}
+    if not args.no_compile:
+        fast_paths["compiled"] = FastDecoder(ours, compiled=True)
+    read_floor, floor_bytes = repeated(timing.floor_reader, ours)
+    read_matvec, _ = repeated(timing.matvec_reader, ours)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
@@ -184,113 +230,101 @@ def main() -> None:
     def our_generate(use_cache, new=n):
         return ours.generate(ids, max_new_tokens=new, use_cache=use_cache)
 
-    def fast_generate(new=n):
-        return fast.generate(ids, new)
+    def cached(new):
+        return {
+            "transformers": lambda: hf_generate(True, new),
+            "ours": lambda: our_generate(True, new),
+            **{side: (lambda f=f: f.generate(ids, new)) for side, f in fast_paths.items()},
+        }
 
     threads = None  # torch's setting: --threads, or every core
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     print(
         f"SmolLM2-135M-Instruct, float32, {device}, {torch.get_num_threads()} CPU threads, "
         f"torch {torch.__version__}; {args.tokens} tokens of context, {n} generated"
-        f"{'; the fast path compiled' if args.compile else ''}"
     )
     rows, outputs = [], {}
-    cases = [  # name, {contestant: function}, runs, tokens produced
+    cases = [  # name, {contestant: function}, runs
         (
             f"forward, {args.tokens} tokens",
             {"transformers": hf_forward, "ours": our_forward},
             args.repeats,
-            args.tokens,
         ),
-        (
-            "generate 1, cache",
-            {
-                "transformers": lambda: hf_generate(True, 1),
-                "ours": lambda: our_generate(True, 1),
-                "fast": lambda: fast_generate(1),
-            },
-            args.repeats,
-            1,
-        ),
-        (
-            f"generate {n}, cache",
-            {
-                "transformers": lambda: hf_generate(True),
-                "ours": lambda: our_generate(True),
-                "fast": fast_generate,
-            },
-            args.repeats,
-            n,
-        ),
+        ("generate 1, cache", cached(1), args.repeats),
+        (f"generate {n}, cache", cached(n), args.repeats),
         (
             f"generate {n}, no cache",
             {"transformers": lambda: hf_generate(False), "ours": lambda: our_generate(False)},
             args.uncached_repeats,
-            n,
         ),
     ]
-    floor_s = None
-    for name, contestants, repeats, count in cases:
+    floors = {}
+    for name, contestants, repeats in cases:
         outputs[name] = {}
 
         def keep(fn, side, name=name):
             return lambda: outputs[name].__setitem__(side, fn())
 
         timed = {side: keep(fn, side) for side, fn in contestants.items()}
-        if name == f"generate {n}, cache":  # the floor, round by round beside these runs
-            timed["floor"] = read_floor
+        if name == f"generate {n}, cache":  # the floors, round by round beside these runs
+            timed |= {"floor": read_floor, "matvec": read_matvec}
         result = timing.compare(timed, repeats=repeats, threads=threads, sync=sync)
-        if "floor" in timed:
-            floor_s = result.median_of("floor") / FLOOR_READS
+        floors |= {
+            side: result.median_of(side) / FLOOR_READS
+            for side in ("floor", "matvec")
+            if side in timed
+        }
         rows.append(
-            (
-                name,
-                repeats,
-                {side: result.median_of(side) for side in contestants},
-                count,
-                result.busy,
-            )
+            (name, repeats, {side: result.median_of(side) for side in contestants}, result.busy)
         )
         print(f"  measured {name}", flush=True)
 
-    print()
-    print(
-        f"{'':<26}{'runs':>5}{'transformers s':>16}{'ours s':>10}{'fast s':>10}{'ours/tf':>9}"
-        f"{'fast/tf':>9}{'tf tok/s':>10}{'our tok/s':>11}{'fast tok/s':>12}"
-    )
-    for name, repeats, s, count, busy in rows:
-        hf_s, our_s, fast_s = s["transformers"], s["ours"], s.get("fast")
-        fast_cells = (
-            (f"{fast_s:>10.3f}", f"{fast_s / hf_s:>9.2f}", f"{count / fast_s:>12.1f}")
-            if fast_s
-            else (f"{'':>10}", f"{'':>9}", f"{'':>12}")
-        )
+    sides = list(cached(1))
+    print(f"\n{'':<26}{'runs':>5}" + "".join(f"{side:>20}" for side in sides))
+    for name, repeats, s, busy in rows:
+        cells = [
+            f"{s[side]:>9.3f} s"
+            + (f" {s[side] / s['transformers']:5.2f}x" if side != "transformers" else " " * 7)
+            if side in s
+            else ""
+            for side in sides
+        ]
         print(
-            f"{name:<26}{repeats:>5}{hf_s:>16.3f}{our_s:>10.3f}{fast_cells[0]}"
-            f"{our_s / hf_s:>9.2f}{fast_cells[1]}{count / hf_s:>10.1f}{count / our_s:>11.1f}"
-            f"{fast_cells[2]}{'  (busy machine)' if busy else ''}"
+            f"{name:<26}{repeats:>5}"
+            + "".join(f"{c:>20}" for c in cells)
+            + ("  (busy machine)" if busy else "")
         )
+    print("(seconds, and the ratio to transformers' seconds)")
+
     by_name = {row[0]: row[2] for row in rows}
     one, many, plain = (
         by_name[k] for k in ("generate 1, cache", f"generate {n}, cache", f"generate {n}, no cache")
     )
     step = {side: (many[side] - one[side]) / (n - 1) for side in many}
+    floor_s, matvec_s = floors["floor"], floors["matvec"]
+    context = args.tokens + n // 2  # the mean context of the steps
+    kv = cache_bytes(ours.spec, context, kv_bytes=4)
     print(
-        f"\nfloor: reading the {floor_bytes / 1e6:,.0f} MB of weight matrices once "
-        f"(x @ W, W stored [in, out]) takes {1e3 * floor_s:.1f} ms, "
+        f"\nfloor: streaming the {floor_bytes / 1e6:,.0f} MB of weights a decoding step reads "
+        f"once (a sum over each tensor) takes {1e3 * floor_s:.1f} ms, "
         f"{floor_bytes / floor_s / 1e9:.1f} GB/s"
     )
+    print(
+        f"the matrix-vector kernel alone (x @ W, each matrix stored [in, out]) reads them in "
+        f"{1e3 * matvec_s:.1f} ms, {matvec_s / floor_s:.2f}x the floor"
+    )
+    print(
+        f"a step also reads its cache: {kv / 1e6:.1f} MB at {context} tokens "
+        f"({kv / floor_bytes:.1%} of the weights), not in the floor"
+    )
     print(f"one cached decoding step ((generate {n} - generate 1) / {n - 1}):")
-    for side, label in (
-        ("transformers", "transformers"),
-        ("ours", "ours, reference blocks"),
-        ("fast", "ours, fast path"),
-    ):
+    for side in sides:
         print(
-            f"  {label:<24}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the floor"
-            f"  {step['transformers'] / step[side]:>5.2f}x transformers' tokens/s"
+            f"  {LABELS[side]:<26}{1e3 * step[side]:>7.1f} ms  {step[side] / floor_s:>5.2f}x the "
+            f"floor  {1 / step[side]:>5.1f} tokens/s  {step['transformers'] / step[side]:>5.2f}x "
+            "transformers' tokens/s"
         )
-    calls = step_operator_calls(theirs, ours, fast, ids)
+    calls = step_operator_calls(theirs, ours, fast_paths, ids)
     print(
         "operator calls in one cached decoding step (torch.profiler, outermost aten calls): "
         + ", ".join(f"{side} {count}" for side, count in calls.items())
@@ -310,7 +344,7 @@ def main() -> None:
     generated = [out for name, *_ in rows[2:] for out in outputs[name].values()]
     same = all(torch.equal(generated[0], other) for other in generated[1:])
     print(
-        f"generated tokens identical (transformers, ours and our fast path, with and without "
+        f"generated tokens identical (transformers, ours and our fast paths, with and without "
         f"cache): {same}"
     )
     if not same:
