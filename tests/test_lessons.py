@@ -295,15 +295,22 @@ def test_stored_norm_timings_are_plausible():
 
 
 def test_stored_decoding_step_is_above_the_floor_and_the_fast_path_below_the_reference():
-    """T5: no decoding step reads the weights faster than the floor timed in the same rounds
-    (a stored step below it was measured while the machine changed speed), and the fast path,
-    which does the same work in fewer operations, is the faster of the two."""
+    """T5, as its prose reads the stored run: this CPU does more FLOPs per byte than a batch-1
+    step (so memory sets the floor); no decoding step, and not the matrix-vector kernel alone,
+    reads the weights faster than the floor timed in the same rounds (a stored time below it
+    was measured while the machine changed speed); the kernel alone takes longer than the
+    floor and each step longer again; and the fast path, which does the same work in fewer
+    operations, is the faster of the two steps."""
     reports = stored_timings("LM10-T5", '"the floor": read_weights')
-    names = {r["name"] for rows in reports for r in rows}
-    assert {"generate 1", "generate 9", "fast 1", "fast 9", "the floor"} <= names, names
+    by_name = {r["name"]: float(r["median"]) for rows in reports for r in rows}
+    steps = {"generate 1", "generate 9", "fast 1", "fast 9", "the floor", "x @ W per matrix"}
+    assert steps <= set(by_name), by_name
+    assert by_name["x @ W per matrix"] > by_name["the floor"], by_name
     nb = nbformat.read(lesson_path("LM10-T5"), as_version=4)
     (cell,) = [c for c in nb.cells if c.cell_type == "code" and "read_weights" in c.source]
     text = "".join(o.text for o in cell.outputs if o.output_type == "stream")
+    ratio = re.search(r"memory [\d.]+ GB/s: ([\d.]+) FLOPs per byte", text)
+    assert ratio and float(ratio.group(1)) > 1.2, f"T5: this CPU's ratio, stored:\n{text}"
     step = re.search(
         r"DecoderLM (\d+) ms \(([\d.]+)x the floor\), lmcourse.fastdecode (\d+) ms "
         r"\(([\d.]+)x the floor\)",
@@ -311,7 +318,8 @@ def test_stored_decoding_step_is_above_the_floor_and_the_fast_path_below_the_ref
     )
     assert step, f"T5: no decoding-step line in the stored output:\n{text}"
     ours_ms, ours_x, fast_ms, fast_x = (float(g) for g in step.groups())
-    assert fast_x >= 0.95 and fast_ms < ours_ms, step.group(0)
+    assert fast_x >= 1.0 and fast_ms < ours_ms, step.group(0)
+    assert fast_ms > by_name["x @ W per matrix"], (fast_ms, by_name)
 
 
 def test_stored_generation_timings_are_plausible():
