@@ -18,9 +18,10 @@ this module removes:
   - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
     [in, out] and multiplied as `x @ W`, and the output matrix, read by the reference path as
     the table [vocab, d] through `F.linear`, is copied into the same layout [d, vocab];
-  - products of the weights on one thread: torch's matrix-vector product runs on one thread,
-    so on a CPU each matrix is cut into as many blocks of columns as there are threads and
-    multiplied by one batched product, which gives every thread its own block;
+  - products of the weights on one thread: torch's matrix-vector product ran on one thread
+    on the CPUs measured (MKL's kernel: as fast on two threads as on one), so on a CPU each
+    matrix is cut into as many blocks of columns as there are threads and multiplied by one
+    batched product, which gives every thread its own block;
   - small operations, which cost more than their arithmetic when a step makes hundreds of
     them (one cached step of SmolLM2-135M: 1,673 operator calls on the reference path, 693
     here with one block per matrix, 1,116 with two): RMSNorm as one call of
@@ -61,12 +62,13 @@ class _Weights:
     stored for a decoding step's product x [batch, in] -> x @ W.T + b [batch, out] in one of
     three layouts:
 
-    - "columns": W.T [in, out], multiplied as x @ W.T, the layout torch's matrix-vector kernel
-      streams fastest;
+    - "columns": W.T [in, out], multiplied as x @ W.T, the layout in which torch's
+      matrix-vector kernel read the weights faster than in nn.Linear's where the course
+      measured it (T5 times both);
     - "blocks": the same columns cut into `parts` blocks, stored [parts, in, out / parts] (zero
       columns pad the last) and multiplied by one batched product. torch's matrix-vector
-      product runs on one thread; a batched product shares its batch out among the threads, so
-      on a CPU with `parts` threads each thread streams its own block;
+      product ran on one thread on the CPUs measured; a batched product shares its batch out
+      among the threads, so on a CPU with `parts` threads each thread streams its own block;
     - "rows": W [out, in] as nn.Linear stores it, for a compiled step: one sequence's product
       written as an elementwise product and a sum over the input, (x * W).sum(-1), which
       inductor fuses into one generated loop that streams the weights on every thread, faster
