@@ -58,6 +58,13 @@ def repeated(reader, model) -> tuple:
     return (lambda: [read() for _ in range(FLOOR_READS)]), nbytes
 
 
+def noisy(result) -> str:
+    """'  (busy machine: name spread, ...)' naming each contestant of `result` whose spread is
+    above timing.BUSY_SPREAD, or '' when the machine was quiet for all of them."""
+    names = [f"{t.name} {t.spread:.0%}" for t in result.timings if t.spread > timing.BUSY_SPREAD]
+    return f"  (busy machine: spread {', '.join(names)})" if names else ""
+
+
 def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -> None:
     """Our model in bfloat16: half the bytes, so half the floor. Its decoding step against its
     own floor and float32's, its loss on the evaluation text against float32's, and how many
@@ -86,7 +93,7 @@ def bfloat16_report(ours, ids, n, repeats, threads, sync, floor32_s, tokens32) -
         f"\nbfloat16: weights {floor_bytes / 1e6:,.0f} MB, floor {1e3 * floor_s:.1f} ms; one "
         f"cached decoding step (reference blocks) {1e3 * step:.1f} ms ({step / floor_s:.2f}x "
         f"its floor, {step / floor32_s:.2f}x the float32 floor)"
-        f"{'  (busy machine)' if steps.busy else ''}"
+        f"{noisy(steps)}"
     )
     print(
         f"bfloat16: loss on 1,024 tokens of the evaluation text {loss16:.4f} against float32's "
@@ -275,13 +282,13 @@ def main() -> None:
             if side in timed
         }
         rows.append(
-            (name, repeats, {side: result.median_of(side) for side in contestants}, result.busy)
+            (name, repeats, {side: result.median_of(side) for side in contestants}, noisy(result))
         )
         print(f"  measured {name}", flush=True)
 
     sides = list(cached(1))
     print(f"\n{'':<26}{'runs':>5}" + "".join(f"{side:>20}" for side in sides))
-    for name, repeats, s, busy in rows:
+    for name, repeats, s, busy_note in rows:
         cells = [
             f"{s[side]:>9.3f} s"
             + (f" {s[side] / s['transformers']:5.2f}x" if side != "transformers" else " " * 7)
@@ -289,11 +296,7 @@ def main() -> None:
             else ""
             for side in sides
         ]
-        print(
-            f"{name:<26}{repeats:>5}"
-            + "".join(f"{c:>20}" for c in cells)
-            + ("  (busy machine)" if busy else "")
-        )
+        print(f"{name:<26}{repeats:>5}" + "".join(f"{c:>20}" for c in cells) + busy_note)
     print("(seconds, and the ratio to transformers' seconds)")
 
     by_name = {row[0]: row[2] for row in rows}
