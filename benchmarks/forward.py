@@ -265,7 +265,6 @@ def main() -> None:
             args.uncached_repeats,
         ),
     ]
-    floors = {}
     for name, contestants, repeats in cases:
         outputs[name] = {}
 
@@ -276,17 +275,15 @@ def main() -> None:
         if name == f"generate {n}, cache":  # the floors, round by round beside these runs
             timed |= {"floor": read_floor, "matvec": read_matvec}
         result = timing.compare(timed, repeats=repeats, threads=threads, sync=sync)
-        floors |= {
-            side: result.median_of(side) / FLOOR_READS
-            for side in ("floor", "matvec")
-            if side in timed
-        }
+        if "floor" in timed:
+            floor_s = result.median_of("floor") / FLOOR_READS
+            matvec_s = result.median_of("matvec") / FLOOR_READS
         rows.append(
             (name, repeats, {side: result.median_of(side) for side in contestants}, noisy(result))
         )
         print(f"  measured {name}", flush=True)
 
-    sides = list(cached(1))
+    sides = ["transformers", "ours", *fast_paths]
     print(f"\n{'':<26}{'runs':>5}" + "".join(f"{side:>20}" for side in sides))
     for name, repeats, s, busy_note in rows:
         cells = [
@@ -304,7 +301,6 @@ def main() -> None:
         by_name[k] for k in ("generate 1, cache", f"generate {n}, cache", f"generate {n}, no cache")
     )
     step = {side: (many[side] - one[side]) / (n - 1) for side in many}
-    floor_s, matvec_s = floors["floor"], floors["matvec"]
     context = args.tokens + n // 2  # the mean context of the steps
     kv = cache_bytes(ours.spec, context, kv_bytes=4)
     print(
