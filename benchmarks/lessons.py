@@ -5,9 +5,12 @@
 
 Each lesson is copied to a temporary folder (the stored notebook is never touched) and executed
 with nbclient in a child process of this script. The child starts the kernel and reaps it when
-the notebook ends, so os.wait4 on the child returns, in ru_maxrss, the peak resident memory of
-the largest process of the two: the kernel, where torch and the weights live. Wall time counts
-from starting the child to its exit, kernel start-up included. A lesson over LIMIT_S seconds or
+the notebook ends, then writes getrusage(RUSAGE_CHILDREN).ru_maxrss: the peak resident memory of
+the kernel (or of a process the kernel started and reaped, if that was larger), where torch and
+the weights live. It is read in the child, not from os.wait4 here, because Linux carries the
+peak of the memory a process was started from across exec: a child of a large process (pytest,
+say, after loading models) would report that process's peak as its own. Wall time counts from
+starting the child to its exit, kernel start-up included. A lesson over LIMIT_S seconds or
 LIMIT_BYTES bytes, or one that fails, is flagged and the script exits with status 1.
 """
 
@@ -46,8 +49,11 @@ class Result:
         return flags
 
 
-def execute_one(path: Path) -> None:
-    """In the child process: execute the notebook at `path` in a fresh python3 kernel."""
+def execute_one(path: Path, report: Path) -> None:
+    """In the child process: execute the notebook at `path` in a fresh python3 kernel, then write
+    the kernel's peak resident memory in bytes to `report`."""
+    import resource
+
     import nbformat
     from nbclient import NotebookClient
 
@@ -58,7 +64,11 @@ def execute_one(path: Path) -> None:
         timeout=CELL_TIMEOUT_S,
         resources={"metadata": {"path": str(path.parent)}},
     )
-    client.execute()  # starts the kernel, runs every cell, shuts the kernel down and reaps it
+    try:
+        client.execute()  # starts the kernel, runs every cell, shuts the kernel down and reaps it
+    finally:  # a failed cell still shuts the kernel down; its peak is reported beside the error
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
+        report.write_text(str(peak_kib * 1024))
 
 
 def measure(path: Path) -> Result:
@@ -68,22 +78,22 @@ def measure(path: Path) -> Result:
         copy = Path(tmp) / path.name
         shutil.copyfile(path, copy)
         log = Path(tmp) / "child.log"
+        report = Path(tmp) / "peak_rss_bytes"
         start = time.perf_counter()
         with open(log, "wb") as out:
-            child = subprocess.Popen(
-                [sys.executable, __file__, "--execute-one", str(copy)],
+            returncode = subprocess.call(
+                [sys.executable, __file__, "--execute-one", str(copy), str(report)],
                 cwd=tmp,
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-            _, status, usage = os.wait4(child.pid, 0)  # keeps the rusage that Popen.wait drops
-            child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
         error = None
-        if child.returncode != 0:
+        if returncode != 0:
             lines = log.read_text(errors="replace").strip().splitlines()
-            error = lines[-1] if lines else f"exit status {child.returncode}"
-    return Result(path.stem, wall, usage.ru_maxrss * 1024, error)  # ru_maxrss is in KiB on Linux
+            error = lines[-1] if lines else f"exit status {returncode}"
+        peak = int(report.read_text()) if report.exists() else 0  # 0: the child died first
+    return Result(path.stem, wall, peak, error)
 
 
 def table(results: list[Result]) -> str:
@@ -97,7 +107,7 @@ def table(results: list[Result]) -> str:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--execute-one"]:
-        execute_one(Path(argv[1]))
+        execute_one(Path(argv[1]), Path(argv[2]))
         return 0
     paths = [Path(a) for a in argv] or sorted(LESSONS.glob("LM10-T*.ipynb"))
     if not paths:

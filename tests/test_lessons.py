@@ -437,6 +437,11 @@ def _load_bench():
 def test_bench_reports_the_kernels_peak_memory_and_wall_time(tmp_path):
     bench = _load_bench()
     megabytes = 400
+    # This process peaks well above the kernel first, as pytest does after tests that load
+    # models: Linux carries a parent's peak into a child it starts, so a benchmark that read the
+    # peak from os.wait4 on its own child reported pytest's memory, not the kernel's.
+    grown = bytearray(3 * megabytes * 2**20)  # zero-filled, so every page is resident
+    del grown
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
     nb.cells = [  # touch every page so that it is resident
@@ -456,3 +461,23 @@ def test_bench_reports_the_kernels_peak_memory_and_wall_time(tmp_path):
         "interpreter: it is not measuring the kernel alone"
     )
     assert 0 < result.wall_s < 120, f"wall time {result.wall_s:.1f} s for a two-cell notebook"
+
+
+def test_bench_flags_a_failing_lesson_and_still_reports_its_peak(tmp_path):
+    bench = _load_bench()
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
+    nb.cells = [
+        nbformat.v4.new_code_cell("block = bytearray(200 * 2**20)"),
+        nbformat.v4.new_code_cell("raise ValueError('lesson broke here')"),
+        nbformat.v4.new_code_cell("never = 'reached'"),
+    ]
+    path = tmp_path / "LM10-T0-fails.ipynb"
+    nbformat.write(nb, path)
+    result = bench.measure(path)
+    assert result.error is not None and "lesson broke here" in result.error, result.error
+    assert any(flag.startswith("FAILED") for flag in result.flags), result.flags
+    assert result.peak_rss_bytes >= 200 * 2**20, (
+        f"a failed lesson's peak RSS reads {result.peak_rss_bytes} bytes, below the 200 MiB it held"
+    )
+    assert "FAILED" in bench.table([result])
