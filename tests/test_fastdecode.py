@@ -9,7 +9,7 @@ import torch
 from lmcourse import from_transformers
 from lmcourse.ablations import tile_kv_heads, without_gate
 from lmcourse.fastdecode import FastDecoder
-from test_parity import CASES, OTHER_FAMILIES, VOCAB, random_hf_model
+from test_parity import CASES, OTHER_FAMILIES, VOCAB, random_hf_model, smollm2
 
 TOL = 1e-4
 FAMILIES = CASES + [pytest.param(cfg, id=name) for name, cfg in OTHER_FAMILIES.items()]
@@ -57,7 +57,7 @@ def test_fast_decoding_follows_the_ablated_model(ablate):
 def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     """torch.compile of the step (opt-in, about a minute to compile): the same tokens and
     logits for one sequence (each product a loop of its own) and for two (`F.linear`), with no
-    new compilation as the cached length grows."""
+    new compilation as the cached length grows, and for a second decoder of another shape."""
     from test_parity import MAIN
 
     model = from_transformers(random_hf_model(MAIN["smollm2"])).eval()
@@ -66,7 +66,22 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     assert_same_decoding(model, fast, batch=1)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == frames
+    # each graph's guards dropped are those on the decoder's own tensors, one per tensor: four
+    # fused matrices and a score scale per layer, and the output matrix
+    own = len(fast._own_tensors())
+    assert own == 5 * model.spec.layers + 1 and set(fast._unguarded) == {own}, fast._unguarded
     assert_same_decoding(model, fast, batch=2)
+    # A second decoder, of a model that differs only in its feed-forward width, compiles its
+    # own code, so that the graphs compiled for the first one, which do not check the first
+    # one's matrices, are never looked up for it; and it decodes its own model's tokens.
+    narrower = from_transformers(random_hf_model(smollm2(36, 2, 9, 3, 48), seed=1)).eval()
+    second = FastDecoder(narrower, compiled=True)
+    assert second._step_code is not fast._step_code
+    assert all(
+        code is not FastDecoder._step.__code__ for code in (fast._step_code, second._step_code)
+    )
+    assert_same_decoding(narrower, second, batch=1)
+    assert set(second._unguarded) == {own}, second._unguarded
 
 
 @pytest.mark.parametrize("layout", ["columns", "blocks", "rows"])
