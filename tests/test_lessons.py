@@ -434,6 +434,15 @@ def _load_bench():
     return module
 
 
+def _measure_cells(bench, path, sources):
+    """The lessons benchmark's measurement of a python3 notebook of these code cells at path."""
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nb, path)
+    return bench.measure(path)
+
+
 def test_bench_reports_the_kernels_peak_memory_and_wall_time(tmp_path):
     bench = _load_bench()
     megabytes = 400
@@ -442,15 +451,14 @@ def test_bench_reports_the_kernels_peak_memory_and_wall_time(tmp_path):
     # peak from os.wait4 on its own child reported pytest's memory, not the kernel's.
     grown = bytearray(3 * megabytes * 2**20)  # zero-filled, so every page is resident
     del grown
-    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
-    nb.cells = [  # touch every page so that it is resident
-        nbformat.v4.new_code_cell(f"block = bytearray({megabytes} * 2**20)"),
-        nbformat.v4.new_code_cell("block[::4096] = b'x' * len(block[::4096])\ndel block"),
-    ]
-    path = tmp_path / "LM10-T0-allocates.ipynb"
-    nbformat.write(nb, path)
-    result = bench.measure(path)
+    result = _measure_cells(
+        bench,
+        tmp_path / "LM10-T0-allocates.ipynb",
+        [  # touch every page so that it is resident
+            f"block = bytearray({megabytes} * 2**20)",
+            "block[::4096] = b'x' * len(block[::4096])\ndel block",
+        ],
+    )
     assert result.error is None, f"benchmark failed to execute a two-cell notebook: {result.error}"
     peak_mb = result.peak_rss_bytes / 2**20
     assert peak_mb >= megabytes, (
@@ -465,16 +473,11 @@ def test_bench_reports_the_kernels_peak_memory_and_wall_time(tmp_path):
 
 def test_bench_flags_a_failing_lesson_and_still_reports_its_peak(tmp_path):
     bench = _load_bench()
-    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
-    nb.cells = [
-        nbformat.v4.new_code_cell("block = bytearray(200 * 2**20)"),
-        nbformat.v4.new_code_cell("raise ValueError('lesson broke here')"),
-        nbformat.v4.new_code_cell("never = 'reached'"),
-    ]
-    path = tmp_path / "LM10-T0-fails.ipynb"
-    nbformat.write(nb, path)
-    result = bench.measure(path)
+    result = _measure_cells(
+        bench,
+        tmp_path / "LM10-T0-fails.ipynb",
+        ["block = bytearray(200 * 2**20)", "raise ValueError('lesson broke here')", "never = 1"],
+    )
     assert result.error is not None and "lesson broke here" in result.error, result.error
     assert any(flag.startswith("FAILED") for flag in result.flags), result.flags
     assert result.peak_rss_bytes >= 200 * 2**20, (
