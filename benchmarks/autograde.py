@@ -35,14 +35,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from lab_cases import fill  # noqa: E402
 
-GRADING_FILES = [
-    "nbgrader_config.py",
-    "course_preprocessors.py",
-    "autograde.py",
-    "sandbox.py",
-    "sandbox_exec.py",
-    "submission_checks.py",
-]
 PLAIN_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "LM10"
 c.CourseDirectory.root = {root!r}
@@ -87,8 +79,8 @@ def make_course(folder, lab, notebooks):
     """A course in `folder` with the course's grading tools, `lab` released and submitted."""
     grading = folder / "grading"
     grading.mkdir(parents=True)
-    for name in GRADING_FILES:
-        shutil.copy(ROOT / "grading" / name, grading / name)
+    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
+        shutil.copy(tool, grading / tool.name)
     shutil.copytree(ROOT / "solutions" / lab, folder / "solutions" / lab)
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force"],

@@ -13,6 +13,11 @@ sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py): the worker'
 which imported the lab's modules once and forks a fresh kernel for every submission. Only the
 workers read submissions and write the gradebook.
 
+Nothing runs without a sandbox: where bubblewrap is missing or cannot make one, the batch
+stops before the gradebook is opened, naming the fix (sandbox.require); only
+`--without-isolation` (LM10_GRADE_WITHOUT_ISOLATION=1) grades anyway, and every row then says
+"NOT ISOLATED".
+
 Before grading, each submission folder must hold the lab's notebook: a single notebook under
 another name (`LM10-L2 (1).ipynb`) is graded as the lab's, with a note; none, several, or a
 link instead of a file is reported with the reason.
@@ -70,6 +75,7 @@ class Result:
     attempts: int = 0
     seconds: float = 0.0
     message: str = ""
+    isolated: str = ""  # yes | no (LM10_GRADE_WITHOUT_ISOLATION=1) | "" (never ran)
 
 
 def course_paths(grading=GRADING):
@@ -444,7 +450,7 @@ def explain(result, notes, note, autograded_notebook):
             + (f" (+{len(notes['flags']) - 4} more)" if len(notes["flags"]) > 4 else "")
         )
     if notes and notes.get("isolated") is False:
-        parts.append("NOT ISOLATED (bubblewrap missing)")
+        parts.append("NOT ISOLATED (graded without a sandbox: LM10_GRADE_WITHOUT_ISOLATION=1)")
     return " | ".join(parts)[:1000]
 
 
@@ -555,21 +561,19 @@ def autograde(
     unknown = [s for s in students if not (submitted / s / lab).is_dir()]
     if unknown:
         raise ValueError(f"no folder {submitted}/<student>/{lab}/ for {', '.join(unknown)}")
-    os.environ.update(PATH=environment()["PATH"])  # for the gradebook opened here too
-    check_released(lab, db_url, course_id)
     sys.path.insert(0, str(grading))
     try:
         import sandbox
     finally:
         sys.path.remove(str(grading))
-    if sandbox.bwrap() is None:
+    try:  # before the gradebook is opened or any submission runs
+        isolated = sandbox.require()
+    except sandbox.SandboxUnavailable as error:
+        raise ValueError(str(error)) from None
+    if not isolated:
         print(sandbox.NOT_ISOLATED, file=sys.stderr, flush=True)
-    elif problem := sandbox.probe():
-        raise ValueError(
-            f"bubblewrap is installed but cannot make a sandbox here: {problem}. "
-            "Fix that (user namespaces must be allowed), or grade without "
-            "isolation, knowingly: LM10_NO_SANDBOX=1"
-        )
+    os.environ.update(PATH=environment()["PATH"])  # for the gradebook opened here too
+    check_released(lab, db_url, course_id)
     source = root / "solutions" / lab / f"{lab}.ipynb"
     if source.is_file() and "pretrained" in source.read_text():
         # The sandbox reads the SmolLM2 cache read-only: convert it here, once, if needed.
@@ -625,6 +629,8 @@ def autograde(
             r, found, extra[r.student], autograded / r.student / lab / f"{lab}.ipynb"
         )
         r.seconds = round(r.seconds, 1)
+        if "isolated" in found:
+            r.isolated = "yes" if found["isolated"] else "no"
     write_report(grading / f"autograde-{lab}.csv", ordered)
     return ordered
 
@@ -649,8 +655,16 @@ def main(argv=None):
         default=5,
         help="retries of a submission that met a locked gradebook (default 5)",
     )
+    parser.add_argument(
+        "--without-isolation",
+        action="store_true",
+        help="run student code WITHOUT a sandbox, with the grader's rights (the same as "
+        "LM10_GRADE_WITHOUT_ISOLATION=1); only for trusted submissions",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.without_isolation:  # the workers inherit it
+        os.environ["LM10_GRADE_WITHOUT_ISOLATION"] = "1"
     if args.worker:
         serve(args.lab, GRADING, args.timeout, args.cell_timeout)
         return

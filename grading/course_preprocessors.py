@@ -231,7 +231,13 @@ class SandboxedExecute(Execute):
     output_chars = Integer(20_000, help="Characters kept of each output.").tag(config=True)
 
     def preprocess(self, nb, resources):
-        notes = {"flags": submission_checks.flags(nb), "isolated": sandbox.bwrap() is not None}
+        try:
+            isolated = sandbox.require()  # before any of the student's code runs
+        except sandbox.SandboxUnavailable as error:
+            raise SandboxError(str(error)) from None
+        # Kept in the autograded notebook, where the grades export reads it (GradesExport).
+        nb.metadata["lm10"] = {"isolated": isolated}
+        notes = {"flags": submission_checks.flags(nb), "isolated": isolated}
         write_notes(notes)
         restore = submission_checks.restore_source(nb)
         prepared, origin = nbformat.from_dict(json.loads(json.dumps(nb))), []

@@ -17,6 +17,7 @@ from course_preprocessors import (  # noqa: E402
     SandboxedExecute,
     StripHiddenTests,
 )
+from grades_export import GradesExport  # noqa: E402
 from nbconvert.preprocessors import (  # noqa: E402
     ClearMetadataPreprocessor,
     CSSHTMLHeaderPreprocessor,
@@ -79,6 +80,13 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
+# Without a working bubblewrap SandboxedExecute refuses to run any submission, unless the
+# instructor chose LM10_GRADE_WITHOUT_ISOLATION=1 (grading/sandbox.py). Which of the two it was
+# stays in the autograded notebook's metadata (`lm10`), which ClearMetadataPreprocessor keeps,
+# and `make grades` exports it as the `isolated` column (grades_export.py).
+c.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {("language_info", "name"), "lm10"}
+c.ExportApp.plugin_class = GradesExport
+
 # Seconds per cell (nbgrader's default is 30). Each lab's setup cell imports torch and
 # transformers, which took 30 s on a loaded 2-core machine; a cell still running after this is
 # interrupted and scores as an error, and the rest of the notebook is graded.

@@ -11,9 +11,14 @@ submissions, no network. When the executor ends, the PID namespace ends and the 
 every process the student started with it, detached or not. Resource limits apply to every
 process in it: file size, address space, process count, CPU time.
 
-Where bwrap is missing, or LM10_NO_SANDBOX=1 is set (the tests use it to try that path), the
-same executor runs as a plain process in a temporary folder with the same resource limits and
-a loud warning: the student's code can then read and write everything the grader's user can.
+Without a working bubblewrap, nothing is graded: `require()` raises SandboxUnavailable with
+the reason and the fix, and every entry point (grading/autograde.py, so `make autograde`, and
+SandboxedExecute, so the formgrader and `nbgrader autograde`) calls it before any submission
+runs. Only an instructor who sets LM10_GRADE_WITHOUT_ISOLATION=1 (`make autograde ...
+WITHOUT_ISOLATION=1`, `autograde.py --without-isolation`) grades unisolated, knowingly: the
+same executor then runs as a plain process in a temporary folder with the same resource limits,
+the student's code can read and write everything the grader's user can, and every report row,
+the autograded notebook and the grades export say so.
 """
 
 import contextlib
@@ -35,11 +40,63 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 EXECUTOR = HERE / "sandbox_exec.py"
 PYTHON = os.path.normpath(os.path.abspath(sys.executable))  # the venv's, not resolved
+WITHOUT_ISOLATION = "LM10_GRADE_WITHOUT_ISOLATION"  # =1: the instructor's knowing choice
 NOT_ISOLATED = (
-    "WARNING: bubblewrap (bwrap) is not installed: submissions run WITHOUT "
-    "isolation and can read and change the gradebook, the solutions and other "
-    "submissions. Install it: apt-get install bubblewrap"
+    f"WARNING: {WITHOUT_ISOLATION}=1: submissions run WITHOUT isolation and can read and "
+    "change the gradebook, the solutions and other submissions"
 )
+INSTALL = (
+    "Install bubblewrap: Debian and Ubuntu `sudo apt-get install bubblewrap`, Fedora and RHEL "
+    "`sudo dnf install bubblewrap`, Arch `sudo pacman -S bubblewrap`, openSUSE `sudo zypper "
+    "install bubblewrap` (macOS and Windows have none: grade on Linux, or in a Linux virtual "
+    "machine or container that allows user namespaces)"
+)
+NAMESPACES = (
+    "Allow unprivileged user namespaces: `sudo sysctl kernel.unprivileged_userns_clone=1` "
+    "(older Debian), `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu "
+    "24.04 and later), or run the container with user namespaces allowed"
+)
+KNOWINGLY = (
+    f"To grade without isolation, knowingly: {WITHOUT_ISOLATION}=1 "
+    "(make autograde LAB=... WITHOUT_ISOLATION=1, or grading/autograde.py LAB "
+    '--without-isolation); every report row then says "NOT ISOLATED"'
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """No sandbox can be made here and the instructor did not choose to grade without one."""
+
+
+def without_isolation():
+    """Whether the instructor chose to grade without isolation (LM10_GRADE_WITHOUT_ISOLATION=1)."""
+    return os.environ.get(WITHOUT_ISOLATION) == "1"
+
+
+_working = None  # the bwrap that made a sandbox in this process
+
+
+def require():
+    """True where submissions will run in a working sandbox, False where the instructor chose
+    to grade without isolation; SandboxUnavailable, naming the fix, otherwise. Call it before
+    any submission runs."""
+    global _working
+    if without_isolation():
+        return False
+    path = shutil.which("bwrap")
+    if path is None:
+        why, fix = "bubblewrap (bwrap) is not installed (not on PATH)", INSTALL
+    elif path == _working:  # probed already in this process
+        return True
+    elif problem := probe():
+        why, fix = f"bubblewrap is installed but cannot make a sandbox here: {problem}", NAMESPACES
+    else:
+        _working = path
+        return True
+    raise SandboxUnavailable(
+        f"no submission was graded: {why}. Student code must never run with the grader's "
+        f"rights, where it could read the solutions and rewrite the gradebook. {fix}. "
+        f"{KNOWINGLY}."
+    )
 
 
 @dataclass
@@ -53,8 +110,9 @@ class Limits:
 
 
 def bwrap():
-    """Path of bwrap, or None where it is missing or LM10_NO_SANDBOX=1 pretends so."""
-    if os.environ.get("LM10_NO_SANDBOX") == "1":
+    """Path of bwrap, or None where it is missing or the instructor chose to grade without
+    isolation (`require` refuses the first)."""
+    if without_isolation():
         return None
     return shutil.which("bwrap")
 
@@ -396,6 +454,8 @@ def execute(notebook_json, cell_timeout, total_timeout, limits=None):
     if _warm is not None and limits == _warm.limits:
         return _warm.execute(notebook_json, cell_timeout, total_timeout)
     path = bwrap()
+    if path is None:
+        require()  # raises, unless the instructor chose to grade without isolation
     with tempfile.TemporaryDirectory(prefix="lm10-grade-") as scratch:
         scratch = Path(scratch)
         if path:

@@ -11,10 +11,12 @@ then feedback is generated. The tests check every student's status, score and re
 that no correct answer lost a point; that the gradebook, the solutions, the other submissions
 and every file outside the autograded and feedback folders are unchanged, and nothing was
 readable; that feedback holds only HTML pages without hidden tests; and that no process
-outlived the batch. Then single-student runs: without the sandbox (LM10_NO_SANDBOX=1) grading
-still works, warns loudly and merges its line into the batch's report; a whole-notebook
-timeout stops a submission and records zero; a bwrap that cannot make namespaces stops the
-batch with the reason instead of zeroing everyone.
+outlived the batch. Then single-student runs: without bubblewrap on PATH, neither
+autograde.py nor nbgrader's autograde runs any submission, and both name the fix; with
+LM10_GRADE_WITHOUT_ISOLATION=1 grading runs, warns loudly, says "not isolated" in the report
+row, its CSV and the grades export, and merges its line into the batch's report; a
+whole-notebook timeout stops a submission and records zero; a bwrap that cannot make
+namespaces stops the batch with the reason instead of zeroing everyone.
 
 Cases, with what they must score (of 10 autograded points; the written answer is by hand):
 ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (`while True:
@@ -29,12 +31,12 @@ twonotebooks, link, nocells: error, 0, with the reason. Redefining the reference
 compares against is tested per lab in tests/test_labs.py (every lab's `refpatch` case).
 """
 
+import contextlib
 import copy
 import csv
 import hashlib
 import html
 import importlib
-import json
 import os
 import re
 import shutil
@@ -45,18 +47,10 @@ from pathlib import Path
 import nbformat
 import pytest
 from lab_cases import fill, solution_answers
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
-GRADING_FILES = [
-    "nbgrader_config.py",
-    "course_preprocessors.py",
-    "autograde.py",
-    "sandbox.py",
-    "sandbox_exec.py",
-    "submission_checks.py",
-]
 MARKER = "lm10hostile"  # in the command line of every process a hostile submission starts
 CELL_TIMEOUT = 40  # the setup cell imports transformers: allow for a loaded machine
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -314,8 +308,8 @@ def batch(tmp_path_factory, sandbox_installed):
     course = tmp_path_factory.mktemp("hostile-course")
     grading = course / "grading"
     grading.mkdir()
-    for name in GRADING_FILES:
-        shutil.copy(ROOT / "grading" / name, grading / name)
+    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
+        shutil.copy(tool, grading / tool.name)
     shutil.copytree(ROOT / "solutions", course / "solutions")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(
@@ -551,10 +545,58 @@ def test_report_csv_lists_every_student_with_a_reason(batch):
     ]
 
 
-def test_without_bubblewrap_grading_still_works_and_warns(batch):
-    """One student again with LM10_NO_SANDBOX=1: graded, loudly not isolated, report merged."""
+def hidden_bwrap(env):
+    """`env` with a PATH that holds this environment's commands and no bwrap."""
+    return dict(env, PATH=str(Path(sys.executable).parent))
+
+
+def test_without_bubblewrap_nothing_is_graded(batch, tmp_path):
+    """bwrap hidden from PATH: autograde.py and nbgrader's own autograde (the formgrader's)
+    stop before any submission runs, and name the fix and the knowing choice."""
     grading = batch["course"] / "grading"
-    env = dict(batch["env"], LM10_NO_SANDBOX="1")
+    canary = tmp_path / "canary.txt"  # written by the student's code, were it ever run
+    released = nbformat.read(batch["course"] / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    folder = grading / "submitted" / "canary" / LAB
+    folder.mkdir(parents=True)
+    nbformat.write(
+        fill(released, answers(l2_attention=f"open({str(canary)!r}, 'w').write('ran')")),
+        folder / f"{LAB}.ipynb",
+    )
+    before = tree_digest(grading, skip=("submitted/canary", "__pycache__"))
+    env = hidden_bwrap(batch["env"])
+    assert shutil.which("bwrap", path=env["PATH"]) is None
+    try:
+        for command in (
+            [sys.executable, "autograde.py", LAB, "--student", "canary", "ok"],
+            [sys.executable, "-m", "nbgrader", "autograde", LAB, "--student", "canary"],
+        ):
+            done = subprocess.run(
+                command, cwd=grading, env=env, capture_output=True, text=True, timeout=300
+            )
+            said = done.stdout + done.stderr
+            assert done.returncode != 0, said
+            assert "bubblewrap (bwrap) is not installed" in said, said[-3000:]
+            assert "sudo apt-get install bubblewrap" in said, said[-3000:]
+            assert "LM10_GRADE_WITHOUT_ISOLATION=1" in said, said[-3000:]
+            assert not canary.exists(), f"{command[1:3]} ran the student's code unsandboxed"
+            if "autograde.py" in command:
+                assert done.returncode == 2, said
+                assert tree_digest(grading, skip=("submitted/canary", "__pycache__")) == before, (
+                    "autograde.py wrote to the gradebook, the report or the autograded folders"
+                )
+    finally:
+        shutil.rmtree(grading / "submitted" / "canary")
+        shutil.rmtree(grading / "autograded" / "canary", ignore_errors=True)
+        url = f"sqlite:///{grading / 'gradebook.db'}"
+        with Gradebook(url, course_id="LM10") as gradebook, contextlib.suppress(MissingEntry):
+            gradebook.remove_student("canary")
+
+
+def test_without_isolation_by_choice_grading_runs_and_says_so(batch):
+    """`ok` again with LM10_GRADE_WITHOUT_ISOLATION=1 and no bwrap on PATH: graded, loudly not
+    isolated in the printed row, the report CSV and the grades export; report merged."""
+    grading = batch["course"] / "grading"
+    env = dict(hidden_bwrap(batch["env"]), LM10_GRADE_WITHOUT_ISOLATION="1")
     done = subprocess.run(
         [
             sys.executable,
@@ -580,8 +622,27 @@ def test_without_bubblewrap_grading_still_works_and_warns(batch):
         row["student"]: row for row in csv.DictReader((grading / f"autograde-{LAB}.csv").open())
     }
     assert set(rows) == set(EXPECTED), "rerunning one student must keep the batch's other rows"
-    assert "NOT ISOLATED" in rows["ok"]["message"] and rows["stderr"]["status"] == "graded"
-    assert json.loads(json.dumps(rows["ok"]))["score"] == "10.0"
+    assert "NOT ISOLATED" in rows["ok"]["message"] and rows["ok"]["isolated"] == "no"
+    assert rows["stderr"]["status"] == "graded" and rows["stderr"]["isolated"] == "yes"
+    assert rows["badjson"]["isolated"] == "", "a notebook that never ran has no isolation"
+    assert rows["ok"]["score"] == "10.0"
+    exported = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "export", "--to", "grades.csv"],
+        cwd=grading,
+        env=batch["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    grades = {
+        row["student_id"]: row
+        for row in csv.DictReader((grading / "grades.csv").open())
+        if row["assignment"] == LAB
+    }
+    assert grades["ok"]["isolated"] == "no" and float(grades["ok"]["raw_score"]) == 10.0
+    assert grades["stderr"]["isolated"] == "yes" and float(grades["stderr"]["raw_score"]) == 10.0
+    assert grades["badjson"]["isolated"] == "" and float(grades["badjson"]["score"]) == 0.0
 
 
 def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
@@ -632,7 +693,8 @@ def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cannot make a sandbox here: bwrap: No permissions" in done.stderr, done.stderr
-    assert "LM10_NO_SANDBOX=1" in done.stderr
+    assert "kernel.unprivileged_userns_clone=1" in done.stderr, done.stderr
+    assert "LM10_GRADE_WITHOUT_ISOLATION=1" in done.stderr, done.stderr
     assert (grading / f"autograde-{LAB}.csv").read_text() == report, "nothing may be graded"
 
 

@@ -30,14 +30,6 @@ from lab_cases import l2
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
-GRADING_FILES = [
-    "nbgrader_config.py",
-    "course_preprocessors.py",
-    "autograde.py",
-    "sandbox.py",
-    "sandbox_exec.py",
-    "submission_checks.py",
-]
 STUDENTS = {"alice": l2.correct, "bob": lambda nb: nb}  # bob hands in the blank release
 PASSWORD = "lm10-test-password"  # the shared password of the test authenticator
 TOKEN = "lm10-test-" + os.urandom(16).hex()
@@ -202,8 +194,8 @@ def hub(tmp_path_factory):
     grading, exchange, student_config = course / "grading", base / "exchange", base / "student"
     for folder in (grading, homes, state, exchange, student_config):
         folder.mkdir(parents=True)
-    for name in GRADING_FILES:
-        shutil.copy(ROOT / "grading" / name, grading / name)
+    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
+        shutil.copy(tool, grading / tool.name)
     with open(grading / "nbgrader_config.py", "a") as handle:
         handle.write(f"c.Exchange.root = {str(exchange)!r}\n")
     shutil.copytree(ROOT / "solutions" / LAB, course / "solutions" / LAB)

@@ -27,14 +27,6 @@ import pytest
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
-GRADING_FILES = [
-    "nbgrader_config.py",
-    "course_preprocessors.py",
-    "autograde.py",
-    "sandbox.py",
-    "sandbox_exec.py",
-    "submission_checks.py",
-]
 LABS = sorted(
     p.name for p in (ROOT / "solutions").glob("LM10-L*") if (p / f"{p.name}.ipynb").is_file()
 )
@@ -110,8 +102,8 @@ def course(tmp_path_factory):
     """A temporary course: this repository's grading config and tools, and its lab sources."""
     root = tmp_path_factory.mktemp("course")
     (root / "grading").mkdir()
-    for name in GRADING_FILES:
-        shutil.copy(ROOT / "grading" / name, root / "grading" / name)
+    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
+        shutil.copy(tool, root / "grading" / tool.name)
     shutil.copytree(ROOT / "solutions", root / "solutions")
     return root
 

@@ -1,0 +1,99 @@
+"""`nbgrader export` (`make grades`) with a column saying whether each submission ran isolated.
+
+nbgrader's CsvExportPlugin writes one line per student and lab. `GradesExport` writes the same
+columns, quoted as CSV (a name with a comma stays one field), plus `isolated`: `yes` where
+every notebook of the submission ran in the sandbox, `no` where the instructor graded it
+without isolation (LM10_GRADE_WITHOUT_ISOLATION=1, grading/sandbox.py), empty where it has no
+autograded notebook that says (not submitted, not autograded, or never run). SandboxedExecute
+writes that fact into the autograded notebook's metadata (`lm10.isolated`), so it holds for
+submissions graded by `make autograde`, the formgrader and `nbgrader autograde` alike.
+"""
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from nbgrader.api import MissingEntry
+from nbgrader.plugins import ExportPlugin
+
+COLUMNS = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+    "isolated",
+]
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # a name or e-mail may come from a student
+
+
+def isolation(folder):
+    """yes, no or "" for the autograded notebooks in `folder` (see the module's docstring)."""
+    found = []
+    for path in sorted(Path(folder).glob("*.ipynb")) if Path(folder).is_dir() else []:
+        try:
+            metadata = json.loads(path.read_text()).get("metadata", {})
+            value = metadata.get("lm10", {}).get("isolated")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, bool):
+            found.append(value)
+    if not found:
+        return ""
+    return "yes" if all(found) else "no"
+
+
+class GradesExport(ExportPlugin):
+    """nbgrader's CSV export, quoted, with the `isolated` column."""
+
+    def export(self, gradebook):
+        dest = self.to or "grades.csv"
+        students = {str(s) for s in self.student}
+        assignments = {str(a) for a in self.assignment}
+        coursedir = self.parent.coursedir
+        self.log.info("Exporting grades to %s", dest)
+        with open(dest, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(COLUMNS)
+            for assignment in gradebook.assignments:
+                if assignments and assignment.name not in assignments:
+                    continue
+                for student in gradebook.students:
+                    if students and student.id not in students:
+                        continue
+                    row = {
+                        "assignment": assignment.name,
+                        "duedate": assignment.duedate,
+                        "student_id": student.id,
+                        "last_name": student.last_name,
+                        "first_name": student.first_name,
+                        "email": student.email,
+                        "max_score": assignment.max_score,
+                    }
+                    try:
+                        submission = gradebook.find_submission(assignment.name, student.id)
+                    except MissingEntry:  # nothing submitted: zero, as nbgrader's export
+                        row.update(raw_score=0.0, late_submission_penalty=0.0, score=0.0)
+                    else:
+                        penalty = submission.late_submission_penalty or 0.0
+                        row.update(
+                            timestamp=submission.timestamp,
+                            raw_score=submission.score,
+                            late_submission_penalty=penalty,
+                            score=max(0.0, submission.score - penalty),
+                            isolated=isolation(
+                                coursedir.format_path(
+                                    coursedir.autograded_directory, student.id, assignment.name
+                                )
+                            ),
+                        )
+                    writer.writerow(
+                        CONTROL.sub("", "" if row.get(c) is None else str(row[c])) for c in COLUMNS
+                    )
