@@ -60,6 +60,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import nbformat
+import submission_checks  # beside this file (grading/ is on sys.path for it and its callers)
 
 GRADING = Path(__file__).resolve().parent
 LOCKED = "database is locked"
@@ -106,10 +107,13 @@ def find_notebook(folder, lab):
     """(note, problem) for a submission folder: the lab's notebook must be there as a plain
     file; a single notebook under another name is copied to the lab's name and noted."""
     want = folder / f"{lab}.ipynb"
-    notebooks = sorted(p for p in folder.iterdir() if p.suffix == ".ipynb")
-    links = [p.name for p in notebooks if p.is_symlink()]
+    named = sorted(p for p in folder.iterdir() if p.suffix == ".ipynb")
+    links = [p.name for p in named if p.is_symlink()]
     if links:
         return "", f"{', '.join(links)} is a link, not a notebook file: not graded"
+    if want.exists() and not want.is_file():
+        return "", f"{want.name} is a folder (or another non-file), not a notebook: not graded"
+    notebooks = [p for p in named if p.is_file()]  # a folder named draft.ipynb is no notebook
     if want.is_file():
         # Graded before under another name: say so again, so a rerun reports the same.
         same = [p.name for p in notebooks if p != want and p.read_bytes() == want.read_bytes()]
@@ -136,7 +140,7 @@ def notebook_problem(path, answer_ids):
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # noqa: BLE001 (nbformat raises many kinds on bad input)
         return f"not a readable notebook: {type(error).__name__}: {first_line(error, 300)}"
-    present = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb.cells}
+    present = {submission_checks.meta(c).get("grade_id") for c in nb.cells}
     missing = [grade_id for grade_id in answer_ids if grade_id not in present]
     if answer_ids and len(missing) == len(answer_ids):
         return (
@@ -157,11 +161,8 @@ def answer_cells(release):
         nb = nbformat.read(release, as_version=4)
     except OSError:
         return []
-    return [
-        c.metadata.nbgrader["grade_id"]
-        for c in nb.cells
-        if c.get("metadata", {}).get("nbgrader", {}).get("solution")
-    ]
+    found = (submission_checks.meta(c) for c in nb.cells)
+    return [m["grade_id"] for m in found if m.get("solution") and m.get("grade_id")]
 
 
 def log_reason(log):
@@ -212,7 +213,7 @@ def warm_imports(release):
         return ""
     found = []
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = submission_checks.meta(cell)
         if cell.cell_type != "code" or meta.get("solution") or meta.get("grade"):
             continue
         try:
@@ -396,8 +397,19 @@ def check_released(lab, db_url, course_id):
             ) from None
 
 
+ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def plain(text):
+    """`text` without terminal escape sequences (colours, cursor moves, titles, the clipboard)
+    or other control and direction characters: a student's text, in a report line or the CSV,
+    must show as what it is. Newlines and tabs stay."""
+    return CONTROL.sub("", ESCAPE.sub("", str(text)))
+
+
 def first_line(text, limit=160):
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(text)).strip()
+    text = plain(text).strip()
     return (text.splitlines() or [""])[0][:limit]
 
 
@@ -409,10 +421,11 @@ def failures(notebook_path):
         return []
     found = []
     for cell in nb.cells:
-        m = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type != "code" or not m.get("grade") or m.get("solution"):
+        m = submission_checks.meta(cell)
+        if cell.get("cell_type") != "code" or not m.get("grade") or m.get("solution"):
             continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        errors = [o for o in outputs if isinstance(o, dict) and o.get("output_type") == "error"]
         if errors:
             error = errors[-1] if errors[-1].get("ename") != "KeyboardInterrupt" else errors[0]
             reason = f"{error.get('ename')}: {first_line(error.get('evalue', ''))}".rstrip(": ")
@@ -451,7 +464,7 @@ def explain(result, notes, note, autograded_notebook):
         )
     if notes and notes.get("isolated") is False:
         parts.append("NOT ISOLATED (graded without a sandbox: LM10_GRADE_WITHOUT_ISOLATION=1)")
-    return " | ".join(parts)[:1000]
+    return " ".join(plain(" | ".join(parts)).split())[:1000]
 
 
 def record(results, lab, db_url, course_id):
@@ -519,6 +532,9 @@ def write_report(path, results):
                     rows[row["student"]] = [row.get(name, "") for name in names]
     for r in results:
         rows[r.student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f) for f in names]
+    rows = {
+        plain(s): [plain(v) if isinstance(v, str) else v for v in row] for s, row in rows.items()
+    }
     scratch = path.with_suffix(".csv.tmp")
     with open(scratch, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -532,7 +548,7 @@ def progress(done, total, result, stream=sys.stderr):
     width = 20
     bar = "#" * (width * done // total) + "-" * (width - width * done // total)
     print(
-        f"[{bar}] {done}/{total} {result.student}: {result.status} ({result.seconds:.0f} s)",
+        f"[{bar}] {done}/{total} {plain(result.student)}: {result.status} ({result.seconds:.0f} s)",
         file=stream,
         flush=True,
     )
@@ -591,9 +607,12 @@ def autograde(
         workers.put(Worker(lab, grading, timeout, cell_timeout, threads))
 
     def grade(student):
-        note, problem = find_notebook(submitted / student / lab, lab)
-        if not problem:
-            problem = notebook_problem(submitted / student / lab / f"{lab}.ipynb", answer_ids)
+        try:
+            note, problem = find_notebook(submitted / student / lab, lab)
+            if not problem:
+                problem = notebook_problem(submitted / student / lab / f"{lab}.ipynb", answer_ids)
+        except OSError as error:  # unreadable files or folders: this student's row says so
+            note, problem = "", f"the submission folder could not be read: {error}"
         if problem:
             result, found = Result(student, "error", attempts=0, message=problem), {}
         else:
@@ -682,9 +701,10 @@ def main(argv=None):
         parser.exit(2, f"autograde: {error}\n")
     for r in results:
         line = (
-            f"{r.student:<24} {r.status:<8} {r.score:5.1f} / {r.max_score:<5.1f} {r.seconds:6.1f} s"
+            f"{plain(r.student):<24} {r.status:<8} {r.score:5.1f} / {r.max_score:<5.1f} "
+            f"{r.seconds:6.1f} s"
         )
-        print(line + (f"  {r.message}" if r.message else ""))
+        print(line + (f"  {plain(r.message)}" if r.message else ""))
     failed = sum(r.status in ("error", "timeout") for r in results)
     flagged = sum(r.status == "flagged" for r in results)
     print(

@@ -163,9 +163,15 @@ class StripHiddenTests(ClearHiddenTests):
 
 
 class DeduplicateIds(NbgraderDeduplicateIds):
-    """nbgrader's DeduplicateIds, leaving the repeated cells without nbgrader metadata."""
+    """nbgrader's DeduplicateIds, leaving the repeated cells without nbgrader metadata, and
+    cells whose nbgrader metadata is not a mapping (a string, a list) as ordinary cells: every
+    later step of nbgrader calls `.get` on it and the whole submission would fail."""
 
     def preprocess_cell(self, cell, resources, cell_index):
+        if not isinstance(cell.get("metadata"), dict):
+            cell.metadata = nbformat.NotebookNode()
+        if "nbgrader" in cell.metadata and not isinstance(cell.metadata["nbgrader"], dict):
+            del cell.metadata["nbgrader"]
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
         if cell.metadata.get("nbgrader") == {}:
             del cell.metadata["nbgrader"]

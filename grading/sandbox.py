@@ -157,6 +157,12 @@ def bwrap_command(bwrap_path, limits):
         "/proc",
         "--dev",
         "/dev",
+        # /dev is a memory file system of half the machine's RAM, read-only below (finish);
+        # only its /dev/shm is writable, capped like /tmp
+        "--size",
+        str(limits.home_bytes),
+        "--tmpfs",
+        "/dev/shm",
         "--size",
         str(limits.home_bytes),
         "--tmpfs",
@@ -166,7 +172,9 @@ def bwrap_command(bwrap_path, limits):
         "--tmpfs",
         home,
     ]
-    finish = ["--remount-ro", "/"]  # the sandbox's own root: nothing to fill there
+    # the sandbox's own root and /dev: nothing to fill there (each remount is of that mount
+    # alone: /dev/shm, /tmp and the home stay writable)
+    finish = ["--remount-ro", "/dev", "--remount-ro", "/"]
     for system in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
         path = Path(system)
         if path.is_symlink():

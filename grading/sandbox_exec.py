@@ -222,8 +222,22 @@ def empty(folder, mounts):
 
 
 def read_exact(stream, size):
-    data = stream.read(size)
-    return data if data is not None and len(data) == size else None
+    """`size` bytes from the unbuffered `stream`, or None at its end. One read of a pipe
+    returns at most what the pipe holds (64 KiB on Linux), so read until there are `size`."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def write_all(stream, data):
+    """All of `data` to the unbuffered `stream` (a raw write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[stream.write(view) :]
 
 
 def serve(requests_fd, results_fd):
@@ -248,7 +262,7 @@ def serve(requests_fd, results_fd):
             exec(compile(warm, "<lab imports>", "exec"), {"__name__": "lm10_warm"})
         except Exception as error:  # noqa: BLE001 (fewer modules warm: slower, still right)
             print(f"warm imports failed: {type(error).__name__}: {error}", file=sys.stderr)
-    results.write(b"READY\n")
+    write_all(results, b"READY\n")
     while (header := read_exact(requests, 8)) is not None:
         request = json.loads(read_exact(requests, int.from_bytes(header, "big")))
         clear(folders)
@@ -280,7 +294,7 @@ def serve(requests_fd, results_fd):
         data = b"".join(data)[: request["max_bytes"] + 1]
         os.waitpid(pid, 0)
         clear(folders)
-        results.write(len(data).to_bytes(8, "big") + data)
+        write_all(results, len(data).to_bytes(8, "big") + data)
 
 
 def run_notebook(text, cell_timeout, limit, km=None):

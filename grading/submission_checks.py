@@ -116,7 +116,11 @@ DUNDER_DEFS = {
 
 
 def meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
+    """A cell's nbgrader metadata, {} where it is missing or not a mapping: a submission can
+    hold anything there (a string, a list), and nothing that reads it may crash on that."""
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    found = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def is_setup(cell):

@@ -27,10 +27,16 @@ classmate's answers) 0; tamper (gradebook writes, files outside, a detached proc
 1 GB file, thousands of processes) 10; forge (writes into every pipe the kernel holds) 10;
 exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
-twonotebooks, link, nocells: error, 0, with the reason. Redefining the reference a test
-compares against is tested per lab in tests/test_labs.py (every lab's `refpatch` case).
+twonotebooks, link, nocells, dirlab (a folder named LM10-L2.ipynb): error, 0, with the reason.
+bigchart (a correct notebook of 300 KB, past one pipe read), oddmeta (nbgrader metadata that
+is a string or a list on cells of the student's own), dirnotebook (beside a folder named
+draft.ipynb): 10, graded. escapes (an error message of terminal escape codes that would redraw
+its line as a full score) 8, graded, and no control character reaches the report.
+Redefining the reference a test compares against is tested per lab in tests/test_labs.py
+(every lab's `refpatch` case).
 """
 
+import base64
 import contextlib
 import copy
 import csv
@@ -38,6 +44,7 @@ import hashlib
 import html
 import importlib
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -236,6 +243,13 @@ while True:
         pass
 """
 EXIT_KERNEL = "import os\nos._exit(0)\n"
+# A wrong answer whose error message would redraw its report line as a full score on a terminal
+# (erase the line, return, fake text, and an OSC 52 write to the clipboard).
+ESCAPES = (
+    "def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token,\n"
+    "                            tokens_per_request):\n"
+    "    raise ValueError('\\x1b[2K\\r\\x1b]52;c;aGk=\\x07fake 10.0 / 13.0 \\x1b[32mall passed')\n"
+)
 FLOOD = 'print("x" * 50_000_000)\nfor i in range(200_000):\n    print(i)\n'
 
 
@@ -270,6 +284,22 @@ def submissions(released, course):
         "language": "python",
     }
     subs["badkernel"] = kernel
+    # A correct notebook of about 300 KB (two charts pasted into markdown): far past one pipe
+    # read (64 KiB), so the warm sandbox must read its request whole.
+    big = fill(released, answers())
+    chart = base64.b64encode(random.Random(0).randbytes(110_000)).decode()
+    for name in ("chart.png", "again.png"):
+        cell = nbformat.v4.new_markdown_cell(f"![chart](attachment:{name})")
+        cell.attachments = {name: {"image/png": chart}}
+        big.cells.append(cell)
+    subs["bigchart"] = big
+    # nbgrader metadata that is not a mapping, on cells of the student's own: graded as
+    # ordinary cells (nbgrader alone fails the whole notebook on it)
+    odd = fill(released, answers())
+    odd.cells.append(nbformat.v4.new_markdown_cell("my notes", metadata={"nbgrader": "mine"}))
+    odd.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": ["a", "list"]}))
+    subs["oddmeta"] = odd
+    subs["escapes"] = fill(released, answers(l2_serving=ESCAPES))
     deleted = copy.deepcopy(released)
     deleted.cells = []
     subs["nocells"] = deleted
@@ -335,6 +365,9 @@ def batch(tmp_path_factory, sandbox_installed):
     (folder("emptydir") / "notes.txt").write_text("I forgot to attach it")
     nbformat.write(released, folder("twonotebooks") / "draft.ipynb")
     nbformat.write(released, submitted / "twonotebooks" / LAB / "final.ipynb")
+    nbformat.write(fill(released, answers()), folder("dirnotebook") / f"{LAB}.ipynb")
+    (submitted / "dirnotebook" / LAB / "draft.ipynb").mkdir()  # a folder, not a notebook
+    (folder("dirlab") / f"{LAB}.ipynb").mkdir()
     (folder("link") / f"{LAB}.ipynb").symlink_to(grading / "gradebook.db")
 
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gradebook:
@@ -350,7 +383,7 @@ def batch(tmp_path_factory, sandbox_installed):
     before = tree_digest(course, skip)
     repository_before = tree_digest(ROOT / "solutions")
 
-    for name in ("autograde", "sandbox"):  # copies another test's course may have imported
+    for name in ("autograde", "sandbox", "submission_checks"):  # another course's copies
         sys.modules.pop(name, None)
     sys.path.insert(0, str(grading))
     try:
@@ -426,6 +459,11 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
         f"2 notebooks (draft.ipynb, final.ipynb) and none named {LAB}.ipynb",
     ),
     "link": ("error", 0, "is a link, not a notebook file"),
+    "dirlab": ("error", 0, f"{LAB}.ipynb is a folder (or another non-file), not a notebook"),
+    "dirnotebook": ("graded", 10, "all autograded tests passed"),
+    "bigchart": ("graded", 10, "all autograded tests passed"),
+    "oddmeta": ("graded", 10, "all autograded tests passed"),
+    "escapes": ("graded", 8, "first failure l2_test_serving: ValueError: fake 10.0 / 13.0 all"),
     "nocells": ("error", 0, "none of the lab's answer cells"),
 }
 
@@ -543,6 +581,29 @@ def test_report_csv_lists_every_student_with_a_reason(batch):
     assert all(row["message"] for row in rows.values()), [
         s for s, r in rows.items() if not r["message"]
     ]
+    text = report.read_text()
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", text), "control characters"
+    assert rows["escapes"]["score"] == "8.0" and "\x1b" not in rows["escapes"]["message"]
+    assert all(
+        row["isolated"] == ("" if row["status"] == "error" else "yes") for row in rows.values()
+    )
+
+
+def test_printed_report_has_no_terminal_escapes(batch):
+    """A student's error text shows as text: no escape sequence reaches the terminal."""
+    done = subprocess.run(
+        [sys.executable, "autograde.py", LAB, "--student", "escapes", "--cell-timeout", "40"],
+        cwd=batch["course"] / "grading",
+        env=batch["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = done.stdout + done.stderr
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", printed), printed[-2000:]
+    line = next(line for line in printed.splitlines() if line.startswith("escapes "))
+    assert re.search(r"graded\s+8\.0 / 13\.0", line), line
 
 
 def hidden_bwrap(env):
@@ -750,3 +811,40 @@ def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
     assert done.stdout.split("\n")[0] == "['course', 'grader'] ['library'] ['module.py']", (
         done.stdout
     )
+
+
+def test_only_the_capped_folders_are_writable_in_the_sandbox():
+    """/dev (a memory file system of half the machine's RAM) and the root are read-only; the
+    home, /tmp and /dev/shm are writable and each capped at Limits.home_bytes."""
+    script = (
+        "import subprocess, sandbox\n"
+        "limits = sandbox.Limits(home_bytes=8 << 20)\n"
+        "command = sandbox.bwrap_command(sandbox.bwrap(), limits)\n"
+        "probe = '''\n"
+        "for path in ('/dev/note', '/note', '/home/student/n', '/tmp/n', '/dev/shm/n'):\n"
+        "    try:\n"
+        "        with open(path, 'wb') as handle:\n"
+        "            handle.write(bytes(16 << 20))\n"
+        "        print(path, 'wrote 16 MB')\n"
+        "    except OSError as error:\n"
+        "        print(path, error.strerror)\n"
+        "'''\n"
+        "command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', probe]\n"
+        "print(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT / "grading",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    said = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    assert said == {
+        "/dev/note": "Read-only file system",
+        "/note": "Read-only file system",
+        "/home/student/n": "No space left on device",
+        "/tmp/n": "No space left on device",
+        "/dev/shm/n": "No space left on device",
+    }, done.stdout
