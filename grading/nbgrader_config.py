@@ -32,6 +32,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     OverwriteKernelspec,
     SaveAutoGrades,
 )
+from sanitise import markdown_html  # noqa: E402
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -92,6 +93,12 @@ c.ExportApp.plugin_class = GradesExport
 # interrupted and scores as an error, and the rest of the notebook is graded.
 # grading/autograde.py bounds a whole submission (--timeout, SandboxedExecute.total_timeout).
 c.Execute.timeout = 120
+
+# Every page nbgrader renders from a submission (the formgrader's grading page, the feedback)
+# shows the student's markdown through an allow-list sanitiser (sanitise.py: nbgrader's
+# templates ignore nbconvert's own), and no script, widget state or HTML output of the notebook.
+c.HTMLExporter.filters = {"strip_files_prefix": markdown_html}
+c.HTMLExporter.sanitize_html = True
 
 # Feedback is what students see: remove the hidden tests (and any output that quotes them).
 c.GenerateFeedback.preprocessors = [GetGrades, StripHiddenTests, CSSHTMLHeaderPreprocessor]
