@@ -93,7 +93,8 @@ DANGEROUS_TAGS = {
     "script", "iframe", "svg", "object", "embed", "form", "button", "style", "meta", "base",
     "math", "link", "input", "textarea",
 }  # fmt: skip
-SCHEMES = re.compile(r"^\\s*(?:javascript|vbscript|data:(?!image/(?:png|jpeg|gif);))", re.I)
+# matched against the address with its whitespace removed, as a browser reads "java\tscript:"
+SCHEMES = re.compile(r"(?:javascript|vbscript|data:(?!image/(?:png|jpeg|gif);))", re.I)
 
 
 class Elements(HTMLParser):
