@@ -61,6 +61,7 @@ from pathlib import Path
 
 import nbformat
 import submission_checks  # beside this file (grading/ is on sys.path for it and its callers)
+from sanitise import plain
 
 GRADING = Path(__file__).resolve().parent
 LOCKED = "database is locked"
@@ -395,17 +396,6 @@ def check_released(lab, db_url, course_id):
             raise ValueError(
                 f"lab {lab} is not in the gradebook: run `make release LAB={lab}` first"
             ) from None
-
-
-ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def plain(text):
-    """`text` without terminal escape sequences (colours, cursor moves, titles, the clipboard)
-    or other control and direction characters: a student's text, in a report line or the CSV,
-    must show as what it is. Newlines and tabs stay."""
-    return CONTROL.sub("", ESCAPE.sub("", str(text)))
 
 
 def first_line(text, limit=160):

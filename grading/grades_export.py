@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
+from sanitise import plain
 
 COLUMNS = [
     "assignment",
@@ -31,7 +32,12 @@ COLUMNS = [
     "max_score",
     "isolated",
 ]
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # a name or e-mail may come from a student
+
+
+def field(value):
+    """One CSV field: a name or e-mail may come from a student, so no escape sequence or
+    control character (sanitise.plain), and on one line."""
+    return re.sub(r"[\t\n]", "", plain("" if value is None else value))
 
 
 def isolation(folder):
@@ -94,6 +100,4 @@ class GradesExport(ExportPlugin):
                                 )
                             ),
                         )
-                    writer.writerow(
-                        CONTROL.sub("", "" if row.get(c) is None else str(row[c])) for c in COLUMNS
-                    )
+                    writer.writerow(field(row.get(c)) for c in COLUMNS)

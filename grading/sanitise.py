@@ -13,7 +13,11 @@ strip_files_prefix, then an allow-list sanitiser (bleach): the tags and attribut
 produces, links to http, https and mailto only, images from http, https, attachments (data:
 PNG, JPEG, GIF) only; everything else (scripts, event handlers, style, iframes, SVG, forms,
 objects, `javascript:` and other schemes) is removed, never escaped into view.
-tests/test_grading_pages.py renders hostile markdown through nbgrader's real templates.
+tests/test_formgrader_page.py renders hostile markdown through nbgrader's real templates.
+
+`plain` is the same for text: what a student's code wrote (an error message, a folder name),
+shown on the instructor's terminal or in a CSV file, without the escape sequences and control
+characters that would make it show something else.
 """
 
 import re
@@ -34,6 +38,8 @@ ATTRIBUTES = {
     "td": ["align", "colspan", "rowspan"],
     "th": ["align", "colspan", "rowspan"],
 }
+ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 IMAGE_DATA = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z")
 
 
@@ -68,3 +74,10 @@ def clean(html):
 def markdown_html(text):
     """nbconvert's strip_files_prefix, then `clean`: installed under that filter's name."""
     return clean(strip_files_prefix(text))
+
+
+def plain(text):
+    """`text` without terminal escape sequences (colours, cursor moves, titles, the clipboard)
+    or other control and direction characters: a student's text, in a report line or a CSV
+    file, must show as what it is. Newlines and tabs stay."""
+    return CONTROL.sub("", ESCAPE.sub("", str(text)))

@@ -591,19 +591,25 @@ def test_report_csv_lists_every_student_with_a_reason(batch):
 
 def test_printed_report_has_no_terminal_escapes(batch):
     """A student's error text shows as text: no escape sequence reaches the terminal."""
-    done = subprocess.run(
-        [sys.executable, "autograde.py", LAB, "--student", "escapes", "--cell-timeout", "40"],
-        cwd=batch["course"] / "grading",
-        env=batch["env"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = grader(batch, "autograde.py", LAB, "--student", "escapes", "--cell-timeout", "40")
     assert done.returncode == 0, done.stdout + done.stderr
     printed = done.stdout + done.stderr
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", printed), printed[-2000:]
     line = next(line for line in printed.splitlines() if line.startswith("escapes "))
     assert re.search(r"graded\s+8\.0 / 13\.0", line), line
+
+
+def grader(batch, *arguments, env=None, timeout=600):
+    """`python ARGUMENTS` (autograde.py, or -m nbgrader ...) in the batch's grading folder, with
+    the batch's environment unless `env` is given."""
+    return subprocess.run(
+        [sys.executable, *arguments],
+        cwd=batch["course"] / "grading",
+        env=env or batch["env"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def hidden_bwrap(env):
@@ -628,18 +634,16 @@ def test_without_bubblewrap_nothing_is_graded(batch, tmp_path):
     assert shutil.which("bwrap", path=env["PATH"]) is None
     try:
         for command in (
-            [sys.executable, "autograde.py", LAB, "--student", "canary", "ok"],
-            [sys.executable, "-m", "nbgrader", "autograde", LAB, "--student", "canary"],
+            ["autograde.py", LAB, "--student", "canary", "ok"],
+            ["-m", "nbgrader", "autograde", LAB, "--student", "canary"],
         ):
-            done = subprocess.run(
-                command, cwd=grading, env=env, capture_output=True, text=True, timeout=300
-            )
+            done = grader(batch, *command, env=env, timeout=300)
             said = done.stdout + done.stderr
             assert done.returncode != 0, said
             assert "bubblewrap (bwrap) is not installed" in said, said[-3000:]
             assert "sudo apt-get install bubblewrap" in said, said[-3000:]
             assert "LM10_GRADE_WITHOUT_ISOLATION=1" in said, said[-3000:]
-            assert not canary.exists(), f"{command[1:3]} ran the student's code unsandboxed"
+            assert not canary.exists(), f"{command[:2]} ran the student's code unsandboxed"
             if "autograde.py" in command:
                 assert done.returncode == 2, said
                 assert tree_digest(grading, skip=("submitted/canary", "__pycache__")) == before, (
@@ -658,21 +662,8 @@ def test_without_isolation_by_choice_grading_runs_and_says_so(batch):
     isolated in the printed row, the report CSV and the grades export; report merged."""
     grading = batch["course"] / "grading"
     env = dict(hidden_bwrap(batch["env"]), LM10_GRADE_WITHOUT_ISOLATION="1")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "autograde.py",
-            LAB,
-            "--student",
-            "ok",
-            "--cell-timeout",
-            str(CELL_TIMEOUT),
-        ],
-        cwd=grading,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = grader(
+        batch, "autograde.py", LAB, "--student", "ok", "--cell-timeout", str(CELL_TIMEOUT), env=env
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "submissions run WITHOUT isolation" in done.stderr, done.stderr[-2000:]
@@ -687,14 +678,7 @@ def test_without_isolation_by_choice_grading_runs_and_says_so(batch):
     assert rows["stderr"]["status"] == "graded" and rows["stderr"]["isolated"] == "yes"
     assert rows["badjson"]["isolated"] == "", "a notebook that never ran has no isolation"
     assert rows["ok"]["score"] == "10.0"
-    exported = subprocess.run(
-        [sys.executable, "-m", "nbgrader", "export", "--to", "grades.csv"],
-        cwd=grading,
-        env=batch["env"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    exported = grader(batch, "-m", "nbgrader", "export", "--to", "grades.csv", timeout=300)
     assert exported.returncode == 0, exported.stdout + exported.stderr
     grades = {
         row["student_id"]: row
@@ -709,24 +693,10 @@ def test_without_isolation_by_choice_grading_runs_and_says_so(batch):
 def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
     """`loop` again with a 15 s limit for the whole notebook and 100 s per cell."""
     grading = batch["course"] / "grading"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "autograde.py",
-            LAB,
-            "--student",
-            "loop",
-            "--timeout",
-            "15",
-            "--cell-timeout",
-            "100",
-        ],
-        cwd=grading,
-        env=batch["env"],
-        capture_output=True,
-        text=True,
+    done = grader(
+        batch, "autograde.py", LAB, "--student", "loop", "--timeout", "15", "--cell-timeout", "100",
         timeout=300,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("loop "))
     assert re.search(r"timeout\s+0\.0 / 13\.0", line), line
@@ -744,14 +714,7 @@ def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
     grading = batch["course"] / "grading"
     report = (grading / f"autograde-{LAB}.csv").read_text()
     env = dict(batch["env"], PATH=f"{tmp_path}{os.pathsep}{batch['env']['PATH']}")
-    done = subprocess.run(
-        [sys.executable, "autograde.py", LAB, "--student", "ok"],
-        cwd=grading,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = grader(batch, "autograde.py", LAB, "--student", "ok", env=env, timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cannot make a sandbox here: bwrap: No permissions" in done.stderr, done.stderr
     assert "kernel.unprivileged_userns_clone=1" in done.stderr, done.stderr
