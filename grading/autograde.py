@@ -227,8 +227,9 @@ def warm_imports(release):
 
 class Worker:
     """A grader process (`autograde.py LAB --worker`) that imports nbgrader once, keeps one warm
-    sandbox (sandbox.WarmSandbox) and autogrades the submissions it is sent one at a time,
-    with nbgrader's own autograde step, in its own process."""
+    sandbox (sandbox.Sandbox) and one warm trusted test process (trusted_tests.TrustedHost),
+    and autogrades the submissions it is sent one at a time, with nbgrader's own autograde
+    step, in its own process."""
 
     def __init__(self, lab, grading, timeout, cell_timeout, threads):
         self.command = [
@@ -320,10 +321,13 @@ def serve(lab, grading, timeout, cell_timeout):
     config.SandboxedExecute.total_timeout = timeout
     if cell_timeout:
         config.Execute.timeout = cell_timeout
-    import sandbox  # the module course_preprocessors uses (grading/ is on sys.path)
+    import sandbox  # the modules course_preprocessors uses (grading/ is on sys.path)
+    import trusted_tests
 
     root = Path(config.CourseDirectory.root)
-    sandbox.warm(warm_imports(root / "labs" / lab / f"{lab}.ipynb"))
+    imports = warm_imports(root / "labs" / lab / f"{lab}.ipynb")
+    sandbox.warm(imports)
+    trusted_tests.warm(imports)
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     try:
         for line in sys.stdin:
@@ -342,6 +346,7 @@ def serve(lab, grading, timeout, cell_timeout):
             protocol.flush()
     finally:
         sandbox.cool()
+        trusted_tests.cool()
 
 
 def run_nbgrader(worker, lab, student, timeout, retries):
@@ -628,6 +633,7 @@ def autograde(
         while not workers.empty():
             workers.get().stop()
     sandbox.sweep_groups()
+    sandbox.sweep_homes()
     ordered = [results[s] for s in students]
     record(ordered, lab, db_url, course_id)
     for r in ordered:

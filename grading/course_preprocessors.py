@@ -1,18 +1,20 @@
 """The course's grading steps around nbgrader 0.9.6, installed by nbgrader_config.py.
 
-`SandboxedExecute` replaces nbgrader's `Execute` in autograding: the grader process prepares
-the notebook, the student's code runs in a sandbox (grading/sandbox.py) that returns only the
-executed notebook, and the grader takes nothing from it but the outputs of the cells it sent,
-checked and size-capped; nbgrader's own preprocessors then score those outputs and write the
-gradebook, outside the sandbox. Before every test cell it runs the setup cells' definitions
-again and puts IPython's input hooks back (submission_checks.restore_source), so a test always
-compares against the lab's own references. Text a cell writes to stderr (warnings, logging)
-stays visible but is moved to stdout with a note, so it never costs points. What it found
+`SandboxedExecute` replaces nbgrader's `Execute` in autograding. The student's cells run in a
+sandbox (grading/sandbox.py); the test cells never do. The sandbox meets each test cell as an
+empty marker and waits while the grader runs the test's source, from the gradebook, in a
+trusted process (trusted_tests.py) whose calls of the student's functions come back into the
+sandbox as calls and leave it as plain data. The test cells' outputs are the trusted
+process's; of the student's cells the grader keeps only the outputs of the cells it sent,
+checked and size-capped. nbgrader's own preprocessors then score those outputs and write the
+gradebook, outside the sandbox. Text a cell writes to stderr (warnings, logging) stays
+visible but is moved to stdout with a note, so it never costs points. What it found
 (suspicious constructs, cells stopped, stderr, whether the run was isolated) goes to the JSON
 file named by $LM10_NOTES for grading/autograde.py's report.
 
-`StripHiddenTests` removes hidden tests from the feedback, and every output line of any cell
-that quotes one (a student can print what the kernel ran).
+`StripHiddenTests` removes hidden tests from the feedback, every output line of any cell that
+quotes one, and the outputs of the student's cells that ran after a hidden test had called
+their code (they could print its inputs).
 
 `StripHiddenTests` keeps hidden tests out of the feedback students receive. nbgrader 0.9.6
 puts the hidden tests back into every autograded notebook (OverwriteCells restores test cells
@@ -32,10 +34,12 @@ emptied metadata instead, so the copies become ordinary cells.
 import json
 import os
 import re
+import time
 
 import nbformat
 import sandbox
 import submission_checks
+import trusted_tests
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, Execute
@@ -47,6 +51,10 @@ CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)
 CONTEXT_LINE = re.compile(r"^\s*(?:-*>\s*)?(\d+)\s")  # a numbered source line in a frame
 GRADER_ERRORS = ("NotRun", "CellTimeoutError")  # written by the grader: nothing hidden in them
 QUOTE_REMOVED = "[line removed by the grader: it quotes a hidden test]"
+AFTER_HIDDEN = (
+    "[outputs not shown in feedback: this cell ran after a hidden test had called your code, "
+    "and they could show the hidden test's inputs]\n"
+)
 HIDDEN_MESSAGE = (
     "A hidden test failed: it checks your answer on inputs that are not shown in the notebook."
 )
@@ -104,13 +112,19 @@ class StripHiddenTests(ClearHiddenTests):
     every output line that quotes a hidden test line from any cell."""
 
     def preprocess(self, nb, resources):
-        hidden, visible = set(), set()
+        hidden, visible, after_hidden = set(), set(), False
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
             numbers = hidden_line_numbers(
                 cell.source, self.begin_test_delimeter, self.end_test_delimeter
             )
+            if submission_checks.is_test(cell):
+                after_hidden = after_hidden or bool(numbers)
+            elif after_hidden and cell.outputs:
+                # The student's code has seen a hidden test's inputs (its calls) by now, and
+                # its outputs could show them: the instructor sees them, the student does not.
+                cell.outputs = [new_output("stream", name="stdout", text=AFTER_HIDDEN)]
             for number, line in enumerate(cell.source.split("\n"), start=1):
                 (hidden if number in numbers else visible).add(line.strip())
         self.leaks = {
@@ -228,8 +242,44 @@ def write_notes(notes):
             json.dump(notes, handle)
 
 
+def release_notebook(config, resources):
+    """The released notebook of the lab being graded (labs/<lab>/<notebook>.ipynb): its setup
+    cells are what the trusted process runs, its answer cells name the student's values."""
+    from nbgrader.coursedir import CourseDirectory
+
+    info = resources.get("nbgrader", {})
+    coursedir = CourseDirectory(config=config)
+    folder = coursedir.format_path(coursedir.release_directory, ".", info.get("assignment"))
+    path = os.path.join(folder, f"{info.get('notebook')}.ipynb")
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError) as error:
+        raise SandboxError(
+            f"the released notebook {path} is not readable ({type(error).__name__}): run "
+            f"`make release LAB={info.get('assignment')}`"
+        ) from None
+
+
+def trusted_parts(release):
+    """(setup sources, student names) of a released notebook: the locked cells that are
+    neither answers nor tests, in order, and every top-level name an answer cell binds that
+    the setup does not."""
+    setup = [c.source for c in release.cells if submission_checks.is_setup(c)]
+    students = set()
+    for cell in release.cells:
+        if cell.cell_type == "code" and submission_checks.meta(cell).get("solution"):
+            tree = submission_checks.parse(cell.source)
+            students |= submission_checks.bound_names(tree) if tree else set()
+    return setup, students - submission_checks.setup_names(release)
+
+
+def not_run(reason):
+    return new_output("error", ename="NotRun", evalue=reason, traceback=[f"NotRun: {reason}"])
+
+
 class SandboxedExecute(Execute):
-    """nbgrader's Execute, with the student's code run in grading/sandbox.py."""
+    """nbgrader's Execute, with the student's code run in grading/sandbox.py and the tests
+    run outside it (trusted_tests.py)."""
 
     total_timeout = Integer(
         900, help="Seconds the whole notebook may run in the sandbox before it is stopped."
@@ -243,24 +293,39 @@ class SandboxedExecute(Execute):
             raise SandboxError(str(error)) from None
         # Kept in the autograded notebook, where the grades export reads it (GradesExport).
         nb.metadata["lm10"] = {"isolated": isolated}
-        notes = {"flags": submission_checks.flags(nb), "isolated": isolated}
+        release = release_notebook(self.config, resources)
+        notes = {"flags": submission_checks.flags(nb, release), "isolated": isolated}
         write_notes(notes)
-        restore = submission_checks.restore_source(nb)
-        prepared, origin = nbformat.from_dict(json.loads(json.dumps(nb))), []
-        prepared.cells = []
-        for index, cell in enumerate(nb.cells):
-            if submission_checks.is_test(cell):
-                prepared.cells.append(new_code_cell(restore, metadata={"lm10": "restore"}))
-                origin.append(None)
-            copy = nbformat.from_dict(json.loads(json.dumps(cell)))
-            if copy.cell_type == "code":
-                copy.outputs, copy.execution_count = [], None
-            prepared.cells.append(copy)
-            origin.append(index)
+        setup, students = trusted_parts(release)
+        # The sandbox gets every cell but the tests, which it meets as empty markers.
+        tests = {i: c.source for i, c in enumerate(nb.cells) if submission_checks.is_test(c)}
+        # A test may read a value an answer cell computes below its stub (the release shows
+        # only the stub): every name a test reads and the setup does not define is asked for.
+        for source in tests.values():
+            students |= submission_checks.free_names(source)
+        students -= submission_checks.setup_names(release)
+        prepared = nbformat.from_dict(json.loads(json.dumps(nb)))
+        for index, cell in enumerate(prepared.cells):
+            if index in tests:
+                prepared.cells[index] = new_code_cell("", metadata={"lm10_test": index})
+            elif cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
         if not notes["isolated"]:
             self.log.warning(sandbox.NOT_ISOLATED)
         limits = sandbox.Limits(output_chars=self.output_chars)
-        run = sandbox.execute(nbformat.writes(prepared), self.timeout, self.total_timeout, limits)
+        results = {}
+        with trusted_tests.session(
+            setup, students, time.monotonic() + self.total_timeout
+        ) as tested:
+
+            def on_test(index, call, deadline):
+                if index not in tests or results.keys() and index <= max(results):
+                    raise SandboxError(f"the sandbox asked for test {index} out of turn")
+                results[index] = tested.run(tests[index], call, deadline)
+
+            run = sandbox.execute(
+                nbformat.writes(prepared), self.timeout, self.total_timeout, limits, on_test
+            )
         if run.timed_out:
             notes["timeout"] = self.total_timeout
             write_notes(notes)
@@ -276,36 +341,11 @@ class SandboxedExecute(Execute):
                 f"{run.returncode}; last line it printed: {last[0][:200]!r})"
             ) from None
         stopped = executed.get("metadata", {}).get("lm10_stopped")
-        for sent, back, index in zip(prepared.cells, cells, origin, strict=True):
-            if index is None or sent.cell_type != "code":
-                continue
-            if not isinstance(back, dict) or back.get("source") not in (
-                sent.source,
-                sent.source.splitlines(keepends=True),
-            ):
-                raise SandboxError(f"the sandbox changed cell {index + 1}")
-            cell = nb.cells[index]
-            outputs = back.get("outputs") if isinstance(back.get("outputs"), list) else []
-            cell.outputs = [
-                o
-                for o in (clean_output(r, self.output_chars) for r in outputs[:100])
-                if o is not None
-            ]
-            count = back.get("execution_count")
-            cell.execution_count = count if isinstance(count, int) else None
-            if any(o.output_type == "stream" and o.name == "stderr" for o in cell.outputs):
-                notes.setdefault("stderr", []).append(
-                    submission_checks.meta(cell).get("grade_id") or f"cell {index + 1}"
-                )
-                for o in cell.outputs:
-                    if o.output_type == "stream" and o.name == "stderr":
-                        o.name, o.text = "stdout", STDERR_NOTE + o.text
+        reason = ""
         if isinstance(stopped, dict):
             position = stopped.get("cell")
             index = (
-                origin[position]
-                if isinstance(position, int) and 0 <= position < len(origin)
-                else None
+                position if isinstance(position, int) and 0 <= position < len(nb.cells) else None
             )
             name = (
                 "a grader cell"
@@ -314,7 +354,50 @@ class SandboxedExecute(Execute):
                     submission_checks.meta(nb.cells[index]).get("grade_id") or f"cell {index + 1}"
                 )
             )
-            notes["stopped"] = f"{name}: {str(stopped.get('reason'))[:300]}"
+            reason = str(stopped.get("reason"))[:300]
+            notes["stopped"] = f"{name}: {reason}"
+        for index, (sent, back) in enumerate(zip(prepared.cells, cells, strict=True)):
+            cell = nb.cells[index]
+            if index in tests:  # outputs made here, by the trusted process, or none
+                outputs = results.get(index) or [
+                    not_run(
+                        f"Not run: the grader stopped an earlier cell ({reason})."
+                        if reason
+                        else "Not run: the notebook ended before this test."
+                    )
+                ]
+                cell.outputs = [
+                    o
+                    for o in (clean_output(r, self.output_chars) for r in outputs)
+                    if o is not None
+                ]
+                cell.execution_count = None
+                continue
+            if sent.cell_type != "code":
+                continue
+            if not isinstance(back, dict) or back.get("source") not in (
+                sent.source,
+                sent.source.splitlines(keepends=True),
+            ):
+                raise SandboxError(f"the sandbox changed cell {index + 1}")
+            outputs = back.get("outputs") if isinstance(back.get("outputs"), list) else []
+            cell.outputs = [
+                o
+                for o in (clean_output(r, self.output_chars) for r in outputs[:100])
+                if o is not None
+            ]
+            count = back.get("execution_count")
+            cell.execution_count = count if isinstance(count, int) else None
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            if any(o.output_type == "stream" and o.name == "stderr" for o in cell.outputs):
+                notes.setdefault("stderr", []).append(
+                    submission_checks.meta(cell).get("grade_id") or f"cell {index + 1}"
+                )
+                for o in cell.outputs:
+                    if o.output_type == "stream" and o.name == "stderr":
+                        o.name, o.text = "stdout", STDERR_NOTE + o.text
         notes["timed_out_cells"] = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
             for i, c in enumerate(nb.cells)

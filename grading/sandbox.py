@@ -1,15 +1,19 @@
-"""Run one prepared notebook in a sandbox and return the executed notebook; nothing else leaves.
+"""Run one prepared notebook in a sandbox; only the executed notebook and answers leave.
 
 The grader process (nbgrader autograde, with `SandboxedExecute` from course_preprocessors.py)
-prepares the notebook, hidden tests restored, and calls `execute`. With bubblewrap (`bwrap`,
-Debian package `bubblewrap`) the notebook runs in new user, PID, network, IPC, UTS and mount
-namespaces that see only, read-only: the system's /usr (and /lib*, /bin), the Python
-installation, this virtual environment, the course library's source folder, the executor
-script and the SmolLM2 weight cache; writable: a private home (the working folder) and /tmp,
-both size-capped memory file systems that vanish at the end. No gradebook, no solutions/, no
-submissions, no network. When the executor ends, the PID namespace ends and the kernel takes
-every process the student started with it, detached or not. Resource limits apply to every
-process in it: file size, address space, process count, CPU time.
+prepares the notebook, its test cells replaced by markers, and calls `execute`. With
+bubblewrap (`bwrap`, Debian package `bubblewrap`) the notebook runs in new user, PID, network,
+IPC, UTS and mount namespaces that see only, read-only: the system's /usr (and /lib*, /bin),
+the Python installation, this virtual environment, the course library's source folder, the
+executor and agent scripts and the SmolLM2 weight cache; writable: a private home (the working
+folder), /tmp and /dev/shm, size-capped memory file systems that vanish at the end. No
+gradebook, no solutions/, no submissions, no network. When the executor ends, the PID
+namespace ends and the kernel takes every process the student started with it, detached or
+not. Resource limits apply to every process in it: file size, address space, process count,
+CPU time. One protocol (`Sandbox`): frames of JSON on two pipes, the same for a warm sandbox
+that grades many submissions and for one started for a single notebook; at each test marker
+the sandbox asks, the grader runs the test outside (trusted_tests.py) and sends the test's
+calls of the student's code in, one at a time, and each answer comes back as plain data.
 
 Without a working bubblewrap, nothing is graded: `require()` raises SandboxUnavailable with
 the reason and the fix, and every entry point (grading/autograde.py, so `make autograde`, and
@@ -26,7 +30,6 @@ import importlib.util
 import json
 import os
 import resource
-import select
 import shutil
 import signal
 import subprocess
@@ -37,8 +40,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import sandbox_exec as frames
+
 HERE = Path(__file__).resolve().parent
 EXECUTOR = HERE / "sandbox_exec.py"
+AGENT = HERE / "sandbox_agent.py"  # imported by the kernel to answer the tests' calls
 PYTHON = os.path.normpath(os.path.abspath(sys.executable))  # the venv's, not resolved
 WITHOUT_ISOLATION = "LM10_GRADE_WITHOUT_ISOLATION"  # =1: the instructor's knowing choice
 NOT_ISOLATED = (
@@ -199,6 +205,9 @@ def bwrap_command(bwrap_path, limits):
         "--ro-bind",
         str(EXECUTOR),
         "/opt/grader/sandbox_exec.py",
+        "--ro-bind",
+        str(AGENT),
+        "/opt/grader/sandbox_agent.py",
         "--chdir",
         home,
         "--setenv",
@@ -261,6 +270,19 @@ def sweep_groups():
             group.path = path
             with contextlib.suppress(OSError):
                 group.close()
+
+
+def sweep_homes():
+    """Remove the homes of unisolated runs whose grader died before it could (killed at a
+    timeout)."""
+    for path in Path(tempfile.gettempdir()).glob("lm10-home-*"):
+        try:
+            os.kill(int(path.name.split("-")[2]), 0)
+            continue  # its grader is alive
+        except (ValueError, IndexError, PermissionError):
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class ProcessGroup:
@@ -331,27 +353,45 @@ class Execution:
     timed_out: bool = False  # still running after total_timeout: stopped
 
 
-class WarmSandbox:
-    """One long-lived sandbox (the same bwrap command, limits and cgroup as `execute`'s) whose
-    executor has imported the lab's modules once; it runs one notebook after another, each in
-    a kernel forked from that process, and between notebooks kills every process left in it and
-    empties its home and /tmp (sandbox_exec.serve). A notebook that runs past its time limit
-    takes the sandbox down; the next one starts a new sandbox."""
+class Sandbox:
+    """One sandbox process (sandbox_exec.py's `serve`) and the one protocol to it: frames of
+    JSON on two pipes. With bubblewrap it is long-lived: it imported the lab's modules once
+    and runs one notebook after another, each in a kernel forked from it, and between
+    notebooks kills every process left in it and empties its home, /tmp and /dev/shm. A
+    notebook that runs past its time limit takes the sandbox down; the next one starts a new
+    sandbox. Without isolation (the instructor's choice) it runs one notebook, as a plain
+    process in a temporary home, and is closed after it."""
 
-    def __init__(self, imports="", limits=None):
-        self.imports, self.limits, self.process = imports, limits or Limits(), None
+    def __init__(self, imports="", limits=None, isolated=True):
+        self.imports, self.limits, self.isolated = imports, limits or Limits(), isolated
+        self.process = None
 
     def start(self):
-        self.scratch = tempfile.TemporaryDirectory(prefix="lm10-warm-")
-        self.log = open(Path(self.scratch.name) / "log.txt", "w+b")  # noqa: SIM115
-        requests_r, self.requests = os.pipe()
-        self.results, results_w = os.pipe()
-        command = bwrap_command(bwrap(), self.limits) + ["--serve", str(requests_r), str(results_w)]
+        # The log is a file without a name: nothing of it stays on the host, even when the
+        # grader is killed. Without isolation the home is a folder, named after this process
+        # so that the next batch removes it if this one could not (sweep_homes).
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (kept while the sandbox runs)
+        self.scratch = None
+        requests_r, requests_w = os.pipe()
+        results_r, results_w = os.pipe()
+        fds = [str(requests_r), str(results_w)]
+        if self.isolated:
+            command, cwd, env = bwrap_command(bwrap(), self.limits) + ["--serve", *fds], "/", {}
+        else:
+            self.scratch = tempfile.TemporaryDirectory(prefix=f"lm10-home-{os.getpid()}-")
+            home = Path(self.scratch.name)
+            command, cwd = [PYTHON, str(EXECUTOR), "--unisolated", *fds], str(home)
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if k in ("PATH", "LANG", "LMCOURSE_CACHE", "OMP_NUM_THREADS")
+            }
+            env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg")
         self.group = ProcessGroup(self.limits.processes)
         self.process = subprocess.Popen(
             command,
-            cwd="/",
-            env={},
+            cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -361,26 +401,30 @@ class WarmSandbox:
         )
         os.close(requests_r)
         os.close(results_w)
-        self.send(self.imports.encode())
+        self.requests = os.fdopen(requests_w, "wb", buffering=0)
+        self.results = os.fdopen(results_r, "rb", buffering=0)
+        frames.send_frame(self.requests, self.imports.encode())
         self.ready = False
 
-    def send(self, data):
-        os.write(self.requests, len(data).to_bytes(8, "big"))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.requests, view) :]
+    def send(self, message):
+        frames.send_frame(self.requests, json.dumps(message).encode())
 
-    def receive(self, size, deadline):
-        data = bytearray()
-        while len(data) < size:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.results], [], [], left)[0]:
-                raise TimeoutError
-            chunk = os.read(self.results, min(size - len(data), 1 << 20))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return bytes(data)
+    def receive(self, deadline):
+        data = frames.receive_frame(self.results, deadline, self.limits.file_bytes)
+        if data is None:
+            raise EOFError("the sandbox ended")
+        message = json.loads(data)
+        if not isinstance(message, dict):
+            raise ValueError("the sandbox sent something other than a message")
+        return message
+
+    def call(self, payload, deadline):
+        """One call of the student's code, for a test: the sandbox's reply (JSON text)."""
+        self.send({"call": payload})
+        message = self.receive(deadline)
+        if not isinstance(message.get("reply"), str):
+            raise EOFError("the sandbox answered a call with something else")
+        return message["reply"]
 
     def close(self):
         if self.process is None:
@@ -389,48 +433,61 @@ class WarmSandbox:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
         self.group.close()
-        for descriptor in (self.requests, self.results):
+        for stream in (self.requests, self.results, self.log):
             with contextlib.suppress(OSError):
-                os.close(descriptor)
-        self.log.close()
-        self.scratch.cleanup()
+                stream.close()
+        if self.scratch is not None:
+            self.scratch.cleanup()
         self.process = None
 
-    def execute(self, notebook_json, cell_timeout, total_timeout):
+    def execute(self, notebook_json, cell_timeout, total_timeout, on_test=None):
+        """Run one prepared notebook. At each test cell the sandbox reaches, `on_test(index,
+        call, deadline)` runs the test, `call(payload)` running one call of the student's
+        code in the sandbox. An exception from `on_test` closes the sandbox and propagates."""
         if self.process is None:
             self.start()
         start = os.fstat(self.log.fileno()).st_size
         deadline = time.monotonic() + total_timeout
-        request = {
-            "notebook": notebook_json,
-            "cell_timeout": cell_timeout,
-            "limit": self.limits.output_chars,
-            "max_bytes": self.limits.file_bytes,
-        }
         notebook, timed_out = "", False
         try:
             if not self.ready:  # the imports are not the student's time: READY, then the clock
-                if self.receive(6, time.monotonic() + 600) != b"READY\n":
+                if frames.read_exact(self.results, 6, time.monotonic() + 600) != b"READY\n":
                     raise EOFError
                 self.ready = True
                 deadline = time.monotonic() + total_timeout
-            self.send(json.dumps(request).encode())
-            size = int.from_bytes(self.receive(8, deadline), "big")
-            notebook = self.receive(size, deadline).decode("utf-8", "replace")
+            self.send(
+                {
+                    "notebook": notebook_json,
+                    "cell_timeout": cell_timeout,
+                    "limit": self.limits.output_chars,
+                }
+            )
+            while True:
+                message = self.receive(deadline)
+                if isinstance(message.get("done"), str):
+                    notebook = message["done"]
+                    break
+                if type(message.get("test")) is not int or on_test is None:
+                    raise EOFError("the sandbox sent an unexpected message")
+                on_test(message["test"], lambda payload: self.call(payload, deadline), deadline)
+                self.send({"next": True})
         except TimeoutError:
             timed_out = True
-        except (EOFError, OSError):
+        except (EOFError, OSError, ValueError):
             pass  # the sandbox died: no notebook; the log says why
+        except BaseException:
+            self.close()
+            raise
         self.log.seek(max(start, os.fstat(self.log.fileno()).st_size - 4000))
         tail = self.log.read().decode("utf-8", "replace")
         returncode = self.process.poll()
-        if timed_out or returncode is not None or not notebook:
+        if timed_out or returncode is not None or not notebook or not self.isolated:
             self.close()
         return Execution(
             notebook,
             -signal.SIGKILL if timed_out else (returncode or 0),
             tail,
-            isolated=True,
+            isolated=self.isolated,
             timed_out=timed_out,
         )
 
@@ -439,12 +496,12 @@ _warm = None
 
 
 def warm(imports, limits=None):
-    """Run every later `execute` in a WarmSandbox that imports `imports` (Python source: the
-    lab's import statements) once; only with bubblewrap (its PID namespace is what lets the
-    warm process stop everything a student left behind)."""
+    """Run every later `execute` in one long-lived Sandbox that imports `imports` (Python
+    source: the lab's import statements) once; only with bubblewrap (its PID namespace is
+    what lets the warm process stop everything a student left behind)."""
     global _warm
     if bwrap():
-        _warm = WarmSandbox(imports, limits)
+        _warm = Sandbox(imports, limits)
     return _warm
 
 
@@ -456,63 +513,16 @@ def cool():
     _warm = None
 
 
-def execute(notebook_json, cell_timeout, total_timeout, limits=None):
+def execute(notebook_json, cell_timeout, total_timeout, limits=None, on_test=None):
     """Run `notebook_json` (the prepared notebook) in the sandbox; return an Execution."""
     limits = limits or Limits()
     if _warm is not None and limits == _warm.limits:
-        return _warm.execute(notebook_json, cell_timeout, total_timeout)
+        return _warm.execute(notebook_json, cell_timeout, total_timeout, on_test)
     path = bwrap()
     if path is None:
         require()  # raises, unless the instructor chose to grade without isolation
-    with tempfile.TemporaryDirectory(prefix="lm10-grade-") as scratch:
-        scratch = Path(scratch)
-        if path:
-            command = bwrap_command(path, limits)
-            cwd, env = "/", {}
-        else:
-            home = scratch / "home"
-            home.mkdir()
-            command = [PYTHON, str(EXECUTOR)]
-            cwd = str(home)
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if k in ("PATH", "LANG", "LMCOURSE_CACHE", "OMP_NUM_THREADS")
-            }
-            env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg")
-        result_path, log_path = scratch / "result.json", scratch / "log.txt"
-        with open(result_path, "w+b") as result, open(log_path, "w+b") as log:
-            command += [str(cell_timeout), str(limits.output_chars), str(result.fileno())]
-            group = ProcessGroup(limits.processes)
-            process = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=(result.fileno(),),
-                preexec_fn=set_limits(limits, group),
-                start_new_session=True,
-            )
-            try:
-                process.stdin.write(notebook_json.encode())
-                process.stdin.close()
-            except BrokenPipeError:
-                pass
-            timed_out = False
-            try:
-                returncode = process.wait(timeout=total_timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                returncode, timed_out = -signal.SIGKILL, True
-            if not path:  # no PID namespace: stop what the student left behind ourselves
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-            group.close()
-            result.seek(0)
-            notebook = result.read(limits.file_bytes + 1).decode("utf-8", "replace")
-            log.seek(max(0, log_path.stat().st_size - 4000))
-            tail = log.read().decode("utf-8", "replace")
-    return Execution(notebook, returncode, tail, isolated=bool(path), timed_out=timed_out)
+    box = Sandbox("", limits, isolated=bool(path))
+    try:
+        return box.execute(notebook_json, cell_timeout, total_timeout, on_test)
+    finally:
+        box.close()

@@ -1,19 +1,22 @@
 """Execute one notebook inside the grading sandbox; the only grader code that runs there.
 
-    python sandbox_exec.py CELL_TIMEOUT OUTPUT_CHARS FD < notebook.ipynb  (executed -> FD)
-    python sandbox_exec.py --serve REQUESTS_FD RESULTS_FD      (warm: many notebooks, see serve)
+    python sandbox_exec.py --serve REQUESTS_FD RESULTS_FD        (in bubblewrap: see serve)
+    python sandbox_exec.py --unisolated REQUESTS_FD RESULTS_FD   (LM10_GRADE_WITHOUT_ISOLATION)
 
-The grader (grading/sandbox.py) starts this script inside bubblewrap with the prepared notebook
-(hidden tests restored) on stdin and a file opened on descriptor FD. The script makes itself
-non-dumpable first, so the student's kernel (same user, started by this process) can read
-neither its memory nor that descriptor through /proc; the kernel never inherits it.
-It then runs every cell with nbclient: an error in a cell does not stop the run, a cell still
-running after CELL_TIMEOUT seconds is interrupted and gets an error, and if the kernel dies or
-stops answering, that cell and every later code cell get an error saying so, so a test cell
-that never ran can never be read as passed. Each output is cut to OUTPUT_CHARS characters.
+The grader (grading/sandbox.py) starts this script, inside bubblewrap, with two pipes: it
+sends frames on REQUESTS_FD (the lab's imports, then one notebook per submission, then the
+calls of its tests) and reads frames on RESULTS_FD (sandbox.py's `run` reads them). The script
+makes itself non-dumpable first, so the student's kernel (same user, started by this process)
+can read neither its memory nor those descriptors through /proc; the kernel never inherits
+them. It runs every cell with nbclient, except test cells: at a test cell it asks the grader,
+which runs the test outside the sandbox (trusted_tests.py) and sends each call of the
+student's code back here to run in the kernel (run_test). An error in a cell does not stop the
+run, a cell still running after its time limit is interrupted and gets an error, and if the
+kernel dies or stops answering, that cell and every later code cell get an error saying so,
+and no later test runs. Each output is cut to the request's `limit` characters.
 
 Everything this process writes to stdout and stderr is a log for the grader, which trusts none
-of it (the kernel shares these descriptors); only descriptor FD carries the result.
+of it (the kernel shares these descriptors); only RESULTS_FD carries results.
 """
 
 import contextlib
@@ -22,6 +25,7 @@ import json
 import os
 import queue
 import re
+import select
 import shutil
 import signal
 import sys
@@ -121,11 +125,11 @@ class ForkedKernel:
         pass
 
 
-def fork_kernel(result):
+def fork_kernel():
     """Start an IPython kernel in a child of this (pre-imported) process, as
     `python -m ipykernel_launcher -f FILE` would in a new one; return its ForkedKernel.
-    The kernel closes `result`, the executor's descriptor for the executed notebook, and every
-    other descriptor but stdout and stderr, so student code can neither forge nor spoil it."""
+    The kernel closes every descriptor but stdout and stderr (the executor's channel to the
+    grader among them), so student code can neither forge nor spoil what the grader reads."""
     from jupyter_client.connect import write_connection_file
     from jupyter_core.paths import jupyter_runtime_dir
 
@@ -142,7 +146,6 @@ def fork_kernel(result):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.close(result)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         sys.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", path]
@@ -221,12 +224,17 @@ def empty(folder, mounts):
         raise RuntimeError(f"could not empty {folder}: {left[:5]}")
 
 
-def read_exact(stream, size):
+def read_exact(stream, size, deadline=None):
     """`size` bytes from the unbuffered `stream`, or None at its end. One read of a pipe
-    returns at most what the pipe holds (64 KiB on Linux), so read until there are `size`."""
+    returns at most what the pipe holds (64 KiB on Linux), so read until there are `size`.
+    TimeoutError once `deadline` (time.monotonic()) passes."""
     data = bytearray()
     while len(data) < size:
-        chunk = stream.read(size - len(data))
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                raise TimeoutError
+        chunk = stream.read(min(size - len(data), 1 << 20))
         if not chunk:
             return None
         data += chunk
@@ -240,17 +248,56 @@ def write_all(stream, data):
         view = view[stream.write(view) :]
 
 
-def serve(requests_fd, results_fd):
-    """The warm sandbox: import what the lab's setup imports (source on the requests descriptor
-    first), then, per request (a notebook), fork an executor that forks the kernel from this
-    process, so every submission gets a new kernel without paying the imports again, and write
-    the executed notebook on the results descriptor. Between submissions every other process
-    in the sandbox is killed and the home and /tmp are emptied."""
+def send_frame(stream, data):
+    """One frame: its length in 8 bytes, then `data` (bytes)."""
+    write_all(stream, len(data).to_bytes(8, "big") + data)
+
+
+def receive_frame(stream, deadline=None, limit=None):
+    """The next frame's bytes, None at the end of `stream`; ValueError past `limit` bytes."""
+    header = read_exact(stream, 8, deadline)
+    if header is None:
+        return None
+    size = int.from_bytes(header, "big")
+    if limit is not None and size > limit:
+        raise ValueError(f"a message of {size:,} bytes, more than the {limit:,} allowed")
+    data = read_exact(stream, size, deadline)
+    if data is None:
+        return None
+    return data
+
+
+class Channel:
+    """JSON messages in frames, over the grader's two descriptors."""
+
+    def __init__(self, requests, results):
+        self.requests, self.results = requests, results
+
+    def send(self, message):
+        send_frame(self.results, json.dumps(message).encode())
+
+    def receive(self):
+        data = receive_frame(self.requests)
+        if data is None:
+            raise EOFError("the grader closed the channel")
+        return json.loads(data)
+
+
+def serve(requests_fd, results_fd, isolated=True):
+    """The sandbox's executor. It imports what the lab's setup imports (the first frame), says
+    READY, then takes one notebook after another ({"notebook", "cell_timeout", "limit"}):
+    for each it forks an executor that forks the kernel from this process, so every
+    submission gets a new kernel without paying the imports again, and that executor answers
+    the grader itself on the same descriptors ({"test"}, {"reply"}: see run_notebook) and
+    ends with {"done": the executed notebook}. Between submissions every other process in the
+    sandbox is killed and the home, /tmp and /dev/shm are emptied. Without isolation (no PID
+    namespace: other processes of this user are the grader's own) it takes one notebook and
+    kills nothing."""
     requests = os.fdopen(requests_fd, "rb", buffering=0)
     results = os.fdopen(results_fd, "wb", buffering=0)
-    folders = [f for f in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(f)]
-    header = read_exact(requests, 8)
-    warm = read_exact(requests, int.from_bytes(header, "big")).decode() if header else ""
+    folders = [f for f in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(f)] if isolated else []
+    data = receive_frame(requests)
+    warm = data.decode() if data else ""
     import ipykernel.kernelapp  # noqa: F401 (what the kernel and the executor need)
     import jupyter_client.asynchronous  # noqa: F401
     import nbclient  # noqa: F401
@@ -263,47 +310,111 @@ def serve(requests_fd, results_fd):
         except Exception as error:  # noqa: BLE001 (fewer modules warm: slower, still right)
             print(f"warm imports failed: {type(error).__name__}: {error}", file=sys.stderr)
     write_all(results, b"READY\n")
-    while (header := read_exact(requests, 8)) is not None:
-        request = json.loads(read_exact(requests, int.from_bytes(header, "big")))
-        clear(folders)
-        reader, writer = os.pipe()
+    while (data := receive_frame(requests)) is not None:
+        request = json.loads(data)
+        if isolated:
+            clear(folders)
         pid = os.fork()
         if pid == 0:  # the executor
             try:
-                requests.close()
-                results.close()
-                os.close(reader)
-                with os.fdopen(writer, "w") as out:
-                    km = fork_kernel(out.fileno())
-                    try:
-                        text = run_notebook(
-                            request["notebook"], request["cell_timeout"], request["limit"], km=km
-                        )
-                    finally:
-                        km.shutdown_kernel(now=True)
-                    out.write(text)
+                channel = Channel(requests, results)
+                km = fork_kernel()
+                try:
+                    text = run_notebook(
+                        request["notebook"],
+                        request["cell_timeout"],
+                        request["limit"],
+                        km=km,
+                        channel=channel,
+                    )
+                finally:
+                    km.shutdown_kernel(now=True)
+                channel.send({"done": text})
             finally:
                 os._exit(0)
-        os.close(writer)
-        data, size = [], 0
-        with os.fdopen(reader, "rb") as incoming:
-            while chunk := incoming.read(1 << 20):  # to the end, keeping what the grader reads
-                if size <= request["max_bytes"]:
-                    data.append(chunk)
-                size += len(chunk)
-        data = b"".join(data)[: request["max_bytes"] + 1]
         os.waitpid(pid, 0)
+        if not isolated:
+            return
         clear(folders)
-        write_all(results, len(data).to_bytes(8, "big") + data)
 
 
-def run_notebook(text, cell_timeout, limit, km=None):
-    """The executed notebook's JSON for the notebook JSON `text`: every cell run in a kernel
-    (a new one, or the one `km` manages), the grader's marks added, each output cut."""
-    import nbformat
+CALL = "__import__('sandbox_agent').answer({text!r})"
+
+
+def run_cell(client, cell, index, cell_timeout):
+    """Run one cell; (index, reason) when the kernel can no longer be used, else None."""
     from jupyter_core.utils import run_sync
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        client.execute_cell(cell, index, store_history=cell.metadata.get("lm10") != "call")
+    except DeadKernelError:
+        return (index, "the kernel died while it ran (os._exit, a crash, or it ran out of memory)")
+    except CellTimeoutError:
+        return (index, f"it did not stop {cell_timeout} s after it was interrupted")
+    timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", []))
+    if timed_out and not run_sync(answers)(client.kc, INTERRUPT_GRACE):
+        return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+    return None
+
+
+def reply_error(name, message):
+    return json.dumps({"error": name, "builtin": False, "message": message})
+
+
+def run_test(client, index, channel, cell_timeout):
+    """A test cell: the grader runs it outside the sandbox and sends each call of the
+    student's code here ({"call": request}); each runs in the kernel, among the student's
+    code, and its published reply goes back ({"reply": text}) until the grader says
+    {"next"}. The calls of one test share its cell's time limit. Nothing the student's code
+    prints meanwhile is kept. (index, reason) when the kernel can no longer be used."""
+    import nbformat
+    from sandbox_agent import MIME
+
+    channel.send({"test": index})
+    deadline, stopped, expired = time.monotonic() + cell_timeout, None, False
+    while "call" in (message := channel.receive()):
+        if stopped is not None:
+            channel.send({"reply": reply_error("NotRun", f"the grader stopped: {stopped[1]}")})
+            continue
+        if expired:  # a call of this test ran out of its time: the test has no more
+            channel.send({"reply": reply_error("CellTimeoutError", "no time left for this test")})
+            continue
+        cell = nbformat.v4.new_code_cell(
+            CALL.format(text=message["call"]), metadata={"lm10": "call"}
+        )
+        client.timeout = max(1, int(deadline - time.monotonic() + 0.999))
+        stopped = run_cell(client, cell, index, client.timeout)
+        replies = [
+            o["data"][MIME]
+            for o in cell.outputs
+            if o.get("output_type") == "display_data" and MIME in o.get("data", {})
+        ]
+        timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
+        if timed_out:
+            reply = reply_error(
+                "CellTimeoutError",
+                f"the grader stopped this test after {cell_timeout} s (does your code loop "
+                "forever?)",
+            )
+        elif stopped is not None:
+            reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
+        elif replies and isinstance(replies[0], str):
+            reply = replies[0]
+        else:
+            reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
+        channel.send({"reply": reply})
+        expired = expired or timed_out
+    client.timeout = cell_timeout
+    return stopped
+
+
+def run_notebook(text, cell_timeout, limit, km=None, channel=None):
+    """The executed notebook's JSON for the notebook JSON `text`: every cell run in a kernel
+    (a new one, or the one `km` manages), the grader's marks added, each output cut. A cell
+    marked as a test (metadata lm10_test) is not run here: the grader runs it (run_test)."""
+    import nbformat
+    from nbclient import NotebookClient
 
     nb = nbformat.reads(text, as_version=4)
     stopped = None  # (cell index, reason)
@@ -338,22 +449,11 @@ def run_notebook(text, cell_timeout, limit, km=None):
     try:
         with client.setup_kernel():
             for index, cell in enumerate(nb.cells):
-                try:
-                    client.execute_cell(cell, index)
-                except DeadKernelError:
-                    stopped = (
-                        index,
-                        "the kernel died while it ran (os._exit, a crash, or it ran out of memory)",
-                    )
-                    break
-                except CellTimeoutError:
-                    stopped = (index, f"it did not stop {cell_timeout} s after it was interrupted")
-                    break
-                timed_out = any(
-                    o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])
-                )
-                if timed_out and not run_sync(answers)(client.kc, INTERRUPT_GRACE):
-                    stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+                if cell.metadata.get("lm10_test") is not None:
+                    stopped = run_test(client, index, channel, cell_timeout)
+                else:
+                    stopped = run_cell(client, cell, index, cell_timeout)
+                if stopped is not None:
                     break
     except Exception as error:  # the kernel did not start or did not shut down
         if stopped is None:
@@ -387,17 +487,8 @@ def run_notebook(text, cell_timeout, limit, km=None):
 
 def main():
     not_dumpable()
-    if sys.argv[1] == "--serve":
-        serve(int(sys.argv[2]), int(sys.argv[3]))
-        return
-    cell_timeout, limit = int(sys.argv[1]), int(sys.argv[2])
-    descriptor = int(sys.argv[3])
-    os.set_inheritable(descriptor, False)
-    result = os.fdopen(descriptor, "w", closefd=True)
-    text = sys.stdin.read()
-    sys.stdin.close()
-    result.write(run_notebook(text, cell_timeout, limit))
-    result.close()
+    isolated = sys.argv[1] == "--serve"
+    serve(int(sys.argv[2]), int(sys.argv[3]), isolated=isolated)
 
 
 if __name__ == "__main__":

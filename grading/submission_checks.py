@@ -1,5 +1,7 @@
-"""Read a prepared submission before it runs: flags for the report, references to restore.
+"""Read a prepared submission before it runs: flags for the instructor, and the lab's cells.
 
+The tests run outside the student's process (trusted_tests.py), so nothing here defends a
+grade: the flags are information, for a person to read what a submission reaches for.
 `flags(nb)` lists what in the student's cells (answer cells and cells they added) reaches past
 the lab: IPython's hooks (`get_ipython`, input and AST transformers, magics and shell escapes),
 code that runs strings (`exec`, `eval`, `compile`, `__import__`), files, processes and the
@@ -9,11 +11,8 @@ any rebinding of a name that a locked setup cell defines (the references the tes
 against) or of an attribute of one (`torch.allclose = ...`). The parent reads the source, so
 no code in the kernel can hide a flag from it; obfuscation itself needs one of the flagged
 constructs. A flag costs no points: the report marks the submission for a person to read.
-
-`restore_source(nb)` is the code the grader runs before every test cell: the imports,
-functions and classes of the locked setup cells (so a test compares against the lab's own
-reference even if the student redefined it) and IPython's input and AST transformers and
-event callbacks put back as they were before the first cell ran.
+A cell counts as the lab's only when it is locked and the released notebook has a locked cell
+of its grade_id: a student who marks a cell of their own as locked is still read.
 """
 
 import ast
@@ -134,9 +133,15 @@ def is_setup(cell):
     )
 
 
-def is_student(cell):
-    """A code cell the student writes: an answer cell, or any cell they added."""
-    return cell.cell_type == "code" and not meta(cell).get("locked")
+def is_student(cell, locked_ids=None):
+    """A code cell the student writes: an answer cell, or any cell they added (one marked
+    locked too, unless `locked_ids`, the grade_ids of the lab's locked cells, holds it)."""
+    if cell.cell_type != "code":
+        return False
+    m = meta(cell)
+    if locked_ids is None:
+        return not m.get("locked")
+    return not (m.get("locked") and m.get("grade_id") in locked_ids)
 
 
 def is_test(cell):
@@ -173,6 +178,29 @@ def bound_names(tree):
             for target in targets:
                 names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
     return names
+
+
+def free_names(source):
+    """Names a cell reads but never binds anywhere (nor imports, defines or is given as a
+    builtin): the names it expects from earlier cells."""
+    import builtins
+
+    tree = parse(source)
+    if tree is None:
+        return set()
+    read, bound = set(), set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound
 
 
 def setup_names(nb):
@@ -268,12 +296,16 @@ def cell_flags(tree, protected):
     return found
 
 
-def flags(nb):
-    """Suspicious constructs in the student's cells, as report phrases, in notebook order."""
-    protected = setup_names(nb)
+def flags(nb, release=None):
+    """Suspicious constructs in the student's cells, as report phrases, in notebook order;
+    `release` (the released notebook) says which cells are the lab's."""
+    protected = setup_names(release or nb)
+    locked_ids = None
+    if release is not None:
+        locked_ids = {meta(c).get("grade_id") for c in release.cells if meta(c).get("locked")}
     phrases = []
     for index, cell in enumerate(nb.cells):
-        if not is_student(cell):
+        if not is_student(cell, locked_ids):
             continue
         where = meta(cell).get("grade_id") or f"cell {index + 1}"
         tree = parse(cell.source)
@@ -285,34 +317,3 @@ def flags(nb):
                 seen.add(reason)
                 phrases.append(f"{where} line {line}: {reason}")
     return phrases
-
-
-RESET = """
-import IPython.core.inputtransformer2 as _lm10_it2
-_lm10_shell = get_ipython()
-_lm10_shell.input_transformer_manager = _lm10_it2.TransformerManager()
-_lm10_shell.ast_transformers[:] = []
-for _lm10_callbacks in _lm10_shell.events.callbacks.values():
-    _lm10_callbacks[:] = [c for c in _lm10_callbacks
-                          if getattr(c, "__module__", None) != "__main__"]
-del _lm10_it2, _lm10_shell, _lm10_callbacks
-"""
-
-
-def restore_source(nb):
-    """Code run before each test cell: the setup cells' definitions and IPython's hooks."""
-    parts = ["# grader: the lab's references and IPython's hooks, as the setup cell made them"]
-    for cell in nb.cells:
-        if not is_setup(cell) or (tree := parse(cell.source)) is None:
-            continue
-        source = python_source(cell.source)
-        for node in tree.body:
-            if isinstance(
-                node,
-                ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-            ):
-                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-                lines = source.split("\n")[first - 1 : node.end_lineno]
-                parts.append("\n".join(lines))
-    parts.append(RESET.strip())
-    return "\n".join(parts) + "\n"

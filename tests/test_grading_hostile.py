@@ -23,15 +23,26 @@ ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (`whil
 pass` in an answer) 6, graded. alwayseq (`__eq__` always True) 0; transformer (input transformer
 wrapping tests in try/except) 0; astcheat (AST transformer dropping asserts) 0; peek (runs a
 classmate's answers) 0; tamper (gradebook writes, files outside, a detached process) 10; leak
-(reads gradebook and solutions, copies them, prints the hidden tests from `In`) 10; hog (64 GB,
+(reads gradebook and solutions, copies them, prints the kernel's history `In`, where no
+test ever ran) 10; hog (64 GB,
 1 GB file, thousands of processes) 10; forge (writes into every pipe the kernel holds) 10;
 exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
 twonotebooks, link, nocells, dirlab (a folder named LM10-L2.ipynb): error, 0, with the reason.
-bigchart (a correct notebook of 300 KB, past one pipe read), oddmeta (nbgrader metadata that
+bigchart (a correct notebook of 10 MB, past one pipe read), oddmeta (nbgrader metadata that
 is a string or a list on cells of the student's own), dirnotebook (beside a folder named
 draft.ipynb): 10, graded. escapes (an error message of terminal escape codes that would redraw
 its line as a full score) 8, graded, and no control character reaches the report.
+Attacks on a verdict made in the student's kernel, each added to answers that all return zero
+(zeros: 0, graded), each with a variant, must leave that 0: displayhook and displayhook2
+(a score through the display hook), shadowtype and shadowtype2 (a shadowed `type` and an int
+that equals everything), shell and shell2 (IPython's traceback and ExecutionResult.success
+replaced), posttransformer (an input transformer emptying every cell with an assert), tracer
+(a trace function copying `want` into `got`), callback and thread (re-patching `check_type`
+before every cell, or all the time), aliasmain (`__main__` through an alias), hiddenleak (a
+callback printing each cell it runs, base64-encoded: no hidden test among them), lockedcell (an
+answer cell marked locked is still read for flags). inputs (correct answers that print the
+hidden tests' inputs in a later cell) 10: the instructor sees the print, the feedback does not.
 Redefining the reference a test compares against is tested per lab in tests/test_labs.py
 (every lab's `refpatch` case).
 """
@@ -250,7 +261,115 @@ ESCAPES = (
     "                            tokens_per_request):\n"
     "    raise ValueError('\\x1b[2K\\r\\x1b]52;c;aGk=\\x07fake 10.0 / 13.0 \\x1b[32mall passed')\n"
 )
+SEEN = """
+_seen = []
+_attention = attention_parameters
+def attention_parameters(d, heads, kv_heads):
+    _seen.append((d, heads, kv_heads))
+    return _attention(d, heads, kv_heads)
+"""
 FLOOD = 'print("x" * 50_000_000)\nfor i in range(200_000):\n    print(i)\n'
+
+# Wrong answers: every function of the lab gives zero (0 of 10 points on their own). Each
+# attack below is added to them; none may change a score, since the tests run outside the
+# student's kernel (trusted_tests.py) and compare plain values there.
+ZEROS = {
+    "l2_attention": "def attention_parameters(d, heads, kv_heads):\n    return ZERO\n",
+    "l2_cache": (
+        "def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):\n"
+        "    return ZERO\n"
+    ),
+    "l2_flops": (
+        "def attention_flops_per_token(d, heads, kv_heads, layers, context):\n    return ZERO\n"
+    ),
+    "l2_compare": (
+        "def compare_variants(d, heads, layers, gqa_kv_heads, context):\n"
+        "    row = {'parameters': ZERO, 'cache_bytes': ZERO, 'flops': ZERO}\n"
+        "    return {'MHA': dict(row), 'GQA': dict(row), 'MQA': dict(row)}\n"
+    ),
+    "l2_serving": (
+        "def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token,\n"
+        "                            tokens_per_request):\n    return ZERO\n"
+    ),
+}
+# Attacks on a verdict made in the student's kernel, each as code run before the answers
+# (`zero` is what every answer returns: 0, or an object of the attack's own).
+VERDICT_ATTACKS = {
+    # nbgrader reads the first execute_result of a test cell as its score
+    "displayhook": ("import os\nZERO = 0\n", "os.sys.displayhook('ok')"),
+    "displayhook2": ("import sys\nZERO = 0\n", "sys.__displayhook__(10.0)"),
+    # shadow `type`, or the type check itself, and an int that equals everything
+    "shadowtype": (
+        "ZERO = None\ntype = lambda value: int\n"
+        "class Anything(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\nZERO = Anything()\n",
+        "",
+    ),
+    "shadowtype2": (
+        "Same = type('Same', (int,), {'__eq__': lambda self, other: True,"
+        " '__ne__': lambda self, other: False, '__hash__': int.__hash__})\n"
+        "ZERO = Same()\ncheck_type = lambda *args: None\n",
+        "",
+    ),
+    # the shell reports no error, and every cell succeeds
+    "shell": (
+        "ZERO = 0\nip = get_ipython()\nip.showtraceback = lambda *a, **k: None\n"
+        "ip._showtraceback = lambda *a, **k: None\n"
+        "from IPython.core.interactiveshell import ExecutionResult\n"
+        "ExecutionResult.success = property(lambda self: True)\n",
+        "",
+    ),
+    "shell2": (
+        "ZERO = 0\n[get_ipython][0]().InteractiveTB.structured_traceback = lambda *a, **k: []\n",
+        "",
+    ),
+    # an input transformer that empties any cell with an assert (the grader's included)
+    "posttransformer": (
+        "ZERO = 0\nget_ipython().input_transformers_post.append(lambda lines:"
+        " ['pass\\n'] if any('assert' in l for l in lines) else lines)\n",
+        "",
+    ),
+    # a tracer that copies the expected value into the tested one, in every frame
+    "tracer": (
+        "import sys, ctypes\nZERO = 0\n"
+        "def _trace(frame, event, arg):\n"
+        "    if 'ipykernel' not in frame.f_code.co_filename:\n"
+        "        return None\n"
+        "    if 'want' in frame.f_locals and 'got' in frame.f_locals:\n"
+        "        frame.f_locals['got'] = frame.f_locals['want']\n"
+        "        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), 0)\n"
+        "    return _trace\n"
+        "sys.settrace(_trace)\n",
+        "",
+    ),
+    # a callback, and a thread, that neutralise the type check after anything restores it
+    "callback": (
+        "ZERO = 0\nget_ipython().events.register('pre_run_cell', lambda *a:"
+        " globals().update(check_type=lambda *b: None, ZERO=type('Eq', (int,),"
+        " {'__eq__': lambda s, o: True, '__hash__': int.__hash__})()))\n",
+        "",
+    ),
+    "thread": (
+        "import threading, time\nZERO = 0\n"
+        "def _patch():\n    while True:\n"
+        "        globals()['check_type'] = lambda *b: None\n        time.sleep(0.001)\n"
+        "threading.Thread(target=_patch, daemon=True).start()\n",
+        "",
+    ),
+    # the same through an alias of the notebook's namespace
+    "aliasmain": (
+        "import __main__ as _m\nZERO = 0\n"
+        "_m.check_type = lambda *a: None\n"
+        "import sys\nsys.modules['__main__'].__dict__['check_type'] = lambda *a: None\n",
+        "",
+    ),
+    # the hidden tests' source, base64-encoded into an output by a callback
+    "hiddenleak": (
+        "import base64\nZERO = 0\nget_ipython().events.register('pre_run_cell',"
+        " lambda info: print('LEAK', base64.b64encode(info.raw_cell.encode()).decode()))\n",
+        "",
+    ),
+}
 
 
 def submissions(released, course):
@@ -259,7 +378,10 @@ def submissions(released, course):
     stubs = copy.deepcopy(released)
     subs = {
         "ok": fill(released, answers()),
-        "stderr": fill(released, answers(l2_cache=STDERR)),
+        "stderr": fill(
+            released,
+            answers(l2_attention="import logging\nlogging.warning('defining')", l2_cache=STDERR),
+        ),
         "sysexit": fill(released, answers(l2_serving="raise SystemExit(1)")),
         "flood": fill(released, answers(l2_attention=FLOOD)),
         "blank": stubs,
@@ -284,10 +406,10 @@ def submissions(released, course):
         "language": "python",
     }
     subs["badkernel"] = kernel
-    # A correct notebook of about 300 KB (two charts pasted into markdown): far past one pipe
-    # read (64 KiB), so the warm sandbox must read its request whole.
+    # A correct notebook of 10 MB (two charts pasted into markdown): the size grading/README.md
+    # promises on the fast path, far past one pipe read (64 KiB).
     big = fill(released, answers())
-    chart = base64.b64encode(random.Random(0).randbytes(110_000)).decode()
+    chart = base64.b64encode(random.Random(0).randbytes(3_800_000)).decode()
     for name in ("chart.png", "again.png"):
         cell = nbformat.v4.new_markdown_cell(f"![chart](attachment:{name})")
         cell.attachments = {name: {"image/png": chart}}
@@ -300,6 +422,38 @@ def submissions(released, course):
     odd.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": ["a", "list"]}))
     subs["oddmeta"] = odd
     subs["escapes"] = fill(released, answers(l2_serving=ESCAPES))
+    for name, (prelude, inside) in VERDICT_ATTACKS.items():
+        cells = {
+            grade_id: code.replace("    return ZERO", f"    {inside}\n    return ZERO")
+            if inside
+            else code
+            for grade_id, code in ZEROS.items()
+        }
+        cells["l2_attention"] = prelude + cells["l2_attention"]
+        subs[name] = fill(released, cells)
+    subs["zeros"] = fill(released, dict(ZEROS, l2_attention="ZERO = 0\n" + ZEROS["l2_attention"]))
+    # An answer cell marked locked, as the lab's own cells are (a flag reader that trusted the
+    # mark would skip it).
+    locked = fill(
+        released,
+        dict(
+            ZEROS,
+            l2_attention="import os\nos.sys.displayhook(10)\nZERO = 0\n" + ZEROS["l2_attention"],
+        ),
+    )
+    cell = next(c for c in locked.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    cell.metadata["nbgrader"]["locked"] = True
+    subs["lockedcell"] = locked
+    # Correct answers that keep the hidden tests' inputs and print them in a later cell: the
+    # instructor sees them, the feedback does not.
+    keep = fill(
+        released,
+        answers(
+            l2_attention=SEEN,
+            l2_serving="print('SEEN', sorted(set(_seen)))",
+        ),
+    )
+    subs["inputs"] = keep
     deleted = copy.deepcopy(released)
     deleted.cells = []
     subs["nocells"] = deleted
@@ -436,7 +590,7 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "ok": ("graded", 10, "all autograded tests passed"),
     "renamed": ("graded", 10, f"graded {LAB} (1).ipynb as {LAB}.ipynb"),
     "badkernel": ("graded", 10, "all autograded tests passed"),
-    "stderr": ("graded", 10, "stderr (not penalised) in l2_test_cache"),
+    "stderr": ("graded", 10, "stderr (not penalised) in l2_attention"),
     "sysexit": ("graded", 10, "all autograded tests passed"),
     "flood": ("graded", 10, "all autograded tests passed"),
     "blank": ("graded", 0, "first failure l2_test_attention: NotImplementedError"),
@@ -465,6 +619,23 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "oddmeta": ("graded", 10, "all autograded tests passed"),
     "escapes": ("graded", 8, "first failure l2_test_serving: ValueError: fake 10.0 / 13.0 all"),
     "nocells": ("error", 0, "none of the lab's answer cells"),
+    "zeros": ("graded", 0, "first failure l2_test_attention: AssertionError"),
+    # every attack on the verdict leaves the wrong answers at 0; flags are information only
+    # (shell2 reaches the shell in a way no flag names, and still changes nothing)
+    "displayhook": ("flagged", 0, "imports os"),
+    "displayhook2": ("flagged", 0, "imports sys"),
+    "shadowtype": ("flagged", 0, "must give exactly type int, got __main__.Anything"),
+    "shadowtype2": ("flagged", 0, "must give exactly type int, got __main__.Same"),
+    "shell": ("flagged", 0, "uses get_ipython"),
+    "shell2": ("graded", 0, "first failure l2_test_attention: AssertionError"),
+    "posttransformer": ("flagged", 0, "uses get_ipython"),
+    "tracer": ("flagged", 0, "imports sys"),
+    "callback": ("flagged", 0, "uses get_ipython"),
+    "thread": ("flagged", 0, "imports threading"),
+    "aliasmain": ("flagged", 0, "imports sys"),
+    "hiddenleak": ("flagged", 0, "imports base64"),
+    "lockedcell": ("flagged", 0, "l2_attention line 1: imports os"),
+    "inputs": ("graded", 10, "all autograded tests passed"),
 }
 
 
@@ -564,14 +735,48 @@ def test_feedback_holds_only_pages_without_hidden_tests(batch):
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
         shown = [line for line in hidden if line in text]
         assert not shown, f"{page.relative_to(feedback)} shows hidden tests: {shown[:3]}"
-    leak = html.unescape((feedback / "leak" / LAB / f"{LAB}.html").read_text())
-    assert "it quotes a hidden test" in leak, "blind check: the leak's printout is not there"
+    # The student's kernel never ran a test: what it printed of its history (leak) or of each
+    # cell it was about to run (hiddenleak, base64) holds no hidden line, even for the
+    # instructor.
+    autograded = batch["course"] / "grading" / "autograded"
+    for student, marker in (("leak", "print("), ("hiddenleak", "LEAK ")):
+        printed = outputs_text(autograded / student / LAB / f"{LAB}.ipynb")
+        assert marker in printed, f"blind check: {student}'s printout is not there"
+        decoded = printed + "\n".join(
+            base64.b64decode(token + "=" * (-len(token) % 4)).decode("utf-8", "replace")
+            for token in re.findall(r"LEAK (\S+)", printed)
+        )
+        shown = [line for line in hidden if line in decoded]
+        assert not shown, f"{student}'s kernel saw hidden tests: {shown[:3]}"
     stopped = html.unescape((feedback / "hardloop" / LAB / f"{LAB}.html").read_text())
     assert "Not run: the grader stopped an earlier cell" in stopped, (
         "the feedback should say why the last test did not run"
     )
     stderr = html.unescape((feedback / "stderr" / LAB / f"{LAB}.html").read_text())
     assert "never costs points" in stderr, "the feedback should say stderr cost nothing"
+
+
+def outputs_text(path):
+    """Every output text of a notebook's code cells, joined."""
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(
+        str(o.get("text", "")) + str(o.get("evalue", ""))
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
+
+
+def test_hidden_inputs_reach_the_instructor_but_not_the_feedback(batch):
+    """A correct answer that records the hidden tests' arguments and prints them in a later
+    cell: the instructor's copy shows them; the feedback replaces that cell's outputs."""
+    autograded = batch["course"] / "grading" / "autograded" / "inputs" / LAB / f"{LAB}.ipynb"
+    printed = outputs_text(autograded)
+    assert "SEEN [(" in printed and "(576, 9, 3)" in printed, "blind check: nothing printed"
+    page = batch["course"] / "grading" / "feedback" / "inputs" / LAB / f"{LAB}.html"
+    text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+    assert "SEEN [(" not in text, "the feedback shows the hidden tests' inputs"
+    assert "outputs not shown in feedback" in text
 
 
 def test_report_csv_lists_every_student_with_a_reason(batch):

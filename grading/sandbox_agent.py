@@ -1,0 +1,136 @@
+"""The student's side of a test: runs in the sandboxed kernel, beside the student's code.
+
+The lab's tests run in a trusted process outside the sandbox (trusted_tests.py). When a test
+calls a student's function, the call travels here: `answer(request)` unpickles it (pickle goes
+one way only, from the grader into the sandbox), looks up what it names in the notebook's
+namespace or in this module's table of objects handed out earlier, makes the call, and
+publishes the result as plain data (`encode`): None, booleans, integers, floats, strings,
+lists, tuples, dicts, and tensors as their dtype, shape and bytes. Anything else (an object,
+a module, a function, a subclass of int that claims to equal everything) stays here; the test
+receives a handle to it that names its type and can only be called or have attributes read.
+
+Nothing here is a defence: the student's code shares this process and can change this module
+at will. All it can change is its own answers, which the trusted process checks as data.
+"""
+
+import base64
+import builtins
+import ctypes
+import io
+import json
+import pickle
+import sys
+import traceback
+
+MIME = "application/x-lm10-reply"
+TENSOR_TYPES = ("Tensor", "Parameter")
+_objects = {}  # handle number -> object handed to the grader as a handle
+
+
+def _namespace():
+    return sys.modules["__main__"].__dict__
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        kind, key = pid
+        if kind == "handle":
+            return _objects[key]
+        if kind == "global":  # a name of the lab's setup cells, as this kernel has it
+            return _namespace()[key]
+        raise pickle.UnpicklingError(f"unknown reference {kind!r}")
+
+
+def _handle(value):
+    number = len(_objects) + 1
+    _objects[number] = value
+    kind = type(value)
+    return {
+        "__handle__": number,
+        "module": str(getattr(kind, "__module__", "")),
+        "qualname": str(getattr(kind, "__qualname__", kind.__name__)),
+        "callable": callable(value),
+    }
+
+
+def encode(value, depth=0):
+    """`value` as JSON-ready plain data; what is not plain data becomes a handle."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value
+    if kind is float:
+        return (
+            value
+            if value == value and value not in (float("inf"), float("-inf"))
+            else {"__float__": repr(value)}
+        )
+    if depth > 32:
+        return _handle(value)
+    if kind is list:
+        return [encode(v, depth + 1) for v in value]
+    if kind is tuple:
+        return {"__tuple__": [encode(v, depth + 1) for v in value]}
+    if kind is dict:
+        return {
+            "__dict__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]
+        }
+    torch = sys.modules.get("torch")
+    if torch is not None and kind is torch.Size:  # a tuple of ints, as the tests compare it
+        return {"__tuple__": [int(n) for n in value]}
+    if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
+        tensor = value.detach().cpu().contiguous()
+        size = tensor.numel() * tensor.element_size()
+        data = ctypes.string_at(tensor.data_ptr(), size) if size else b""
+        return {
+            "__tensor__": str(tensor.dtype).removeprefix("torch."),
+            "shape": list(tensor.shape),
+            "data": base64.b64encode(data).decode(),
+        }
+    return _handle(value)
+
+
+def _run(request):
+    kind = request[0]
+    if kind == "names":  # the current value (or a handle) of each name, absent ones left out
+        namespace = _namespace()
+        return {"__dict__": [[n, encode(namespace[n])] for n in request[1] if n in namespace]}
+    target = _objects[request[1]]
+    if kind == "call":
+        return encode(target(*request[2], **request[3]))
+    if kind == "getattr":
+        return encode(getattr(target, request[2]))
+    raise ValueError(f"unknown request {kind!r}")
+
+
+def _error(error):
+    try:
+        kind = type(error)
+        frames = [
+            f
+            for f in traceback.extract_tb(error.__traceback__)
+            if not f.filename.endswith("sandbox_agent.py")
+        ]
+        return {
+            "error": str(kind.__qualname__),
+            "builtin": getattr(builtins, kind.__name__, None) is kind,
+            "message": str(error)[:4000],
+            "trace": "".join(traceback.format_list(frames[-6:]))[:4000],
+        }
+    except BaseException:  # noqa: BLE001 (an exception whose str() fails)
+        return {"error": "Error", "builtin": False, "message": "(an error that cannot be shown)"}
+
+
+def answer(text):
+    """Run one request (base64 of a pickle) and publish its reply."""
+    from IPython.display import publish_display_data
+
+    try:
+        request = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
+        reply = {"value": _run(request)}
+    except BaseException as error:  # noqa: BLE001 (every failure of the student's code is an answer)
+        reply = _error(error)
+    try:
+        payload = json.dumps(reply)
+    except (TypeError, ValueError) as error:
+        payload = json.dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
+    publish_display_data({MIME: payload})

@@ -1,0 +1,117 @@
+"""The data that crosses from the student's kernel to the trusted tests (grading/trusted_tests.py
+and grading/sandbox_agent.py), without a sandbox: what the student's side encodes, the
+grader's side decodes to values of exactly their types, and anything that is not plain data
+arrives as a handle that equals nothing, has no truth value and names the student's type.
+The end-to-end attacks are in tests/test_grading_hostile.py."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grading"))
+import sandbox_agent  # noqa: E402
+import trusted_tests  # noqa: E402
+
+
+def round_trip(value, link=None):
+    """`value` encoded as the sandbox encodes it, then decoded as the grader decodes it."""
+    text = json.dumps(sandbox_agent.encode(value))
+    return trusted_tests.decode(text, link or (lambda request: pytest.fail(f"called {request}")))
+
+
+class Anything(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+def test_plain_data_comes_back_of_exactly_its_type():
+    value = {
+        "n": 7,
+        3: [1.5, None, True, "text"],
+        (1, "a"): (2, 3),
+        "big": 2**80,
+        "special": [math.inf, -math.inf],
+    }
+    back = round_trip(value)
+    assert back == value and type(back[(1, "a")]) is tuple and type(back[3]) is list
+    assert math.isnan(round_trip(math.nan))
+    assert [type(v) for v in round_trip([1, 1.0, True, "1"])] == [int, float, bool, str]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_tensors_come_back_with_their_dtype_shape_and_values(dtype):
+    tensor = (torch.arange(24).reshape(2, 3, 4) % 5).to(dtype)
+    for sent in (
+        tensor,
+        tensor[:, 1:],
+        tensor.transpose(0, 2),
+        torch.nn.Parameter(tensor) if dtype.is_floating_point else tensor,
+    ):
+        back = round_trip(sent)
+        assert type(back) is torch.Tensor and back.dtype == dtype
+        assert back.shape == sent.shape and torch.equal(back, sent.detach())
+    empty = round_trip(torch.empty(0, 3, dtype=dtype))
+    assert empty.shape == (0, 3) and empty.dtype == dtype
+
+
+def test_objects_stay_behind_as_handles_that_equal_nothing():
+    calls = []
+    back = round_trip(Anything(5), link=calls.append)
+    assert type(back).__module__ == __name__ and type(back).__qualname__ == "Anything"
+    assert (back == 5) is False and back != 5 and back == back  # noqa: PLR0124
+    with pytest.raises(TypeError):
+        bool(back)
+    with pytest.raises(TypeError):
+        f"{back:,}"
+    with pytest.raises(TypeError):
+        back + 1
+    with pytest.raises(TypeError):  # not callable: no round trip
+        back()
+    assert calls == []
+    assert back.real is None and calls == [("getattr", calls[0][1], "real")]  # read remotely
+
+
+def test_a_callable_handle_asks_the_student_side():
+    seen = []
+    handle = round_trip(len, link=lambda request: seen.append(request) or 3)
+    assert handle([1, 2, 3]) == 3
+    assert seen == [("call", seen[0][1], ([1, 2, 3],), {})]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"__tensor__": "object", "shape": [1], "data": ""}',
+        '{"__tensor__": "float32", "shape": [2], "data": "AAAA"}',
+        '{"__tensor__": "float32", "shape": [-1], "data": ""}',
+        '{"__dict__": [[[1, 2], 3]]}',
+        '{"__main__": 1}',
+        "NaN",
+        '{"__float__": "1e999"}',
+        '{"__handle__": "1", "module": "m", "qualname": "q", "callable": true}',
+        "[" * 100 + "]" * 100,
+        "not json",
+    ],
+)
+def test_anything_else_is_refused(text):
+    with pytest.raises(trusted_tests.AnswerError):
+        trusted_tests.decode(text, lambda request: None)
+
+
+def test_the_students_exceptions_are_raised_here_as_builtin_or_named_ones():
+    with pytest.raises(ValueError, match="norm must be"):
+        trusted_tests.raise_error(
+            {"error": "ValueError", "builtin": True, "message": "norm must be"}
+        )
+    with pytest.raises(trusted_tests.StudentError) as caught:  # a name is not a class
+        trusted_tests.raise_error({"error": "ValueError", "builtin": False, "message": "x"})
+    assert type(caught.value).__name__ == "ValueError"
+    with pytest.raises(trusted_tests.StudentError):  # never the grader's own KeyboardInterrupt
+        trusted_tests.raise_error({"error": "KeyboardInterrupt", "builtin": True, "message": ""})
