@@ -266,19 +266,28 @@ class Pickler(pickle.Pickler):
 PRIMITIVE = (type(None), bool, int, float, complex, str, bytes)
 
 
+def make_shell():
+    """The IPython shell the tests run in (one per process: the host makes it before it forks
+    a session, so each session starts from an empty one without paying for it)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    if InteractiveShell.initialized():
+        return InteractiveShell.instance()
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    shell.ast_node_interactivity = "none"  # no execute_result: nbgrader reads it as a score
+    with contextlib.suppress(Exception):
+        shell.colors = "nocolor"
+    return shell
+
+
 class Session:
     """One submission's tests, in a fork of the trusted host."""
 
     def __init__(self, channel, setup, students):
-        from IPython.core.interactiveshell import InteractiveShell
-        from traitlets.config import Config
-
-        config = Config()
-        config.HistoryManager.enabled = False
-        self.shell = InteractiveShell.instance(config=config)
-        self.shell.ast_node_interactivity = "none"  # no execute_result: nbgrader reads it
-        with contextlib.suppress(Exception):
-            self.shell.colors = "nocolor"
+        self.shell = make_shell()
         self.shell._showtraceback = self.record_error
         self.channel, self.students, self.error = channel, list(students), None
         for source in setup:
@@ -410,7 +419,8 @@ def serve():
     imports = channel.receive().get("imports", "")
     with contextlib.suppress(Exception):
         exec(compile(imports, "<lab imports>", "exec"), {"__name__": "lm10_trusted"})
-    import IPython.core.interactiveshell  # noqa: F401
+    make_shell()
+    import submission_checks  # noqa: F401 (every session reads its setup's names with it)
 
     channel.send({"ready": True})
     while True:
