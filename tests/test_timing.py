@@ -59,6 +59,21 @@ def test_the_thread_setting_is_restored_when_a_contestant_raises():
     assert torch.get_num_threads() == before
 
 
+def test_torch_threads_sets_and_restores_the_thread_count():
+    before = torch.get_num_threads()
+    with timing.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError, match="boom"), timing.torch_threads(1):
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with timing.torch_threads(None):
+        assert torch.get_num_threads() == before
+    for bad in (0, True, 1.5, "2"):
+        with pytest.raises(ValueError, match="positive int or None"), timing.torch_threads(bad):
+            pass
+
+
 def test_sync_runs_after_every_timed_call():
     synced = []
     timing.compare({"a": lambda: None, "b": lambda: None}, repeats=3, sync=lambda: synced.append(1))

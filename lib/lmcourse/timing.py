@@ -26,6 +26,7 @@ each: how far that kernel alone stands above the floor.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from collections.abc import Callable
@@ -118,6 +119,27 @@ class Comparison:
         return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """torch's CPU threads set to `threads` inside the block (None: left alone), restored after,
+    even when the block raises. On one thread a matrix product adds its terms in the same order
+    whatever else the machine runs: a product split across threads can add them in another
+    order, and differ in the last bit, when the matrix is wider or the machine busier."""
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(
+            f"threads must be a positive int or None (torch's setting), got {threads!r}"
+        )
+    saved = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
 def compare(
     contestants: dict[str, Callable[[], object]],
     repeats: int = 30,
@@ -144,18 +166,9 @@ def compare(
     for name, value in (("repeats", repeats), ("number", number)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-    ):
-        raise ValueError(
-            f"threads must be a positive int or None (torch's setting), got {threads!r}"
-        )
     sync = sync or (lambda: None)
     names = list(contestants)
-    saved = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         used = torch.get_num_threads()
         for fn in contestants.values():  # warm-up
             fn()
@@ -168,8 +181,6 @@ def compare(
                     contestants[name]()
                 sync()
                 samples[name].append((time.perf_counter() - start) / number)
-    finally:
-        torch.set_num_threads(saved)
     return Comparison(tuple(Timing(n, tuple(samples[n])) for n in names), used, number)
 
 
