@@ -137,13 +137,15 @@ def jupyterlab(root: Path, config_path: Path, scratch: Path):
         target = scratch / "settings" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
-    subprocess.run(
-        [str(BIN / "jupyter"), "trust", *sorted(map(str, root.glob("lessons/*.ipynb")))],
-        cwd=root,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    lessons = sorted(map(str, root.glob("lessons/*.ipynb")))
+    if lessons:  # a course without lessons (tests/test_formgrader_browser.py) trusts none
+        subprocess.run(
+            [str(BIN / "jupyter"), "trust", *lessons],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     log = scratch / "server.log"
     with open(log, "w") as out:
         server = subprocess.Popen(
