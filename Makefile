@@ -26,12 +26,12 @@ grading/exchange/.released: $(wildcard solutions/*/*.ipynb) | setup
 	touch $@
 
 lint: setup
-	$(RUN) $(BIN)/ruff check lib tests benchmarks grading lessons solutions
-	$(RUN) $(BIN)/ruff format --check lib tests benchmarks grading
+	$(RUN) $(BIN)/ruff check lib tests benchmarks grading tools lessons solutions
+	$(RUN) $(BIN)/ruff format --check lib tests benchmarks grading tools
 
 # The formatting decision: ruff format as configured in pyproject.toml (notebooks excluded).
 format: setup
-	$(RUN) $(BIN)/ruff format lib tests benchmarks grading
+	$(RUN) $(BIN)/ruff format lib tests benchmarks grading tools
 
 # Strict nbval: re-execute every lesson and compare its stored outputs.
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
@@ -111,7 +111,7 @@ $(PROXY):
 # The course as a student receives it: lessons, released labs, the library, a student README
 # and Makefile; no solutions, hidden tests or grading tools (checked before it is written).
 student-edition:
-	$(PYTHON) grading/student_edition.py
+	$(PYTHON) tools/student_edition.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

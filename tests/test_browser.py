@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grading"))
+sys.path.insert(0, str(ROOT / "tools"))
 import student_edition  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))

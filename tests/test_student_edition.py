@@ -1,4 +1,4 @@
-"""The student edition (grading/student_edition.py): the lessons, the released labs and the
+"""The student edition (tools/student_edition.py): the lessons, the released labs and the
 library, and never a solution, a hidden test or the grading tooling."""
 
 import json
@@ -15,7 +15,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grading"))
+sys.path.insert(0, str(ROOT / "tools"))
 import student_edition  # noqa: E402
 
 TOP_LEVEL = {

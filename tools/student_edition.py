@@ -1,6 +1,6 @@
 """Build the student edition of the course: everything a student receives, and nothing else.
 
-    python grading/student_edition.py [--out build/student-edition]
+    python tools/student_edition.py [--out build/student-edition]
 
 writes OUT/lm10/ and the same folder as OUT/lm10.tar.gz:
 
@@ -13,7 +13,7 @@ writes OUT/lm10/ and the same folder as OUT/lm10.tar.gz:
     labs/                    the released labs: stubs and visible tests only
     lib/lmcourse/            the course library (with the tiny GPT's trained weights)
 
-and never solutions/, grading/, tests/, benchmarks/, a gradebook or a submission. Before it
+and never solutions/, grading/, tools/, tests/, benchmarks/, a gradebook or a submission. Before it
 writes the archive it scans every file for nbgrader's solution and hidden-test markers and for
 the text of every solution and hidden test in solutions/, and refuses to finish if any is found.
 Instructors keep the repository; students get the archive.
