@@ -261,16 +261,15 @@ def release_notebook(config, resources):
 
 
 def trusted_parts(release):
-    """(setup sources, student names) of a released notebook: the locked cells that are
-    neither answers nor tests, in order, and every top-level name an answer cell binds that
-    the setup does not."""
+    """(setup sources, names) of a released notebook: the locked cells that are neither
+    answers nor tests, in order, and every top-level name an answer cell binds."""
     setup = [c.source for c in release.cells if submission_checks.is_setup(c)]
     students = set()
     for cell in release.cells:
         if cell.cell_type == "code" and submission_checks.meta(cell).get("solution"):
             tree = submission_checks.parse(cell.source)
             students |= submission_checks.bound_names(tree) if tree else set()
-    return setup, students - submission_checks.setup_names(release)
+    return setup, students
 
 
 def not_run(reason):

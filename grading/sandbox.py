@@ -27,7 +27,6 @@ the autograded notebook and the grades export say so.
 
 import contextlib
 import importlib.util
-import json
 import os
 import resource
 import shutil
@@ -403,25 +402,14 @@ class Sandbox:
         os.close(results_w)
         self.requests = os.fdopen(requests_w, "wb", buffering=0)
         self.results = os.fdopen(results_r, "rb", buffering=0)
+        self.channel = frames.Channel(self.results, self.requests, self.limits.file_bytes)
         frames.send_frame(self.requests, self.imports.encode())
         self.ready = False
 
-    def send(self, message):
-        frames.send_frame(self.requests, json.dumps(message).encode())
-
-    def receive(self, deadline):
-        data = frames.receive_frame(self.results, deadline, self.limits.file_bytes)
-        if data is None:
-            raise EOFError("the sandbox ended")
-        message = json.loads(data)
-        if not isinstance(message, dict):
-            raise ValueError("the sandbox sent something other than a message")
-        return message
-
     def call(self, payload, deadline):
         """One call of the student's code, for a test: the sandbox's reply (JSON text)."""
-        self.send({"call": payload})
-        message = self.receive(deadline)
+        self.channel.send({"call": payload})
+        message = self.channel.receive(deadline)
         if not isinstance(message.get("reply"), str):
             raise EOFError("the sandbox answered a call with something else")
         return message["reply"]
@@ -455,7 +443,7 @@ class Sandbox:
                     raise EOFError
                 self.ready = True
                 deadline = time.monotonic() + total_timeout
-            self.send(
+            self.channel.send(
                 {
                     "notebook": notebook_json,
                     "cell_timeout": cell_timeout,
@@ -463,14 +451,14 @@ class Sandbox:
                 }
             )
             while True:
-                message = self.receive(deadline)
+                message = self.channel.receive(deadline)
                 if isinstance(message.get("done"), str):
                     notebook = message["done"]
                     break
                 if type(message.get("test")) is not int or on_test is None:
                     raise EOFError("the sandbox sent an unexpected message")
                 on_test(message["test"], lambda payload: self.call(payload, deadline), deadline)
-                self.send({"next": True})
+                self.channel.send({"next": True})
         except TimeoutError:
             timed_out = True
         except (EOFError, OSError, ValueError):

@@ -5,7 +5,7 @@
 
 The grader (grading/sandbox.py) starts this script, inside bubblewrap, with two pipes: it
 sends frames on REQUESTS_FD (the lab's imports, then one notebook per submission, then the
-calls of its tests) and reads frames on RESULTS_FD (sandbox.py's `run` reads them). The script
+calls of its tests) and reads frames on RESULTS_FD (sandbox.py's `Sandbox` reads them). The script
 makes itself non-dumpable first, so the student's kernel (same user, started by this process)
 can read neither its memory nor those descriptors through /proc; the kernel never inherits
 them. It runs every cell with nbclient, except test cells: at a test cell it asks the grader,
@@ -268,19 +268,25 @@ def receive_frame(stream, deadline=None, limit=None):
 
 
 class Channel:
-    """JSON messages in frames, over the grader's two descriptors."""
+    """JSON messages (each a mapping) in frames, read from `reader` and written to `writer`:
+    the one protocol between the grader and the sandbox, and between the grader and its
+    trusted test process. EOFError when the other end is gone; ValueError for a frame past
+    `limit` bytes or one that is not a mapping; TimeoutError past a receive's deadline."""
 
-    def __init__(self, requests, results):
-        self.requests, self.results = requests, results
+    def __init__(self, reader, writer, limit=None):
+        self.reader, self.writer, self.limit = reader, writer, limit
 
     def send(self, message):
-        send_frame(self.results, json.dumps(message).encode())
+        send_frame(self.writer, json.dumps(message).encode())
 
-    def receive(self):
-        data = receive_frame(self.requests)
+    def receive(self, deadline=None):
+        data = receive_frame(self.reader, deadline, self.limit)
         if data is None:
-            raise EOFError("the grader closed the channel")
-        return json.loads(data)
+            raise EOFError("the other end closed the channel")
+        message = json.loads(data)
+        if not isinstance(message, dict):
+            raise ValueError("a frame that is not a message")
+        return message
 
 
 def serve(requests_fd, results_fd, isolated=True):
