@@ -27,8 +27,8 @@ def test_diff_lists_what_a_family_changes_and_nothing_else():
     }
     gemma = zoo.diff(base, configs.tiny("Gemma-2-2B"))
     assert gemma["norms_per_block"] == (2, 4) and gemma["layer_types"] == (
-        "full x2",
-        "sliding/full",
+        "2 full",
+        "1 sliding + 1 full",
     )
     assert "attn_scale" not in zoo.diff(base, as_spec(configs.tiny("Llama-3.1-8B")))
 
@@ -95,3 +95,43 @@ def test_block_layout_reads_each_part_from_the_configuration():
     assert "positions" not in qwen and qwen["norm2"] == "RMSNorm"
     assert qwen["attention"].startswith("attention: 32 query heads share 4 key-value heads\n")
     assert qwen["ffn"] == "128 experts, 8 per token" and qwen["head"] == "output: its own matrix"
+
+
+def test_design_diff_leaves_out_sizes_and_shows_the_key_value_sharing_they_decide():
+    step = zoo.design_diff(configs.load("Llama-2-7B"), configs.load("Llama-3.1-8B"))
+    assert set(step) == {"kv_sharing", "rope_theta", "rope_scaling"}, step
+    assert step["kv_sharing"] == ("MHA", "GQA 4:1")
+    assert zoo.design_diff(configs.load("gpt2"), configs.load("OPT-6.7B")) == {
+        "act": ("gelu_new", "relu"),
+        "position_offset": (0, 2),
+    }
+    latent = zoo.design_diff(configs.load("Llama-2-7B"), configs.load("DeepSeek-V3"))
+    assert latent["kv_sharing"] == ("MHA", "MLA") and not set(latent) & zoo.SIZE_FIELDS
+    assert zoo.design_diff(configs.load("Llama-3.1-8B"), configs.load("gpt2"))[
+        "learned_positions"
+    ] == (False, True)
+
+
+def test_presets_by_family_covers_the_registry_with_presets_of_that_family():
+    found = zoo.presets_by_family()
+    assert list(found) == list(zoo.FAMILIES)
+    assert sorted(p for names in found.values() for p in names) == sorted(configs.available())
+    for family, names in found.items():
+        assert names, f"{family}: no published preset"
+        assert {configs.load(n).model_type for n in names} == {family}
+
+
+@pytest.mark.parametrize(
+    ("kinds", "shown"),
+    [
+        (["full_attention"] * 32, "32 full"),
+        (["sliding_attention", "full_attention"], "1 sliding + 1 full"),
+        (["sliding_attention", "full_attention"] * 13, "(1 sliding + 1 full) x13"),
+        (
+            (["sliding_attention"] * 5 + ["full_attention"]) * 4 + ["sliding_attention"] * 2,
+            "(5 sliding + 1 full) x4 + 2 sliding",
+        ),
+    ],
+)
+def test_pattern_writes_layer_kinds_as_their_repeating_unit(kinds, shown):
+    assert zoo.pattern(kinds) == shown

@@ -1,6 +1,10 @@
 """Families side by side: a block as a diff of another, and one summary row per architecture.
 
     diff(base, spec)            the spec fields in which `spec` differs from `base`
+    design_diff(base, spec)     the same less the size fields, with the key-value sharing and
+                                the kind of positions the sizes decide shown instead
+    pattern(kinds)              per-layer kinds written as their repeating unit
+    presets_by_family()         the published presets (`lmcourse.configs`) of each registry family
     norm_modules(config)        norm layers inside one decoder block, as transformers builds them
     block_layout(config)        the parts of a model from input to output, each with its label
     summary(config)             a table row: parameters, norms, attention, feed-forward, positions,
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import configs
 from .count import describe
+from .families import FAMILIES
 from .spec import ModelSpec, as_spec
 
 # The spec stores what a family chose (a score scale, a rotated fraction, a layer pattern); a diff
@@ -29,10 +35,32 @@ _DERIVED = {
 _IDENTITY = ("family",)  # the name of the row, not a difference of the block
 
 
+def pattern(kinds) -> str:
+    """Per-layer kinds as their shortest repeating unit, each run counted:
+    '(5 sliding + 1 full) x4 + 2 sliding' for Gemma 3's 26 layers, '32 full' for Llama 2."""
+    kinds = [k.split("_")[0] for k in kinds]  # 'sliding_attention' -> 'sliding'
+    period = next(
+        n for n in range(1, len(kinds) + 1) if all(k == kinds[i % n] for i, k in enumerate(kinds))
+    )
+    repeats, rest = divmod(len(kinds), period)
+
+    def runs(part):
+        counted = [[part[0], 0]]
+        for kind in part:
+            if kind != counted[-1][0]:
+                counted.append([kind, 0])
+            counted[-1][1] += 1
+        return " + ".join(f"{n} {kind}" for kind, n in counted)
+
+    if period in (1, len(kinds)):  # one kind throughout, or no repetition
+        return runs(kinds)
+    unit = f"({runs(kinds[:period])}) x{repeats}"
+    return unit + (f" + {runs(kinds[:rest])}" if rest else "")
+
+
 def _show(value):
     if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
-        kinds = [v.split("_")[0] for v in value]  # 'sliding_attention' -> 'sliding'
-        return "/".join(kinds) if len(set(kinds)) > 1 else f"{kinds[0]} x{len(kinds)}"
+        return pattern(value)
     if isinstance(value, tuple):
         return dict(value)  # rope_scaling pairs
     return value
@@ -54,6 +82,59 @@ def diff(base, spec) -> dict[str, tuple]:
             continue
         changes[name] = (_show(x), _show(y))
     return changes
+
+
+# Fields that set how big a model is, not what its block does. `design_diff` leaves them out and
+# shows what two of them decide (how key-value heads are shared, whether a position table exists).
+SIZE_FIELDS = frozenset(
+    {
+        "d",
+        "layers",
+        "vocab",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "hidden",
+        "positions",
+        "expert_hidden",
+        "q_lora_rank",
+        "kv_lora_rank",
+        "qk_nope_head_dim",
+        "qk_rope_head_dim",
+        "v_head_dim",
+    }
+)
+
+
+def kv_sharing(config) -> str:
+    """'MHA', 'MQA', 'MLA', or 'GQA g:1' with g query heads per key-value head."""
+    s = as_spec(config)
+    if s.kv_lora_rank:
+        return "MLA"
+    if s.kv_heads == s.heads:
+        return "MHA"
+    return "MQA" if s.kv_heads == 1 else f"GQA {s.heads // s.kv_heads}:1"
+
+
+def design_diff(base, spec) -> dict[str, tuple]:
+    """`diff` less `SIZE_FIELDS`, plus `kv_sharing` and `learned_positions` where they differ:
+    the choices two published models differ in, whatever their sizes."""
+    a, b = as_spec(base), as_spec(spec)
+    decided = {
+        "kv_sharing": (kv_sharing(a), kv_sharing(b)),
+        "learned_positions": (bool(a.positions), bool(b.positions)),
+    }
+    changes = {k: v for k, v in decided.items() if v[0] != v[1]}
+    return changes | {k: v for k, v in diff(a, b).items() if k not in SIZE_FIELDS}
+
+
+def presets_by_family() -> dict[str, list[str]]:
+    """{model_type: names `configs.load` accepts} for every family of the registry, in the
+    registry's order, each list in `configs.available()` order (an empty list: no preset)."""
+    found = {name: [] for name in FAMILIES}
+    for preset in configs.available():
+        found[configs.load(preset).model_type].append(preset)
+    return found
 
 
 def _chosen(s: ModelSpec, name: str) -> bool:
