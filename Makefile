@@ -79,7 +79,7 @@ release: setup
 # WITHOUT_ISOLATION=1 grades anyway, with the grader's rights, and every report row says so.
 autograde: setup
 	$(NEED_LAB)
-	$(RUN) $(BIN)/python grading/autograde.py $(LAB) $(if $(JOBS),--jobs $(JOBS)) \
+	$(RUN) $(BIN)/python -m grading.autograde $(LAB) $(if $(JOBS),--jobs $(JOBS)) \
 		$(if $(filter 1,$(WITHOUT_ISOLATION)),--without-isolation)
 
 # HTML feedback in grading/feedback/<student>/$(LAB)/, hidden tests removed; nothing but the
@@ -97,7 +97,7 @@ grades: setup
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py
 	$(RUN) $(BIN)/python benchmarks/lessons.py
-	$(RUN) $(BIN)/python benchmarks/autograde.py
+	$(RUN) $(BIN)/python -m benchmarks.autograde
 
 # configurable-http-proxy from npm, for the JupyterHub round trip (tests/test_jupyterhub.py),
 # in .npm-tools/ (git-ignored). Without npm the test skips, or fails where LM10_REQUIRE_HUB=1.

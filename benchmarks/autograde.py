@@ -1,6 +1,8 @@
 """Autograde one lab's class two ways in one run: plain nbgrader, then `make autograde`'s path.
 
-    python benchmarks/autograde.py [--lab LM10-L2] [--submissions 40] [--jobs N]
+    python -m benchmarks.autograde [--lab LM10-L2] [--submissions 40] [--jobs N]
+
+(from the repository's root, as `make bench` runs it).
 
 A temporary course gets the lab's release (nbgrader generate_assignment) and N submissions
 built from tests/lab_cases: correct answers, answers with one mistake, answers hard-coded to
@@ -10,7 +12,7 @@ turn. The same submissions are graded
   1. by plain `nbgrader autograde LAB`, one process, one submission after another, with
      nbgrader's default pipeline (a course configuration that only names the folders and the
      course's 120 s cell timeout); and
-  2. by grading/autograde.py (what `make autograde` runs): warm grader workers, every notebook
+  2. by grading.autograde (what `make autograde` runs): warm grader workers, every notebook
      in its own bubblewrap sandbox with a kernel forked from a process that imported the lab
      once.
 
@@ -20,6 +22,7 @@ differs or a submission was not graded.
 """
 
 import argparse
+import importlib
 import os
 import shutil
 import subprocess
@@ -31,9 +34,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from lab_cases import fill  # noqa: E402
+from tests.lab_cases import AUTOGRADE, course_copy, fill
 
 PLAIN_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "LM10"
@@ -53,7 +54,7 @@ def environment():
 
 def submissions(lab, released, count):
     """`count` notebooks named by student: the lab's cases in turn."""
-    cases = __import__(f"lab_cases.l{lab.rsplit('L', 1)[1]}", fromlist=["correct"])
+    cases = importlib.import_module(f"tests.lab_cases.l{lab.rsplit('L', 1)[1]}")
     first_answer = next(
         c for c in released.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")
     )
@@ -76,12 +77,8 @@ def submissions(lab, released, count):
 
 
 def make_course(folder, lab, notebooks):
-    """A course in `folder` with the course's grading tools, `lab` released and submitted."""
-    grading = folder / "grading"
-    grading.mkdir(parents=True)
-    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
-        shutil.copy(tool, grading / tool.name)
-    shutil.copytree(ROOT / "solutions" / lab, folder / "solutions" / lab)
+    """A course in `folder` with the course's configuration, `lab` released and submitted."""
+    grading = course_copy(folder, [lab])
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force"],
         cwd=grading,
@@ -115,7 +112,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", default="LM10-L2")
     parser.add_argument("--submissions", type=int, default=40)
-    parser.add_argument("--jobs", type=int, help="autograde.py workers (default: every core)")
+    parser.add_argument("--jobs", type=int, help="grading.autograde workers (default: every core)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="lm10-bench-autograde-"))
     try:
@@ -137,7 +134,7 @@ def main():
         )
         plain_s = time.monotonic() - start
         start = time.monotonic()
-        command = [sys.executable, "autograde.py", args.lab]
+        command = [sys.executable, *AUTOGRADE, args.lab]
         ours = subprocess.run(
             command + (["--jobs", str(args.jobs)] if args.jobs else []),
             cwd=course,
@@ -147,7 +144,7 @@ def main():
         )
         ours_s = time.monotonic() - start
         if ours.returncode:
-            raise SystemExit(f"autograde.py failed:\n{ours.stdout}{ours.stderr[-3000:]}")
+            raise SystemExit(f"grading.autograde failed:\n{ours.stdout}{ours.stderr[-3000:]}")
         expected, got = scores(plain, args.lab), scores(course, args.lab)
         differ = sorted(s for s in set(expected) | set(got) if expected.get(s) != got.get(s))
         missing = sorted(set(got) ^ set(expected))
@@ -161,7 +158,7 @@ def main():
             f"{plain_s / count:5.2f} s per submission (exit status {done.returncode})"
         )
         print(
-            f"  make autograde (grading/autograde.py): {ours_s:7.1f} s  "
+            f"  make autograde (grading.autograde):   {ours_s:7.1f} s  "
             f"{ours_s / count:5.2f} s per submission"
         )
         print(f"  ratio: {plain_s / ours_s:.2f}x")

@@ -9,8 +9,8 @@ process's; of the student's cells the grader keeps only the outputs of the cells
 checked and size-capped. nbgrader's own preprocessors then score those outputs and write the
 gradebook, outside the sandbox. Text a cell writes to stderr (warnings, logging) stays
 visible but is moved to stdout with a note, so it never costs points. What it found
-(suspicious constructs, cells stopped, stderr, whether the run was isolated) goes to the JSON
-file named by $LM10_NOTES for grading/autograde.py's report.
+(suspicious constructs, cells stopped, stderr, whether the run was isolated) is kept as a
+`results.Notes`, which the batch's worker takes with `take_notes()` for the report.
 
 `StripHiddenTests` removes hidden tests from the feedback, every output line of any cell that
 quotes one, and the outputs of the student's cells that ran after a hidden test had called
@@ -37,14 +37,14 @@ import re
 import time
 
 import nbformat
-import sandbox
-import submission_checks
-import trusted_tests
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, Execute
 from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
 from traitlets import Integer
+
+from grading import sandbox, submission_checks, trusted_tests
+from grading.results import Notes
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
@@ -235,11 +235,15 @@ def clean_output(raw, limit):
     return None
 
 
-def write_notes(notes):
-    path = os.environ.get("LM10_NOTES")
-    if path:
-        with open(path, "w") as handle:
-            json.dump(notes, handle)
+_notes = None  # the Notes of the submission this process ran last (one at a time)
+
+
+def take_notes():
+    """The Notes of the last submission SandboxedExecute ran in this process (None if it ran
+    none since the last call), as far as it got: a run that failed midway keeps its flags."""
+    global _notes
+    notes, _notes = _notes, None
+    return notes
 
 
 def release_notebook(config, resources):
@@ -266,7 +270,7 @@ def trusted_parts(release):
     setup = [c.source for c in release.cells if submission_checks.is_setup(c)]
     students = set()
     for cell in release.cells:
-        if cell.cell_type == "code" and submission_checks.meta(cell).get("solution"):
+        if cell.cell_type == "code" and submission_checks.is_solution(cell):
             tree = submission_checks.parse(cell.source)
             students |= submission_checks.bound_names(tree) if tree else set()
     return setup, students
@@ -293,8 +297,8 @@ class SandboxedExecute(Execute):
         # Kept in the autograded notebook, where the grades export reads it (GradesExport).
         nb.metadata["lm10"] = {"isolated": isolated}
         release = release_notebook(self.config, resources)
-        notes = {"flags": submission_checks.flags(nb, release), "isolated": isolated}
-        write_notes(notes)
+        global _notes
+        _notes = notes = Notes(flags=submission_checks.flags(nb, release), isolated=isolated)
         setup, students = trusted_parts(release)
         # The sandbox gets every cell but the tests, which it meets as empty markers.
         tests = {i: c.source for i, c in enumerate(nb.cells) if submission_checks.is_test(c)}
@@ -309,7 +313,7 @@ class SandboxedExecute(Execute):
                 prepared.cells[index] = new_code_cell("", metadata={"lm10_test": index})
             elif cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        if not notes["isolated"]:
+        if not notes.isolated:
             self.log.warning(sandbox.NOT_ISOLATED)
         limits = sandbox.Limits(output_chars=self.output_chars)
         results = {}
@@ -326,8 +330,7 @@ class SandboxedExecute(Execute):
                 nbformat.writes(prepared), self.timeout, self.total_timeout, limits, on_test
             )
         if run.timed_out:
-            notes["timeout"] = self.total_timeout
-            write_notes(notes)
+            notes.timeout = True
             raise SandboxError(f"still running after {self.total_timeout} s; stopped")
         try:
             executed = json.loads(run.notebook)
@@ -354,7 +357,7 @@ class SandboxedExecute(Execute):
                 )
             )
             reason = str(stopped.get("reason"))[:300]
-            notes["stopped"] = f"{name}: {reason}"
+            notes.stopped = f"{name}: {reason}"
         for index, (sent, back) in enumerate(zip(prepared.cells, cells, strict=True)):
             cell = nb.cells[index]
             if index in tests:  # outputs made here, by the trusted process, or none
@@ -391,17 +394,16 @@ class SandboxedExecute(Execute):
             if cell.cell_type != "code":
                 continue
             if any(o.output_type == "stream" and o.name == "stderr" for o in cell.outputs):
-                notes.setdefault("stderr", []).append(
+                notes.stderr.append(
                     submission_checks.meta(cell).get("grade_id") or f"cell {index + 1}"
                 )
                 for o in cell.outputs:
                     if o.output_type == "stream" and o.name == "stderr":
                         o.name, o.text = "stdout", STDERR_NOTE + o.text
-        notes["timed_out_cells"] = [
+        notes.timed_out_cells = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code"
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)
         ]
-        write_notes(notes)
         return nb, resources

@@ -258,7 +258,7 @@ def install() -> None:
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "formgrader_csp"}]
+    return [{"module": "grading.formgrader_csp"}]
 
 
 def _load_jupyter_server_extension(serverapp):

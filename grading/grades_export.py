@@ -16,7 +16,8 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
-from sanitise import plain
+
+from grading.sanitise import plain
 
 COLUMNS = [
     "assignment",

@@ -7,22 +7,9 @@ started in, so run it from this folder (the Makefile does: `cd grading && nbgrad
 """
 
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # for course_preprocessors below
-
-from course_preprocessors import (  # noqa: E402
-    DeduplicateIds,
-    SandboxedExecute,
-    StripHiddenTests,
-)
-from grades_export import GradesExport  # noqa: E402
-from nbconvert.preprocessors import (  # noqa: E402
-    ClearMetadataPreprocessor,
-    CSSHTMLHeaderPreprocessor,
-)
-from nbgrader.preprocessors import (  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearOutput,
@@ -32,7 +19,14 @@ from nbgrader.preprocessors import (  # noqa: E402
     OverwriteKernelspec,
     SaveAutoGrades,
 )
-from sanitise import markdown_html  # noqa: E402
+
+# The course's steps come from the grading package (this folder, installed with the course).
+from grading.course_preprocessors import DeduplicateIds, SandboxedExecute, StripHiddenTests
+from grading.grades_export import GradesExport
+from grading.sanitise import markdown_html
+
+# The course whose configuration this is: the folder of this file, wherever it was copied.
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 

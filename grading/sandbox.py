@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import sandbox_exec as frames
+from grading import sandbox_exec as frames
 
 HERE = Path(__file__).resolve().parent
 EXECUTOR = HERE / "sandbox_exec.py"

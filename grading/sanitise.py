@@ -81,3 +81,9 @@ def plain(text):
     or other control and direction characters: a student's text, in a report line or a CSV
     file, must show as what it is. Newlines and tabs stay."""
     return CONTROL.sub("", ESCAPE.sub("", str(text)))
+
+
+def first_line(text, limit=160):
+    """The first line of `text`, plain (as above), at most `limit` characters."""
+    text = plain(text).strip()
+    return (text.splitlines() or [""])[0][:limit]

@@ -122,14 +122,29 @@ def meta(cell):
     return found if isinstance(found, dict) else {}
 
 
+# nbgrader's own predicates (nbgrader.utils), asked only of cells whose metadata is a mapping:
+# on a submission's string or list there they would raise.
+def is_solution(cell):
+    """An answer cell (code or written), as nbgrader decides it."""
+    return bool(meta(cell)) and bool(utils.is_solution(cell))
+
+
+def is_grade(cell):
+    """A graded cell (a test, or a written answer with points), as nbgrader decides it."""
+    return bool(meta(cell)) and bool(utils.is_grade(cell))
+
+
+def is_locked(cell):
+    return bool(meta(cell)) and bool(utils.is_locked(cell))
+
+
 def is_setup(cell):
     """A locked code cell that is neither an answer nor a test: the lab's own code."""
-    m = meta(cell)
     return (
         cell.cell_type == "code"
-        and m.get("locked")
-        and not m.get("grade")
-        and not m.get("solution")
+        and is_locked(cell)
+        and not is_grade(cell)
+        and not is_solution(cell)
     )
 
 
@@ -145,7 +160,8 @@ def is_student(cell, locked_ids=None):
 
 
 def is_test(cell):
-    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+    """An autograded test cell: code that is graded and not an answer."""
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
 
 
 def python_source(source):

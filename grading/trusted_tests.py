@@ -44,11 +44,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-import sandbox_exec as frames
+from grading import sandbox_exec as frames
 
-HERE = Path(__file__).resolve().parent
 DTYPES = (
     "float16",
     "bfloat16",
@@ -385,7 +383,7 @@ class Session:
 
 
 def _bound(source):
-    import submission_checks
+    from grading import submission_checks
 
     tree = submission_checks.parse(source)
     return submission_checks.bound_names(tree) if tree else set()
@@ -403,7 +401,7 @@ def serve():
     with contextlib.suppress(Exception):
         exec(compile(imports, "<lab imports>", "exec"), {"__name__": "lm10_trusted"})
     make_shell()
-    import submission_checks  # noqa: F401 (every session reads its setup's names with it)
+    from grading import submission_checks  # noqa: F401 (every session reads its setup's names with it)
 
     channel.send({"ready": True})
     while True:
@@ -447,7 +445,7 @@ class TrustedHost:
     def start(self):
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (its traceback, if it fails)
         self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "trusted_tests.py"), "--serve"],
+            [sys.executable, "-m", "grading.trusted_tests", "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -580,5 +578,4 @@ def session(setup, students, deadline=None):
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
-        sys.path.insert(0, str(HERE))
         serve()

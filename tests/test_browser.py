@@ -28,13 +28,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import test_formgrader_page as formgrader_page
+
+from tools import student_edition
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import student_edition  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-import test_formgrader_page as formgrader_page  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

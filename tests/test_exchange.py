@@ -12,14 +12,13 @@ scores their answers earned.
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from lab_cases import l2
+from lab_cases import AUTOGRADE, course_copy, l2
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,12 +63,8 @@ def nbgrader(*args, cwd, user, home, exchange):
 def played(tmp_path_factory):
     base = tmp_path_factory.mktemp("exchange-class")
     course, exchange = base / "course", base / "exchange"
-    grading = course / "grading"
-    grading.mkdir(parents=True)
+    grading = course_copy(course, [LAB])
     exchange.mkdir()
-    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
-        shutil.copy(tool, grading / tool.name)
-    shutil.copytree(ROOT / "solutions" / LAB, course / "solutions" / LAB)
     instructor = dict(cwd=grading, user="instructor", home=base / "instructor", exchange=exchange)
     (base / "instructor").mkdir()
 
@@ -87,7 +82,7 @@ def played(tmp_path_factory):
     nbgrader("collect", LAB, **instructor)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     graded = subprocess.run(
-        [sys.executable, "autograde.py", LAB],
+        [sys.executable, *AUTOGRADE, LAB],
         cwd=grading,
         env=env,
         capture_output=True,

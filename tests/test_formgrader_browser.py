@@ -46,7 +46,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_cases import fill, solution_answers
+from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook
 from test_browser import browser, jupyterlab  # noqa: F401 (browser: a fixture)
 from test_formgrader_page import Elements, hostile_notebook, live
@@ -188,12 +188,7 @@ def course(browser, tmp_path_factory):  # noqa: F811 (the fixture imported above
     """The course with the hostile submission autograded: its folder and the grading page's
     address (the browser fixture first: without chromium the test fails or skips at once)."""
     course = tmp_path_factory.mktemp("formgrader-course")
-    grading = course / "grading"
-    grading.mkdir()
-    for tool in (ROOT / "grading").glob("*.py"):  # every grading module and configuration
-        shutil.copy(tool, grading / tool.name)
-    shutil.copytree(ROOT / "grading" / "jupyter-data", grading / "jupyter-data")
-    shutil.copytree(ROOT / "solutions", course / "solutions")
+    grading = course_copy(course)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     if shutil.which("bwrap") is None:
         env["LM10_GRADE_WITHOUT_ISOLATION"] = "1"  # our own submission: the marks do not matter
@@ -216,7 +211,7 @@ def course(browser, tmp_path_factory):  # noqa: F811 (the fixture imported above
     folder.mkdir(parents=True)
     nbformat.write(hostile_submission(released), folder / f"{LAB}.ipynb")
     (course / GADGET).write_text(payload("gadget") + "\n")
-    report = run("autograde.py", LAB, "--jobs", "1", "--timeout", "400")
+    report = run(*AUTOGRADE, LAB, "--jobs", "1", "--timeout", "400")
     assert re.search(rf"^{STUDENT}\s+(graded|flagged)\s+10\.0 / 13\.0", report, re.M), report
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id="LM10") as gb:
         submission = gb.find_submission_notebook(LAB, LAB, STUDENT).id

@@ -53,7 +53,6 @@ import copy
 import csv
 import hashlib
 import html
-import importlib
 import os
 import random
 import re
@@ -64,8 +63,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_cases import fill, solution_answers
+from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook, MissingEntry
+
+from grading import autograde, sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
@@ -490,11 +491,7 @@ def marked_processes():
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory, sandbox_installed):
     course = tmp_path_factory.mktemp("hostile-course")
-    grading = course / "grading"
-    grading.mkdir()
-    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
-        shutil.copy(tool, grading / tool.name)
-    shutil.copytree(ROOT / "solutions", course / "solutions")
+    grading = course_copy(course)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", "generate_assignment", LAB, "--force"],
@@ -537,13 +534,6 @@ def batch(tmp_path_factory, sandbox_installed):
     before = tree_digest(course, skip)
     repository_before = tree_digest(ROOT / "solutions")
 
-    for name in ("autograde", "sandbox", "submission_checks"):  # another course's copies
-        sys.modules.pop(name, None)
-    sys.path.insert(0, str(grading))
-    try:
-        autograde = importlib.import_module("autograde")
-    finally:
-        sys.path.pop(0)
     results = {
         r.student: r
         for r in autograde.autograde(
@@ -704,7 +694,6 @@ def test_resource_limits_held(batch):
         o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
     )
     assert "64 GB: MemoryError" in text and "File too large" in text, text[:2000]
-    sandbox = sys.modules["sandbox"]  # this course's, imported by its autograde.py
     group = sandbox.ProcessGroup(8)
     limited = group.path is not None or os.getuid() != 0  # RLIMIT_NPROC does not bind root
     group.close()
@@ -796,7 +785,7 @@ def test_report_csv_lists_every_student_with_a_reason(batch):
 
 def test_printed_report_has_no_terminal_escapes(batch):
     """A student's error text shows as text: no escape sequence reaches the terminal."""
-    done = grader(batch, "autograde.py", LAB, "--student", "escapes", "--cell-timeout", "40")
+    done = grader(batch, *AUTOGRADE, LAB, "--student", "escapes", "--cell-timeout", "40")
     assert done.returncode == 0, done.stdout + done.stderr
     printed = done.stdout + done.stderr
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", printed), printed[-2000:]
@@ -839,7 +828,7 @@ def test_without_bubblewrap_nothing_is_graded(batch, tmp_path):
     assert shutil.which("bwrap", path=env["PATH"]) is None
     try:
         for command in (
-            ["autograde.py", LAB, "--student", "canary", "ok"],
+            [*AUTOGRADE, LAB, "--student", "canary", "ok"],
             ["-m", "nbgrader", "autograde", LAB, "--student", "canary"],
         ):
             done = grader(batch, *command, env=env, timeout=300)
@@ -849,7 +838,7 @@ def test_without_bubblewrap_nothing_is_graded(batch, tmp_path):
             assert "sudo apt-get install bubblewrap" in said, said[-3000:]
             assert "LM10_GRADE_WITHOUT_ISOLATION=1" in said, said[-3000:]
             assert not canary.exists(), f"{command[:2]} ran the student's code unsandboxed"
-            if "autograde.py" in command:
+            if "grading.autograde" in command:
                 assert done.returncode == 2, said
                 assert tree_digest(grading, skip=("submitted/canary", "__pycache__")) == before, (
                     "autograde.py wrote to the gradebook, the report or the autograded folders"
@@ -868,7 +857,7 @@ def test_without_isolation_by_choice_grading_runs_and_says_so(batch):
     grading = batch["course"] / "grading"
     env = dict(hidden_bwrap(batch["env"]), LM10_GRADE_WITHOUT_ISOLATION="1")
     done = grader(
-        batch, "autograde.py", LAB, "--student", "ok", "--cell-timeout", str(CELL_TIMEOUT), env=env
+        batch, *AUTOGRADE, LAB, "--student", "ok", "--cell-timeout", str(CELL_TIMEOUT), env=env
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "submissions run WITHOUT isolation" in done.stderr, done.stderr[-2000:]
@@ -899,7 +888,7 @@ def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
     """`loop` again with a 15 s limit for the whole notebook and 100 s per cell."""
     grading = batch["course"] / "grading"
     done = grader(
-        batch, "autograde.py", LAB, "--student", "loop", "--timeout", "15", "--cell-timeout", "100",
+        batch, *AUTOGRADE, LAB, "--student", "loop", "--timeout", "15", "--cell-timeout", "100",
         timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -919,7 +908,7 @@ def test_a_broken_bubblewrap_stops_the_batch_with_the_reason(batch, tmp_path):
     grading = batch["course"] / "grading"
     report = (grading / f"autograde-{LAB}.csv").read_text()
     env = dict(batch["env"], PATH=f"{tmp_path}{os.pathsep}{batch['env']['PATH']}")
-    done = grader(batch, "autograde.py", LAB, "--student", "ok", env=env, timeout=300)
+    done = grader(batch, *AUTOGRADE, LAB, "--student", "ok", env=env, timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cannot make a sandbox here: bwrap: No permissions" in done.stderr, done.stderr
     assert "kernel.unprivileged_userns_clone=1" in done.stderr, done.stderr

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
-from lab_cases import l2
+from lab_cases import course_copy, l2
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
@@ -192,13 +192,11 @@ def hub(tmp_path_factory):
     base = tmp_path_factory.mktemp("hub")
     course, homes, state = base / "course", base / "home", base / "state"
     grading, exchange, student_config = course / "grading", base / "exchange", base / "student"
-    for folder in (grading, homes, state, exchange, student_config):
+    for folder in (homes, state, exchange, student_config):
         folder.mkdir(parents=True)
-    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
-        shutil.copy(tool, grading / tool.name)
+    course_copy(course, [LAB])
     with open(grading / "nbgrader_config.py", "a") as handle:
         handle.write(f"c.Exchange.root = {str(exchange)!r}\n")
-    shutil.copytree(ROOT / "solutions" / LAB, course / "solutions" / LAB)
     (student_config / "nbgrader_config.py").write_text(
         STUDENT_CONFIG.format(exchange=str(exchange))
     )

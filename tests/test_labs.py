@@ -16,7 +16,6 @@ import importlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from lab_cases import course_copy
 from nbgrader.api import Gradebook
+
+from grading import autograde
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted(
@@ -101,10 +103,7 @@ def validate(path, grading):
 def course(tmp_path_factory):
     """A temporary course: this repository's grading config and tools, and its lab sources."""
     root = tmp_path_factory.mktemp("course")
-    (root / "grading").mkdir()
-    for tool in (ROOT / "grading").glob("*.py"):  # every grading module
-        shutil.copy(tool, root / "grading" / tool.name)
-    shutil.copytree(ROOT / "solutions", root / "solutions")
+    course_copy(root)
     return root
 
 
@@ -148,14 +147,6 @@ def round_trip(lab, course):
     (submitted / "broken" / lab).mkdir(parents=True)
     (submitted / "broken" / lab / f"{lab}.ipynb").write_text('{"cells": [ this is not json')
 
-    if getattr(sys.modules.get("autograde"), "GRADING", None) != course / "grading":
-        for name in ("autograde", "sandbox"):  # another test's course may have imported them
-            sys.modules.pop(name, None)
-    sys.path.insert(0, str(course / "grading"))
-    try:
-        autograde = importlib.import_module("autograde")
-    finally:
-        sys.path.pop(0)
     with ThreadPoolExecutor(max_workers=2) as pool:  # validation runs beside the batch
         grading = course / "grading"
         solution = pool.submit(validate, course / "solutions" / lab / f"{lab}.ipynb", grading)

@@ -14,9 +14,9 @@ import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
+from tools import student_edition
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import student_edition  # noqa: E402
 
 TOP_LEVEL = {
     "README.md",

@@ -6,16 +6,11 @@ The end-to-end attacks are in tests/test_grading_hostile.py."""
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grading"))
-import sandbox_agent  # noqa: E402
-import trusted_tests  # noqa: E402
+from grading import sandbox_agent, trusted_tests
 
 
 def round_trip(value, link=None):

@@ -30,15 +30,37 @@ submitted with every test cell replaced by `pass` (graded on the restored tests:
 unparseable notebook is submitted beside them (reported as an error, zero, no crash).
 
 Build submissions with `fill` (replace answer cells by grade_id) so a case never depends on
-cell positions; written (markdown) answers need no case, they are graded by hand.
+cell positions; written (markdown) answers need no case, they are graded by hand. Grade them in
+a `course_copy`, with `python AUTOGRADE...` run in its grading folder or grading.autograde.
 """
 
 import copy
+import shutil
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
+COURSE_CONFIG = ("nbgrader_config.py", "jupyter_server_config.py", "jupyter-data")
+# `make autograde`'s command, as arguments of python run in a course copy's grading folder
+AUTOGRADE = ("-m", "grading.autograde", "--grading", ".")
+
+
+def course_copy(root, labs=None):
+    """A course in `root` as a clone of this repository holds it for grading: grading/ with the
+    course's configuration (COURSE_CONFIG; the grading code is the installed package
+    `grading`) and solutions/ with every lab, or only `labs`. Returns root/grading."""
+    grading = Path(root) / "grading"
+    grading.mkdir(parents=True, exist_ok=True)
+    for name in COURSE_CONFIG:
+        source = ROOT / "grading" / name
+        if source.is_dir():
+            shutil.copytree(source, grading / name)
+        else:
+            shutil.copy(source, grading / name)
+    for lab in labs or sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()):
+        shutil.copytree(ROOT / "solutions" / lab, Path(root) / "solutions" / lab)
+    return grading
 
 
 def nbgrader_meta(cell):

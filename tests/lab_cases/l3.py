@@ -1,6 +1,6 @@
 """Submissions of LM10-L3 (RMSNorm's non-zero mean) for the grading round trip."""
 
-from lab_cases import fill, solution_answers
+from . import fill, solution_answers
 
 LAB = "LM10-L3"
 

@@ -1,6 +1,6 @@
 """Submissions of LM10-L5 (port a Llama block) for the grading round trip."""
 
-from lab_cases import fill, solution_answers
+from . import fill, solution_answers
 
 LAB = "LM10-L5"
 

@@ -1,0 +1,16 @@
+"""The course's grading around nbgrader: `import grading.<module>` (installed with the course,
+`pip install -e .`); CONTRIBUTING.md's table "Where each grading rule lives" maps rules to modules.
+
+    autograde           the batch: `python -m grading.autograde LAB` (`make autograde`)
+    intake              which notebook of a submission folder is graded, or why none is
+    workers             grader processes, each with a warm sandbox and trusted test process
+    gradebook           the lab in the gradebook; scores read back, zeros for the ungraded
+    report              why each submission scored what it did; the CSV report
+    results             the typed records passed between them (Result, Notes)
+    course_preprocessors, submission_checks, sandbox, trusted_tests, sanitise,
+    grades_export, formgrader_csp: nbgrader's pipeline and the pages (see CONTRIBUTING.md)
+
+sandbox_exec.py and sandbox_agent.py also run inside the sandbox, as files, on the standard
+library alone; nothing else here does. nbgrader_config.py and jupyter_server_config.py are
+configuration files that nbgrader and Jupyter read by path, not modules.
+"""

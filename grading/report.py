@@ -1,0 +1,101 @@
+"""Why each submission scored what it did, and the report: a line per submission on the
+terminal, a progress line on stderr, and grading/autograde-LAB.csv, merged so that grading one
+student again never loses the batch's rows. Every text from a submission is made plain
+(sanitise.plain) before it is printed or written."""
+
+import csv
+import sys
+from dataclasses import fields
+
+import nbformat
+
+from grading import submission_checks
+from grading.results import Result
+from grading.sanitise import first_line, plain
+
+
+def failures(notebook_path):
+    """(grade_id, reason) of each autograded test cell that failed, in notebook order."""
+    try:
+        nb = nbformat.read(notebook_path, as_version=4)
+    except Exception:  # noqa: BLE001 (no autograded notebook: nothing to explain)
+        return []
+    found = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code" or not submission_checks.is_test(cell):
+            continue
+        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        errors = [o for o in outputs if isinstance(o, dict) and o.get("output_type") == "error"]
+        if errors:
+            error = errors[-1] if errors[-1].get("ename") != "KeyboardInterrupt" else errors[0]
+            reason = f"{error.get('ename')}: {first_line(error.get('evalue', ''))}".rstrip(": ")
+            found.append((submission_checks.meta(cell).get("grade_id"), reason))
+    return found
+
+
+def explain(result, notes, note, autograded_notebook):
+    """The report message for `result` (its results.Notes, the intake's `note`): why the
+    submission scored what it did, most important first."""
+    parts = [note] if note else []
+    if result.status in ("graded", "flagged"):
+        failed = failures(autograded_notebook)
+        if notes.stopped:
+            parts.append(f"stopped {notes.stopped}")
+        timed = notes.timed_out_cells
+        if timed:
+            parts.append(
+                f"cell{'s' if len(timed) > 1 else ''} {', '.join(timed)} stopped "
+                "after the per-cell time limit"
+            )
+        if failed:
+            grade_id, reason = failed[0]
+            more = f" (+{len(failed) - 1} more failed)" if len(failed) > 1 else ""
+            parts.append(f"first failure {grade_id}: {reason}{more}")
+        elif result.score < result.max_score and not failed:
+            parts.append("all autograded tests passed; the rest is graded by hand")
+        if notes.stderr:
+            parts.append(f"stderr (not penalised) in {', '.join(notes.stderr[:3])}")
+    elif result.message:
+        parts.append(result.message)
+    if notes.flags:
+        parts.append(
+            "FLAGGED for review: "
+            + "; ".join(notes.flags[:4])
+            + (f" (+{len(notes.flags) - 4} more)" if len(notes.flags) > 4 else "")
+        )
+    if notes.isolated is False:
+        parts.append("NOT ISOLATED (graded without a sandbox: LM10_GRADE_WITHOUT_ISOLATION=1)")
+    return " ".join(plain(" | ".join(parts)).split())[:1000]
+
+
+def write_report(path, results):
+    """Merge `results` into the CSV at `path`: their rows replace the students' old ones."""
+    names = [f.name for f in fields(Result)]
+    rows = {}
+    if path.is_file():
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("student"):
+                    rows[row["student"]] = [row.get(name, "") for name in names]
+    for r in results:
+        rows[r.student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f) for f in names]
+    rows = {
+        plain(s): [plain(v) if isinstance(v, str) else v for v in row] for s, row in rows.items()
+    }
+    scratch = path.with_suffix(".csv.tmp")
+    with open(scratch, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        for student in sorted(rows):
+            writer.writerow(rows[student])
+    scratch.replace(path)
+
+
+def progress(done, total, result, stream=sys.stderr):
+    width = 20
+    bar = "#" * (width * done // total) + "-" * (width - width * done // total)
+    print(
+        f"[{bar}] {done}/{total} {plain(result.student)}: {result.status} ({result.seconds:.0f} s)",
+        file=stream,
+        flush=True,
+    )

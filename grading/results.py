@@ -1,0 +1,58 @@
+"""The records the grading steps hand each other, typed.
+
+`Notes` is what SandboxedExecute (course_preprocessors.py) found while one submission ran:
+flags, the cell that stopped the run, the cells that wrote to stderr or ran past the per-cell
+limit, whether the run was isolated. The worker that autograded the submission takes it from
+the preprocessor and sends it to the batch as JSON (`to_json`); the batch reads it back with
+`from_json`, which accepts only these fields, of these types, so a grader process that went
+wrong cannot put anything else into the report.
+
+`Result` is one row of the report (autograde-LAB.csv): the submission's status, score and why.
+"""
+
+from dataclasses import asdict, dataclass, field, fields
+
+STATUSES = ("graded", "flagged", "error", "timeout")
+
+
+@dataclass
+class Notes:
+    flags: list[str] = field(default_factory=list)  # constructs a person should look at
+    isolated: bool | None = None  # None: the sandboxed execution never started
+    stopped: str = ""  # "<cell>: <reason>" when the grader stopped the run at a cell
+    timed_out_cells: list[str] = field(default_factory=list)  # past the per-cell limit
+    stderr: list[str] = field(default_factory=list)  # cells that wrote to stderr (not penalised)
+    timeout: bool = False  # the whole submission ran past its time limit
+
+    def to_json(self):
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data):
+        """Notes from `to_json`'s dict; ValueError naming the field that is not as written."""
+        if not isinstance(data, dict):
+            raise ValueError(f"notes must be a JSON object, got {type(data).__name__}")
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown notes fields: {', '.join(sorted(unknown))}")
+        notes = cls(**data)
+        lists = (notes.flags, notes.timed_out_cells, notes.stderr)
+        if not all(isinstance(v, list) and all(isinstance(s, str) for s in v) for v in lists):
+            raise ValueError("notes: flags, timed_out_cells and stderr must be lists of strings")
+        if not isinstance(notes.isolated, bool | None) or not isinstance(notes.timeout, bool):
+            raise ValueError("notes: isolated must be true, false or null; timeout a boolean")
+        if not isinstance(notes.stopped, str):
+            raise ValueError("notes: stopped must be a string")
+        return notes
+
+
+@dataclass
+class Result:
+    student: str
+    status: str  # one of STATUSES
+    score: float = 0.0
+    max_score: float = 0.0
+    attempts: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    isolated: str = ""  # yes | no (LM10_GRADE_WITHOUT_ISOLATION=1) | "" (never ran)

@@ -1,0 +1,84 @@
+"""The grading package's own rules (CONTRIBUTING.md, "Where each grading rule lives"): every
+module imports as `grading.<module>`, none edits sys.path, the two files that run inside the
+sandbox never import the package (it is not there), and the notes a worker sends the batch are
+read back only as written."""
+
+import ast
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from grading.results import Notes
+
+GRADING = Path(__file__).resolve().parents[1] / "grading"
+CONFIG_FILES = {"nbgrader_config.py", "jupyter_server_config.py"}  # read by path, not imported
+MODULES = sorted(p.stem for p in GRADING.glob("*.py") if p.name not in CONFIG_FILES)
+IN_SANDBOX = ("sandbox_exec", "sandbox_agent")  # bound into the sandbox at /opt/grader
+# what they may import there: the standard library, each other, and the kernel's own packages
+KERNEL = {"IPython", "ipykernel", "jupyter_client", "jupyter_core", "nbclient", "nbformat"}
+
+
+def imported(path):
+    """Top-level module names that `path` imports, anywhere in it."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_imports_from_the_package(name):
+    module = importlib.import_module(f"grading.{name}")
+    assert Path(module.__file__).resolve() == GRADING / f"{name}.py"
+
+
+@pytest.mark.parametrize("name", [*MODULES, *sorted(CONFIG_FILES)])
+def test_no_module_edits_sys_path(name):
+    path = GRADING / (name if name.endswith(".py") else f"{name}.py")
+    tree = ast.parse(path.read_text())
+    touched = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "path"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+    ]
+    assert not touched, f"{path.name} uses sys.path at line(s) {touched}: import grading.<module>"
+
+
+@pytest.mark.parametrize("name", IN_SANDBOX)
+def test_what_runs_in_the_sandbox_imports_no_grading_module(name):
+    allowed = set(sys.stdlib_module_names) | set(IN_SANDBOX) | KERNEL
+    outside = imported(GRADING / f"{name}.py") - allowed
+    assert not outside, f"{name}.py imports {sorted(outside)}: the sandbox runs it as a file"
+
+
+def test_notes_travel_as_written():
+    notes = Notes(flags=["uses os.system"], isolated=True, stopped="l2_x: timed out")
+    notes.stderr.append("l2_attention")
+    assert Notes.from_json(notes.to_json()) == notes
+    assert Notes.from_json({}) == Notes()
+
+
+@pytest.mark.parametrize(
+    "data, word",
+    [
+        (["not", "a", "dict"], "JSON object"),
+        ({"score": 10}, "unknown notes fields: score"),
+        ({"flags": "not a list"}, "lists of strings"),
+        ({"stderr": [1]}, "lists of strings"),
+        ({"isolated": "yes"}, "isolated"),
+        ({"timeout": 900}, "timeout a boolean"),
+        ({"stopped": None}, "stopped must be a string"),
+    ],
+)
+def test_notes_not_as_written_are_refused(data, word):
+    with pytest.raises(ValueError, match=word):
+        Notes.from_json(data)
