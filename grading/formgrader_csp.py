@@ -68,6 +68,8 @@ import secrets
 from jinja2 import BaseLoader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The course's own templates; the course's jupyter_server_config.py names its folder
+# (c.LM10CSP.course_templates), which is this package's unless the course was copied.
 COURSE_TEMPLATES = os.path.join(HERE, "jupyter-data")
 
 _NONCE = contextvars.ContextVar("lm10_csp_nonce", default="")
@@ -262,5 +264,9 @@ def _jupyter_server_extension_points():
 
 
 def _load_jupyter_server_extension(serverapp):
+    global COURSE_TEMPLATES
+    named = serverapp.config.get("LM10CSP", {}).get("course_templates")
+    if isinstance(named, str) and named:
+        COURSE_TEMPLATES = named
     install()
     serverapp.log.info("LM10: Content-Security-Policy with nonces on the formgrader's pages")

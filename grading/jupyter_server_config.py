@@ -6,6 +6,12 @@ grading.formgrader_csp: a Content-Security-Policy with per-response nonces on th
 formgrader's pages, so that no script a student's submission smuggles onto them runs.
 """
 
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 c.ServerApp.jpserver_extensions.update({"grading.formgrader_csp": True})
+# The course's templates (those nbgrader_config.py puts on JUPYTER_PATH): their scripts are the
+# course's own and get the nonce, wherever this course folder is.
+c.LM10CSP.course_templates = os.path.join(HERE, "jupyter-data")
