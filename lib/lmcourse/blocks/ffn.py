@@ -1,8 +1,11 @@
 """Feed-forward layers: GPT-2's two-matrix MLP and the gated three-matrix variants.
 
-MLP:       down(act(up(x)))                    GPT-2, OLMo-style (act = GELU)
-Gated MLP: down(act(gate(x)) * up(x))          SwiGLU (act = SiLU: Llama, Qwen, Mistral)
+MLP:       down(act(up(x)))                    GPT-2 (act = GELU), OPT (act = ReLU)
+Gated MLP: down(act(gate(x)) * up(x))          SwiGLU (act = SiLU: Llama, Qwen, Mistral, OLMo)
                                                GeGLU  (act = tanh-GELU: Gemma)
+
+The activations are computed the way transformers' `activations.py` computes the name a config
+gives, so that they agree in half precision too.
 """
 
 from __future__ import annotations
@@ -15,16 +18,23 @@ from torch import nn
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """GELU's tanh approximation (GPT-2's `gelu_new`, Gemma's `gelu_pytorch_tanh`):
+    """GELU's tanh approximation, written out as GPT-2's `gelu_new` computes it:
 
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     """
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 
 
+def gelu_tanh_fused(x: torch.Tensor) -> torch.Tensor:
+    """The same formula as torch's one kernel computes it (Gemma's `gelu_pytorch_tanh`,
+    transformers' `GELUTanh`): equal to `gelu_tanh` up to rounding, and in bfloat16 rounded
+    once instead of after every step."""
+    return F.gelu(x, approximate="tanh")
+
+
 ACTIVATIONS = {
-    "gelu_new": gelu_tanh,
-    "gelu_pytorch_tanh": gelu_tanh,
+    "gelu_new": gelu_tanh,  # transformers' NewGELUActivation
+    "gelu_pytorch_tanh": gelu_tanh_fused,  # transformers' GELUTanh
     "gelu": F.gelu,  # exact, through the error function
     "silu": F.silu,  # x * sigmoid(x), also called swish
     "relu": F.relu,

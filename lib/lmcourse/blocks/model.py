@@ -75,8 +75,8 @@ class DecoderLM(nn.Module):
         if position_ids is None:
             position_ids = qpos.expand(B, T)
         x = self.embed(input_ids)  # [batch, T, d]
-        if self.spec.embed_scale != 1.0:
-            x = x * self.spec.embed_scale
+        if self.spec.embed_scale != 1.0:  # Gemma: sqrt(d), rounded to the model's dtype first
+            x = x * torch.tensor(self.spec.embed_scale, dtype=x.dtype)  # as transformers rounds it
         cos = sin = None
         if self.pos_embed is not None:
             x = x + self.pos_embed(position_ids)

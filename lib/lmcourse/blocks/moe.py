@@ -8,6 +8,16 @@ Two routing recipes, as the checkpoints were trained:
   and only the topk_group best groups (each scored by its two best experts) may be chosen; the
   chosen weights are renormalised and multiplied by routed_scale.
 Shared experts (DeepSeek-V3) run on every token and are added to the routed output.
+
+In half precision the dtypes follow transformers 5.24 family by family (in float32 they are all
+the same). DeepSeek-V3 keeps its router weight and bias in float32 (its
+`_keep_in_fp32_modules_strict`) and computes its logits in float32 (`DeepseekV3TopkRouter`);
+Mixtral and Qwen3-MoE compute theirs in the model's dtype, then a float32 softmax
+(`MixtralTopKRouter`, `Qwen3MoeTopKRouter`). Qwen3-MoE rounds the top-k weights back to the
+model's dtype, the other two keep them in float32. Each expert's output is multiplied by its
+weight, the k products of a token are summed, and only the sum is cast to the model's dtype, as
+transformers' default experts implementation (`grouped_mm_experts_forward` in
+`integrations/moe.py`) does.
 """
 
 from __future__ import annotations
@@ -18,26 +28,32 @@ from torch import nn
 
 from ..spec import ModelSpec
 from .ffn import GatedMLP, activation
+from .precision import KeepFloat32
+
+# families whose top-k router weights are rounded to the model's dtype (Qwen3MoeTopKRouter)
+WEIGHTS_IN_MODEL_DTYPE = frozenset({"qwen3_moe"})
 
 
-class Router(nn.Module):
+class Router(KeepFloat32):
     def __init__(self, spec):
         super().__init__()
         self.k, self.experts = spec.experts_per_token, spec.experts
         self.weight = nn.Parameter(torch.empty(spec.experts, spec.d))
         self.sigmoid = spec.router_bias
-        if self.sigmoid:
+        self.weights_in_model_dtype = spec.family in WEIGHTS_IN_MODEL_DTYPE
+        if self.sigmoid:  # DeepSeek-V3: weight and bias stay float32 under .to(bfloat16)
             self.register_buffer("correction_bias", torch.zeros(spec.experts))
+            self.keep_float32 = ("weight", "correction_bias")
         self.n_group, self.topk_group = spec.n_group, spec.topk_group
         self.norm_topk, self.scale = spec.norm_topk, spec.routed_scale
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [N, d] -> (weights [N, k], expert indices [N, k])."""
-        logits = F.linear(x.float(), self.weight.float())  # [N, E], routing in float32
-        if not self.sigmoid:
-            weights, chosen = torch.softmax(logits, dim=-1).topk(self.k, dim=-1)
+        if not self.sigmoid:  # logits [N, E] in the model's dtype, probabilities in float32
+            logits = F.linear(x, self.weight)
+            weights, chosen = torch.softmax(logits.float(), dim=-1).topk(self.k, dim=-1)
         else:
-            scores = logits.sigmoid()
+            scores = F.linear(x.float(), self.weight.float()).sigmoid()  # [N, E], in float32
             choice = scores + self.correction_bias  # the bias steers the choice only
             groups = choice.view(-1, self.n_group, self.experts // self.n_group)
             group_score = groups.topk(2, dim=-1).values.sum(-1)  # [N, n_group]
@@ -48,7 +64,8 @@ class Router(nn.Module):
             weights = scores.gather(1, chosen)
         if self.norm_topk:
             weights = weights / (weights.sum(-1, keepdim=True) + (1e-20 if self.sigmoid else 0.0))
-        return weights * self.scale, chosen
+        weights = weights * self.scale  # float32
+        return (weights.to(x.dtype) if self.weights_in_model_dtype else weights), chosen
 
 
 class Experts(nn.Module):
@@ -64,14 +81,15 @@ class Experts(nn.Module):
 
     def forward(self, x, weights, chosen):
         """x [N, d], weights and chosen [N, k] -> sum over the k experts of weight * expert(x)."""
-        out = torch.zeros_like(x)
+        N, k = chosen.shape
+        dtype = torch.promote_types(x.dtype, weights.dtype)  # float32 weights: float32 products
+        out = x.new_zeros(N, k, x.shape[-1], dtype=dtype)  # one row per (token, slot)
         for e in chosen.unique().tolist():  # only the experts some token picked
             token, slot = (chosen == e).nonzero(as_tuple=True)
             h = x[token]
             h = self.act(h @ self.gate[e].T) * (h @ self.up[e].T)
-            y = (h @ self.down[e].T) * weights[token, slot, None].to(x.dtype)
-            out.index_add_(0, token, y)  # out[token] += y
-        return out
+            out[token, slot] = (h @ self.down[e].T) * weights[token, slot, None]
+        return out.sum(1).to(x.dtype)  # the k products of each token summed, then cast
 
 
 class MoE(nn.Module):

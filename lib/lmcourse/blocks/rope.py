@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
 from ..spec import yarn_mscale
+from .precision import KeepFloat32
 
 
 def inverse_frequencies(base: float, dim: int) -> torch.Tensor:
@@ -135,11 +135,18 @@ def rope_amplitude(spec) -> float:
     return yarn_mscale(factor)
 
 
-class RotaryEmbedding(nn.Module):
+class RotaryEmbedding(KeepFloat32):
     """position_ids [batch, T] -> (cos, sin) in `dtype`, each [batch, 1, T, dim], halves repeated.
 
     The singleton dimension broadcasts over heads; one call serves every block.
+
+    `inv_freq` stays in float32 whatever dtype the model is cast to, as in a transformers model
+    loaded with `dtype=torch.bfloat16` (`LlamaRotaryEmbedding` builds it in float32 and casts it
+    to float32 again in `forward`). Rounded to bfloat16, inv_freq keeps 8 significant bits, and
+    the angles at position 4,000 would be off by radians.
     """
+
+    keep_float32 = ("inv_freq",)
 
     def __init__(self, spec):
         super().__init__()
@@ -159,7 +166,7 @@ def rotary_cos_sin(
     dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """position_ids [batch, T] and inv_freq [dim/2] -> (cos, sin), each [batch, 1, T, dim]."""
-    angles = position_ids[..., None].float() * inv_freq  # [batch, T, dim/2]
+    angles = position_ids[..., None].float() * inv_freq.float()  # [batch, T, dim/2], float32
     angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)  # [batch, 1, T, dim]
     cos, sin = angles.cos() * amplitude, angles.sin() * amplitude  # in float32
     return cos.to(dtype), sin.to(dtype)  # then in the model's dtype, as transformers does
