@@ -4,7 +4,9 @@
     print(excerpt(Attention.forward, "if self.rotary", "k = apply_rotary"))  # some of its lines
 
 Each excerpt starts with a header naming the file (relative to the installed library) and the
-line numbers, so a student can open the file and read on.
+function, so a student can open the file and read on. The header gives no line numbers: a lesson's
+stored output then changes only when the code it prints changes, not when an unrelated line above
+it moves.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ _LIBRARY = Path(__file__).resolve().parent
 
 
 def excerpt(obj, first: str | None = None, last: str | None = None) -> str:
-    """The source of a function, method or class, with a header giving its file and lines.
+    """The source of a function, method or class, under a header naming its file and itself.
 
     first, last: keep only the lines from the first one containing `first` to the first line
     after it containing `last` (both included); either may be omitted.
     """
     try:
         obj = inspect.unwrap(obj)  # the function itself, not a decorator's wrapper
-        lines, start = inspect.getsourcelines(obj)
+        lines, _ = inspect.getsourcelines(obj)
         path = Path(inspect.getsourcefile(obj)).resolve()
     except (TypeError, OSError) as error:
         raise ValueError(
@@ -40,7 +42,8 @@ def excerpt(obj, first: str | None = None, last: str | None = None) -> str:
     indent = min(len(line) - len(line.lstrip()) for line in kept if line.strip())
     name = getattr(obj, "__qualname__", getattr(obj, "__name__", "?"))
     where = path.relative_to(_LIBRARY.parent).as_posix()
-    header = f"# {where}, lines {start + begin}-{start + end - 1} ({name})"
+    whole = begin == 0 and end == len(lines)
+    header = f"# {where}: {name}" if whole else f"# {where}: part of {name}"
     return header + "\n" + "".join(line[indent:] if line.strip() else "\n" for line in kept)
 
 
