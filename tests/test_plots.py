@@ -175,7 +175,7 @@ def test_kv_head_sweep_plots_parameters_and_cache_in_billions():
     assert right.get_title() == "toy: cache after 4,096 tokens"
 
 
-def test_cache_vs_context_stops_each_line_at_the_trained_context():
+def test_cache_vs_context_stops_each_line_at_the_declared_context():
     from lmcourse import configs, count
 
     gpt2, llama = configs.load("gpt2"), configs.load("Llama-3.1-8B")
@@ -183,7 +183,8 @@ def test_cache_vs_context_stops_each_line_at_the_trained_context():
     (ax,) = fig.axes
     gpt2_line, _, llama_line, _ = ax.get_lines()[:4]
     assert gpt2_line.get_xdata()[-1] == 1024, "GPT-2's position table has 1,024 rows"
-    assert llama_line.get_xdata()[-1] == 2**14, "max_tokens caps a longer trained context"
+    assert llama_line.get_xdata()[-1] == 2**14, "max_tokens caps a longer declared context"
+    assert "declared maximum, max_position_embeddings" in ax.get_xlabel()
     for line, config in ((gpt2_line, gpt2), (llama_line, llama)):
         x, y = line.get_xdata(), line.get_ydata()
         assert list(y) == [count.cache_bytes(config, int(n)) for n in x]
@@ -191,22 +192,25 @@ def test_cache_vs_context_stops_each_line_at_the_trained_context():
         plots.plot_cache_vs_context({"GPT-2": gpt2}, max_tokens=1)
 
 
-def test_kv_cache_budget_splits_the_gpu_into_weights_and_one_sequences_cache():
+def test_kv_cache_budget_splits_the_gpu_in_gib_into_weights_and_one_sequences_cache():
     import dataclasses
 
     from lmcourse import configs, count
     from lmcourse.spec import as_spec
 
     spec = as_spec(configs.load("Llama-3.1-8B"))
-    fig = plots.plot_kv_cache_budget(spec, kv_heads=2, tokens=8192, gpu_gb=80)
+    fig = plots.plot_kv_cache_budget(spec, kv_heads=2, tokens=8192, gpu_gib=80)
     (ax,) = fig.axes
     weights, cache = ax.patches[:2]
     chosen = dataclasses.replace(spec, kv_heads=2)
-    assert weights.get_width() == pytest.approx(count.describe(chosen)["total"] * 2 / 1e9)
+    gib = 2**30  # a card sold as "80 GB" holds 80 GiB
+    assert weights.get_width() == pytest.approx(count.describe(chosen)["total"] * 2 / gib)
     assert cache.get_x() == pytest.approx(weights.get_width())
-    assert cache.get_width() == pytest.approx(count.cache_bytes(chosen, 8192) / 1e9)
-    fits = count.requests_that_fit(chosen, 8192, 80e9)
-    assert ax.get_title() == f"{fits} sequence(s) of 8,192 tokens fit on a 80 GB GPU"
+    assert cache.get_width() == pytest.approx(count.cache_bytes(chosen, 8192) / gib)
+    fits = count.requests_that_fit(chosen, 8192, 80 * gib)
+    assert fits != count.requests_that_fit(chosen, 8192, 80e9), "the unit must make a difference"
+    assert ax.get_title() == f"{fits} sequence(s) of 8,192 tokens fit on a GPU of 80 GiB"
+    assert ax.get_xlabel() == "GiB (2³⁰ bytes)"
 
 
 def test_cache_vs_kv_heads_draws_one_line_per_context_over_the_divisors_of_heads():
@@ -222,10 +226,13 @@ def test_cache_vs_kv_heads_draws_one_line_per_context_over_the_divisors_of_heads
     for line, n in zip(lines, (1024, 4096), strict=True):
         assert line.get_xdata().tolist() == [1, 3, 9]
         expected = [
-            count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n) / 1e9 for k in (1, 3, 9)
+            count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n) / 2**30 for k in (1, 3, 9)
         ]
         assert line.get_ydata().tolist() == pytest.approx(expected)
         assert line.get_label() == f"cache, {n:,} tokens"
+    gpu = [line for line in ax.get_lines() if line.get_label().startswith("GPU memory")]
+    assert [line.get_label() for line in gpu] == ["GPU memory, 80 GiB"]
+    assert gpu[0].get_ydata()[0] == 80
 
 
 def test_norm_mean_fractions_plot_the_median_over_tokens_per_block():

@@ -111,11 +111,11 @@ def test_kv_cache_budget_widget_sliders_and_its_bar_for_several_settings():
     found = sliders(w)
     assert found["key-value heads"] == ((1, 2, 4, 8, 16, 32), 8)
     assert found["tokens per sequence"] == (tuple(2**e for e in range(10, 18)), 8192)
-    assert found["GPU memory (GB)"] == ((24, 40, 80, 141), 80)
+    assert found["GPU memory (GiB)"] == ((16, 24, 40, 48, 80), 80)
     spec = as_spec(config)
-    for kv_heads, tokens, gpu_gb in ((8, 8192, 80), (1, 2**17, 24), (32, 1024, 141)):
-        w.f(kv_heads=kv_heads, tokens=tokens, gpu_gb=gpu_gb)
+    for kv_heads, tokens, gpu_gib in ((8, 8192, 80), (1, 2**17, 24), (32, 1024, 16)):
+        w.f(kv_heads=kv_heads, tokens=tokens, gpu_gib=gpu_gib)
         (ax,) = plt.gcf().axes
         chosen = dataclasses.replace(spec, kv_heads=kv_heads)
-        fits = count.requests_that_fit(chosen, tokens, gpu_gb * 1e9)
-        assert ax.get_title() == f"{fits} sequence(s) of {tokens:,} tokens fit on a {gpu_gb} GB GPU"
+        fits = count.requests_that_fit(chosen, tokens, gpu_gib * 2**30)  # GiB, as cards are sold
+        assert ax.get_title() == f"{fits} sequence(s) of {tokens:,} tokens fit on a GPU of {gpu_gib} GiB"

@@ -1,7 +1,10 @@
 """Matplotlib figures used by the lessons and the widgets: every figure of the course is drawn
 here, and nothing else. Each plot_* function returns the figure it draws; what a figure shows is
 computed where its concern lives (`count.parameter_shares`, `zoo.block_layout`,
-`blocks.rope.rope_rotate_pairs`, `configs.trained_context`)."""
+`blocks.rope.rope_rotate_pairs`, `configs.trained_context`).
+
+Units: memory sizes of the T5 figures are in GiB (2**30 bytes), as GPU memory is built and
+reported (a card sold as "80 GB" holds 80 GiB); figures that say GB mean 10**9 bytes."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from . import count
 from .configs import trained_context
 from .spec import as_spec, divisors
 from .zoo import block_layout
+
+GIB = 2**30  # bytes in a GiB: the unit GPU memory is built and reported in
 
 # Colours of the diagrams: what changed or runs, what stays as it was, what sits idle.
 HIGHLIGHT, PLAIN, IDLE = "#f6c28b", "#dbe8f6", "#eeeeee"
@@ -704,8 +709,10 @@ def plot_prefill_decode(prompt: int = 6, steps: int = 3):
 def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     """Cache bytes of one sequence against context length, log-log, one line per model.
 
-    Each line stops at the model's trained context (`trained_context`) when it declares one,
-    and at `max_tokens` otherwise; sliding-window layers flatten the line once full.
+    Each line stops at the longest context the model's configuration declares
+    (`max_position_embeddings`, or GPT-2's `n_positions`, read by `configs.trained_context`): a
+    declared maximum, not the length the model was trained at. Without one it stops at
+    `max_tokens`; sliding-window layers flatten the line once full.
     """
     if not isinstance(models, dict) or not models:
         raise ValueError("models must be a non-empty dict of name -> config")
@@ -723,7 +730,7 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
         ax.plot(tokens[-1], sizes[-1], "o", color=line.get_color(), markersize=4)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("tokens in the sequence (dot: trained context)")
+    ax.set_xlabel("tokens in the sequence (dot: declared maximum, max_position_embeddings)")
     ax.set_ylabel(f"cache bytes, one sequence, {kv_bytes} B per number")
     ax.grid(True, which="major", alpha=0.3)
     for gb in (1e6, 1e9):
@@ -736,11 +743,11 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
 
 
 def plot_cache_vs_kv_heads(
-    config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80e9, kv_bytes=2, weight_bytes=2
+    config, contexts=(8192, 32768, 131072), gpu_bytes: float = 80 * GIB, kv_bytes=2, weight_bytes=2
 ):
-    """The static twin of `widgets.kv_cache_budget_widget`: one sequence's cache (GB) for every
+    """The static twin of `widgets.kv_cache_budget_widget`: one sequence's cache (GiB) for every
     valid number of key-value heads, one line per context length, beside the weights and the
-    GPU."""
+    GPU's `gpu_bytes` (default 80 GiB, a card sold as "80 GB")."""
     import dataclasses
 
     spec = as_spec(config)
@@ -748,19 +755,19 @@ def plot_cache_vs_kv_heads(
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
     for n in contexts:
         sizes = [
-            count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / 1e9
+            count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / GIB
             for k in options
         ]
         ax.plot(options, sizes, "o-", label=f"cache, {n:,} tokens")
-    weights = count.describe(spec)["total"] * weight_bytes / 1e9
+    weights = count.describe(spec)["total"] * weight_bytes / GIB
     ax.axhline(weights, color="black", ls="--", lw=1, label=f"weights ({weight_bytes} B each)")
-    ax.axhline(gpu_bytes / 1e9, color="red", ls=":", lw=1, label="GPU memory")
+    ax.axhline(gpu_bytes / GIB, color="red", ls=":", lw=1, label=f"GPU memory, {gpu_bytes / GIB:g} GiB")
     ax.axvline(spec.kv_heads, color="grey", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(options, [str(k) for k in options])
     ax.set_xlabel(f"key-value heads (of {spec.heads} query heads; grey: the published choice)")
-    ax.set_ylabel("GB")
+    ax.set_ylabel("GiB (2³⁰ bytes)")
     ax.legend(fontsize=8)
     ax.set_title("Cache of one sequence against the number of key-value heads")
     fig.tight_layout()
@@ -768,28 +775,28 @@ def plot_cache_vs_kv_heads(
 
 
 def plot_kv_cache_budget(
-    config, kv_heads: int, tokens: int, gpu_gb: float, kv_bytes=2, weight_bytes=2
+    config, kv_heads: int, tokens: int, gpu_gib: float, kv_bytes=2, weight_bytes=2
 ):
-    """One setting of `widgets.kv_cache_budget_widget`: one bar splits a GPU of `gpu_gb` GB into
-    the weights and one sequence's cache of `tokens` tokens with `kv_heads` key-value heads; the
-    title says how many such sequences fit (`count.requests_that_fit`)."""
+    """One setting of `widgets.kv_cache_budget_widget`: one bar splits a GPU of `gpu_gib` GiB
+    into the weights and one sequence's cache of `tokens` tokens with `kv_heads` key-value heads;
+    the title says how many such sequences fit (`count.requests_that_fit`)."""
     import dataclasses
 
     chosen = dataclasses.replace(as_spec(config), kv_heads=kv_heads)
-    weights = count.describe(chosen)["total"] * weight_bytes / 1e9
-    cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / 1e9
-    fits = count.requests_that_fit(chosen, tokens, gpu_gb * 1e9, kv_bytes, weight_bytes)
+    weights = count.describe(chosen)["total"] * weight_bytes / GIB
+    cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / GIB
+    fits = count.requests_that_fit(chosen, tokens, gpu_gib * GIB, kv_bytes, weight_bytes)
     fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
-    ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GB")
+    ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GiB")
     ax.barh(
-        [0], [cache], left=[weights], color="tab:red", label=f"one sequence's cache {cache:.2f} GB"
+        [0], [cache], left=[weights], color="tab:red", label=f"one sequence's cache {cache:.2f} GiB"
     )
-    ax.axvline(gpu_gb, color="grey", ls=":")
-    ax.set_xlim(0, max(gpu_gb, weights + cache) * 1.05)
+    ax.axvline(gpu_gib, color="grey", ls=":")
+    ax.set_xlim(0, max(gpu_gib, weights + cache) * 1.05)
     ax.set_yticks([])
-    ax.set_xlabel("GB")
+    ax.set_xlabel("GiB (2³⁰ bytes)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, frameon=False)
-    ax.set_title(f"{fits} sequence(s) of {tokens:,} tokens fit on a {gpu_gb} GB GPU")
+    ax.set_title(f"{fits} sequence(s) of {tokens:,} tokens fit on a GPU of {gpu_gib} GiB")
     fig.tight_layout()
     return fig
 

@@ -151,10 +151,11 @@ def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed
 # ---- LM10-T5: the key-value cache -------------------------------------------------------------
 
 
-def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_bytes=2):
-    """Sliders for the number of key-value heads, the context length and the GPU's memory:
-    one bar splits the GPU into weights, one sequence's cache and the rest, and the text says
-    how many such sequences fit (`count.requests_that_fit`)."""
+def kv_cache_budget_widget(config, gpu_gib=(16, 24, 40, 48, 80), kv_bytes=2, weight_bytes=2):
+    """Sliders for the number of key-value heads, the context length and the GPU's memory in GiB
+    (the cards sold as 16, 24, 40, 48 and 80 "GB" hold that many GiB; 80 is the default): one bar
+    splits the GPU into weights, one sequence's cache and the rest, and the title says how many
+    such sequences fit (`count.requests_that_fit`)."""
     from .plots import plot_kv_cache_budget
 
     spec = as_spec(config)
@@ -171,11 +172,14 @@ def kv_cache_budget_widget(config, gpu_gb=(24, 40, 80, 141), kv_bytes=2, weight_
         **_slider_look(),
     )
     gpu = widgets.SelectionSlider(
-        options=list(gpu_gb), value=gpu_gb[-2], description="GPU memory (GB)", **_slider_look()
+        options=list(gpu_gib),
+        value=80 if 80 in gpu_gib else gpu_gib[-1],
+        description="GPU memory (GiB)",
+        **_slider_look(),
     )
 
-    def show(kv_heads, tokens, gpu_gb):
-        plot_kv_cache_budget(spec, kv_heads, tokens, gpu_gb, kv_bytes, weight_bytes)
+    def show(kv_heads, tokens, gpu_gib):
+        plot_kv_cache_budget(spec, kv_heads, tokens, gpu_gib, kv_bytes, weight_bytes)
         plt.show()
 
-    return widgets.interactive(show, kv_heads=kv, tokens=tokens, gpu_gb=gpu)
+    return widgets.interactive(show, kv_heads=kv, tokens=tokens, gpu_gib=gpu)
