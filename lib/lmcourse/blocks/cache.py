@@ -3,7 +3,10 @@
 Buffers are allocated once for the whole generation, so a decoding step only copies the new
 token's key and value into place. A sliding-window layer keeps a ring of `window` slots: the
 key of sequence position p lives in slot p % window, so memory stops growing once the window
-is full (transformers keeps `window - 1` past tokens and appends the new one, the same cap).
+is full. The ring holds the newest token too: `window` slots, one more than the `window - 1`
+past tokens that transformers' `DynamicSlidingWindowLayer` keeps between steps (and that
+`count.cache_bytes` counts). Both attend to the same `window` keys; `Cache.nbytes()` of a full
+sliding layer is larger by one token's key and value.
 """
 
 from __future__ import annotations
@@ -83,7 +86,8 @@ class KVCache:
         self.length = 0
 
     def nbytes(self) -> int:
-        """Bytes held by the filled part of every layer's buffers."""
+        """Bytes held by the filled part of every layer's buffers: a full sliding-window layer
+        holds `window` tokens here, one more than `count.cache_bytes` counts (module docstring)."""
         total = 0
         for layer in self.layers:
             filled = min(self.length, layer.keys.shape[2])

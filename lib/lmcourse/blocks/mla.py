@@ -2,9 +2,11 @@
 
 Keys and values are not projected per head from x. x is first squeezed into one small latent
 vector (kv_lora_rank numbers per token), and each head's key and value are expanded from it.
-The cache holds only the latent plus one shared rotary key (qk_rope_head_dim numbers): the
-rotation has to be carried outside the latent ("decoupled RoPE"), because a rotated key depends
-on its position and could not be recovered from a position-free latent.
+The cache holds only the latent plus one shared rotary key (qk_rope_head_dim numbers). The
+rotation is carried outside the latent ("decoupled RoPE", DeepSeek-V2, arXiv:2405.04434, §2.1.3)
+so that the key's up-projection W_UK can be folded into the query projection at inference: a
+rotation that depends on the position, placed between the two, would stop that fold. This module,
+like transformers' modeling_deepseek_v3.py, expands the keys and values explicitly instead.
 
 Query and key per head = [nope part (qk_nope_head_dim) | rotary part (qk_rope_head_dim)].
 """

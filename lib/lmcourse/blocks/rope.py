@@ -57,9 +57,12 @@ def yarn_scaled(
     beta_slow: float = 1.0,
     truncate: bool = True,
 ) -> torch.Tensor:
-    """YaRN's frequency scaling (DeepSeek-V3): like llama3's, fast pairs kept, slow pairs slowed
-    by `factor`, a linear blend between; the boundaries are the pairs that make `beta_fast` and
-    `beta_slow` full turns within the original context.
+    """YaRN's frequency scaling (Peng et al. 2023, arXiv:2309.00071, §3.2; DeepSeek-V3, Qwen3):
+    fast pairs kept, slow pairs slowed by `factor`. Between them the blend is linear in the pair
+    index, from the (fractional) pair that makes `beta_fast` full turns within the original
+    context to the one that makes `beta_slow`, rounded outward unless `truncate` is False, as in
+    transformers' `_compute_yarn_parameters`. (llama3's rule blends linearly in the number of
+    turns instead, between thresholds given as wavelengths.)
 
     Returns inv_freq [dim/2], computed in transformers' order of operations, so that the angles
     (and logits) agree to the last bit.
