@@ -65,12 +65,12 @@ def test_load_builds_a_fresh_transformers_config_of_the_family(name):
     assert configs.load(name) is not config, "callers may edit what load returns"
 
 
-def test_trained_context_is_the_longest_context_a_config_declares():
-    assert configs.trained_context(configs.load("gpt2")) == 1024  # n_positions
-    assert configs.trained_context(configs.load("Llama-3.1-8B")) == 131072
-    assert configs.trained_context(configs.SEED_GPT2) == 1024  # its learned position table
-    assert configs.trained_context(configs.SEED_7B) is None  # rotary, nothing declared
-    assert configs.trained_context(as_spec(configs.SEED_GPT2)) == 1024
+def test_declared_context_is_the_longest_context_a_config_declares():
+    assert configs.declared_context(configs.load("gpt2")) == 1024  # n_positions
+    assert configs.declared_context(configs.load("Llama-3.1-8B")) == 131072
+    assert configs.declared_context(configs.SEED_GPT2) == 1024  # its learned position table
+    assert configs.declared_context(configs.SEED_7B) is None  # rotary, nothing declared
+    assert configs.declared_context(as_spec(configs.SEED_GPT2)) == 1024
 
 
 def test_seed_dicts_are_the_t1_lesson_configurations():

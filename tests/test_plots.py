@@ -188,6 +188,9 @@ def test_cache_vs_context_stops_each_line_at_the_declared_context():
     for line, config in ((gpt2_line, gpt2), (llama_line, llama)):
         x, y = line.get_xdata(), line.get_ydata()
         assert list(y) == [count.cache_bytes(config, int(n)) for n in x]
+    # the reference lines are binary, like every memory size in the lesson
+    marks = {text.get_text().strip(): text.get_position()[1] for text in ax.texts}
+    assert marks == {"1 MiB": 2**20, "1 GiB": 2**30}
     with pytest.raises(ValueError, match="max_tokens must be an integer >= 2"):
         plots.plot_cache_vs_context({"GPT-2": gpt2}, max_tokens=1)
 
@@ -203,7 +206,7 @@ def test_kv_cache_budget_splits_the_gpu_in_gib_into_weights_and_one_sequences_ca
     (ax,) = fig.axes
     weights, cache = ax.patches[:2]
     chosen = dataclasses.replace(spec, kv_heads=2)
-    gib = 2**30  # a card sold as "80 GB" holds 80 GiB
+    gib = 2**30  # an A100 sold as "80 GB" reports 80 GiB
     assert weights.get_width() == pytest.approx(count.describe(chosen)["total"] * 2 / gib)
     assert cache.get_x() == pytest.approx(weights.get_width())
     assert cache.get_width() == pytest.approx(count.cache_bytes(chosen, 8192) / gib)

@@ -118,4 +118,5 @@ def test_kv_cache_budget_widget_sliders_and_its_bar_for_several_settings():
         (ax,) = plt.gcf().axes
         chosen = dataclasses.replace(spec, kv_heads=kv_heads)
         fits = count.requests_that_fit(chosen, tokens, gpu_gib * 2**30)  # GiB, as cards are sold
-        assert ax.get_title() == f"{fits} sequence(s) of {tokens:,} tokens fit on a GPU of {gpu_gib} GiB"
+        want = f"{fits} sequence(s) of {tokens:,} tokens fit on a GPU of {gpu_gib} GiB"
+        assert ax.get_title() == want

@@ -3,7 +3,7 @@
     from lmcourse import configs
     configs.available()              # ['DeepSeek-V3', 'Gemma-2-2B', ..., 'gpt2']
     cfg = configs.load("Llama-3.1-8B")  # a transformers LlamaConfig, no download
-    configs.trained_context(cfg)     # 131072: the longest context it declares
+    configs.declared_context(cfg)     # 131072: the longest context it declares
 
 The hyperparameters are those of each checkpoint's published config.json; only the fields
 that shape the architecture (and so the parameter count, the cache and the FLOPs) are set,
@@ -425,7 +425,7 @@ def tiny(name: str, **overrides):
     return AutoConfig.for_model(model_type, **fields)
 
 
-def trained_context(config) -> int | None:
+def declared_context(config) -> int | None:
     """The longest context a transformers config declares (max_position_embeddings or, for
     GPT-2, n_positions); None for seed-style dicts and specs without a learned table."""
     for name in ("max_position_embeddings", "n_positions"):

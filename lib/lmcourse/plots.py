@@ -1,7 +1,7 @@
 """Matplotlib figures used by the lessons and the widgets: every figure of the course is drawn
 here, and nothing else. Each plot_* function returns the figure it draws; what a figure shows is
 computed where its concern lives (`count.parameter_shares`, `zoo.block_layout`,
-`blocks.rope.rope_rotate_pairs`, `configs.trained_context`).
+`blocks.rope.rope_rotate_pairs`, `configs.declared_context`).
 
 Units: memory sizes of the T5 figures are in GiB (2**30 bytes), as GPU memory is built and
 reported (a card sold as "80 GB" holds 80 GiB); figures that say GB mean 10**9 bytes."""
@@ -11,7 +11,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from . import count
-from .configs import trained_context
+from .configs import declared_context
 from .spec import as_spec, divisors
 from .zoo import block_layout
 
@@ -710,7 +710,7 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     """Cache bytes of one sequence against context length, log-log, one line per model.
 
     Each line stops at the longest context the model's configuration declares
-    (`max_position_embeddings`, or GPT-2's `n_positions`, read by `configs.trained_context`): a
+    (`max_position_embeddings`, or GPT-2's `n_positions`, read by `configs.declared_context`): a
     declared maximum, not the length the model was trained at. Without one it stops at
     `max_tokens`; sliding-window layers flatten the line once full.
     """
@@ -720,7 +720,7 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
         raise ValueError(f"max_tokens must be an integer >= 2, got {max_tokens!r}")
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
     for name, config in models.items():
-        end = min(max_tokens, trained_context(config) or max_tokens)
+        end = min(max_tokens, declared_context(config) or max_tokens)
         tokens = sorted(
             {round(2 ** (e / 8)) for e in range(0, 8 * end.bit_length() + 1) if 2 ** (e / 8) <= end}
             | {end}
@@ -733,9 +733,9 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     ax.set_xlabel("tokens in the sequence (dot: declared maximum, max_position_embeddings)")
     ax.set_ylabel(f"cache bytes, one sequence, {kv_bytes} B per number")
     ax.grid(True, which="major", alpha=0.3)
-    for gb in (1e6, 1e9):
-        ax.axhline(gb, color="grey", lw=0.8, ls=":")
-        ax.text(1, gb, {1e6: " 1 MB", 1e9: " 1 GB"}[gb], va="bottom", fontsize=8, color="grey")
+    for size, label in ((2**20, " 1 MiB"), (2**30, " 1 GiB")):
+        ax.axhline(size, color="grey", lw=0.8, ls=":")
+        ax.text(1, size, label, va="bottom", fontsize=8, color="grey")
     ax.legend(fontsize=8)
     ax.set_title("Key-value cache against context length")
     fig.tight_layout()
@@ -761,7 +761,8 @@ def plot_cache_vs_kv_heads(
         ax.plot(options, sizes, "o-", label=f"cache, {n:,} tokens")
     weights = count.describe(spec)["total"] * weight_bytes / GIB
     ax.axhline(weights, color="black", ls="--", lw=1, label=f"weights ({weight_bytes} B each)")
-    ax.axhline(gpu_bytes / GIB, color="red", ls=":", lw=1, label=f"GPU memory, {gpu_bytes / GIB:g} GiB")
+    gpu_label = f"GPU memory, {gpu_bytes / GIB:g} GiB"
+    ax.axhline(gpu_bytes / GIB, color="red", ls=":", lw=1, label=gpu_label)
     ax.axvline(spec.kv_heads, color="grey", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

@@ -153,7 +153,7 @@ def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed
 
 def kv_cache_budget_widget(config, gpu_gib=(16, 24, 40, 48, 80), kv_bytes=2, weight_bytes=2):
     """Sliders for the number of key-value heads, the context length and the GPU's memory in GiB
-    (the cards sold as 16, 24, 40, 48 and 80 "GB" hold that many GiB; 80 is the default): one bar
+    (memory sizes of common cards, whose "GB" is about that many GiB; 80 is the default): one bar
     splits the GPU into weights, one sequence's cache and the rest, and the title says how many
     such sequences fit (`count.requests_that_fit`)."""
     from .plots import plot_kv_cache_budget
