@@ -38,6 +38,12 @@ def test_summary_kinds_read_the_spec():
     assert row["attention"] == "MLA (latent 512 + rotary key 64)"
     assert row["feed-forward"] == "MoE SwiGLU: 8 of 256 + 1 shared, first 3 dense"
     assert zoo.summary(configs.load("OPT-125m"))["positions"] == "learned (2,050 rows, offset 2)"
+    placement = {name: zoo.norm_placement(configs.load(name)) for name in configs.available()}
+    assert placement["OLMo-2-7B"] == "RMSNorm: reordered + QK-norm across heads"  # x + norm(f(x))
+    assert placement["Gemma-2-2B"] == "RMSNorm: sandwich"
+    assert placement["Qwen3-8B"] == "RMSNorm: pre + QK-norm"
+    assert placement["DeepSeek-V3"] == "RMSNorm: pre + latent"
+    assert placement["OLMo-7B"] == "LayerNorm (no parameters): pre"
 
 
 def test_linear_attention_state_equals_the_states_transformers_keeps():

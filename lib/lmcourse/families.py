@@ -256,7 +256,7 @@ def _gemma2(c) -> dict:
 
 
 def _phi3(c) -> dict:
-    """Mistral with partial rotary positions (and fused q/k/v and gate/up tensors)."""
+    """Mistral with fused q/k/v and gate/up tensors, and optionally partial rotary positions."""
     return _mistral(c) | dict(
         rotary_fraction=(c.rope_parameters or {}).get("partial_rotary_factor", 1.0)
     )

@@ -73,7 +73,7 @@ class ModelSpec:
     position_offset: int = 0  # position p reads row p + offset of that table (OPT: 2)
     rope_theta: float = 10000.0  # rotary base (0.0 when positions are learned)
     rope_scaling: tuple = ()  # sorted (key, value) pairs of rope_parameters beyond the base
-    rotary_fraction: float = 1.0  # share of each head that rotates (Phi-3's partial rotary)
+    rotary_fraction: float = 1.0  # share of each head that rotates (GPT-NeoX, Qwen3-Next: 0.25)
     rope_layout: str = "half"  # rotary pairs: 'half' (x[i], x[i+dim/2]) | 'pairs' (x[2i], x[2i+1])
     embed_scale: float = 1.0  # token embeddings are multiplied by this (Gemma: sqrt(d))
     # ---- attention scores

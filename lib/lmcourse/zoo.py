@@ -158,7 +158,9 @@ def norm_placement(config) -> str:
     kind = {"layer": "LayerNorm", "rms": "RMSNorm"}[s.norm]
     if s.norm == "layer" and not s.norm_affine:
         kind += " (no parameters)"
-    where = ["sandwich" if s.norms_per_block == 4 else "post" if s.norms_after else "pre"]
+    # norms_after is OLMo 2's "reordered" norm, x + norm(f(x)): not the post-norm of OPT-350m or
+    # the original Transformer, norm(x + f(x)), which normalises the residual stream itself
+    where = ["sandwich" if s.norms_per_block == 4 else "reordered" if s.norms_after else "pre"]
     if s.qk_norm:
         where.append("QK-norm across heads" if s.qk_norm_all_heads else "QK-norm")
     if s.kv_lora_rank:

@@ -1,12 +1,13 @@
-"""The decoder block: two stages, each reading a normalised copy of the residual stream and
-adding its result back.
+"""The decoder block: two stages, attention and the feed-forward layer, each adding its result
+back to the residual stream, with norms before the stages, after them or both.
 
     pre-norm (2 norms):   x = x + attn(norm1(x));          x = x + ffn(norm2(x))
-    post-norm (2 norms):  x = x + post1(attn(x));          x = x + post2(ffn(x))          OLMo 2
+    reordered (2 norms):  x = x + post1(attn(x));          x = x + post2(ffn(x))          OLMo 2
     sandwich (4 norms):   x = x + post1(attn(norm1(x)));  x = x + post2(ffn(norm2(x)))   Gemma 2
 
-(The post-norm here normalises the stage's output before it joins the residual stream, as
-OLMo 2 does; the original Transformer normalised the sum instead.)
+(OLMo 2's reordered norm normalises the stage's output before it joins the residual stream,
+which is itself never normalised. The post-norm of the original Transformer and OPT-350m,
+x = norm(x + attn(x)), normalises the sum; this block does not build it.)
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def apply_rotary(
     Only the first `dim` numbers of each head turn (partial rotary); the rest pass through.
     """
     dim = cos.shape[-1]
-    if dim < x.shape[-1]:  # partial rotary (Phi-3)
+    if dim < x.shape[-1]:  # partial rotary (GPT-NeoX, Qwen3-Next)
         return torch.cat((apply_rotary(x[..., :dim], cos, sin, layout), x[..., dim:]), dim=-1)
     if layout == "half":
         return x * cos + rotate_half(x) * sin
