@@ -132,6 +132,10 @@ def describe(config, kv_bytes=2) -> dict:
     unique parameter), `cache_bytes_per_token` (key-value cache added per token, before any
     sliding window fills), `ffn_share` (feed-forward share of the first block, 3 decimals),
     then `active` (parameters one token uses: the total less the routed experts it skips).
+
+    `active` follows one convention of several: it keeps both embedding tables (the input table
+    is only looked up, not multiplied), the router and any shared experts. Model cards and papers
+    may round it or leave the embeddings out; `breakdown` gives the parts to recount it.
     """
     s, kv_bytes = as_spec(config), _check_bytes(kv_bytes)
     block = _block_parts(s, 0)
