@@ -49,8 +49,9 @@ def refresh(path: Path, indexes: set[int], containing: list[str], timeout: int =
     # new ones, so every widget cell takes its new output with the new models (none is a timing).
     widgets = [i for i, cell in enumerate(executed.cells) if _shows_widget(cell)]
     chosen = sorted(set(chosen) | set(widgets))
-    for i in chosen:
+    for i in chosen:  # a cell with outputs needs its count: nbval refuses an "unrun" one
         stored.cells[i].outputs = executed.cells[i].outputs
+        stored.cells[i].execution_count = executed.cells[i].execution_count
     if widgets:
         stored.metadata["widgets"] = executed.metadata["widgets"]
     nbformat.write(stored, path)
