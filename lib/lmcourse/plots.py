@@ -4,7 +4,8 @@ computed where its concern lives (`count.parameter_shares`, `zoo.block_layout`,
 `blocks.rope.rope_rotate_pairs`, `configs.declared_context`).
 
 Units: memory sizes of the T5 figures are in GiB (2**30 bytes), as GPU memory is built and
-reported (a card sold as "80 GB" holds 80 GiB); figures that say GB mean 10**9 bytes."""
+reported (a card sold as "80 GB" holds about 80 GiB: an A100 80GB reports 80 GiB, an H100 80GB
+79.65); figures that say GB mean 10**9 bytes."""
 
 from __future__ import annotations
 
@@ -747,7 +748,7 @@ def plot_cache_vs_kv_heads(
 ):
     """The static twin of `widgets.kv_cache_budget_widget`: one sequence's cache (GiB) for every
     valid number of key-value heads, one line per context length, beside the weights and the
-    GPU's `gpu_bytes` (default 80 GiB, a card sold as "80 GB")."""
+    GPU's `gpu_bytes` (default 80 GiB, about what a card sold as "80 GB" holds)."""
     import dataclasses
 
     spec = as_spec(config)
