@@ -123,7 +123,7 @@ def round_trip(lab, course):
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
     submissions = {
         name: getattr(cases, name)(copy.deepcopy(released))
-        for name in ("correct", "mistake", "hardcoded", "refpatch")
+        for name in ("correct", "alternatives", "mistake", "hardcoded", "refpatch")
         if hasattr(cases, name)
     }
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
@@ -229,6 +229,17 @@ def test_correct_submission_gets_full_marks(round_trip, lab):
         f"{lab}: correct answers (in a notebook with a duplicated answer cell and a deleted test "
         f"cell) scored {scores}, expected full marks {maxima}"
     )
+
+
+ALTERNATIVE_LABS = [lab for lab in LABS if hasattr(lab_cases(lab), "alternatives")]
+
+
+@pytest.mark.parametrize("lab", ALTERNATIVE_LABS, indirect=True)
+def test_correct_answers_written_another_way_get_full_marks(round_trip, lab):
+    """Tolerances come from the numerics of every correct method, not the model solution's."""
+    scores = autograded_scores(round_trip, "alternatives")
+    maxima = {g: meta(c)["points"] for g, c in autograded_cells(round_trip["source"]).items()}
+    assert scores == maxima, f"{lab}: correct alternatives scored {scores}, expected {maxima}"
 
 
 def test_blank_release_with_tampered_tests_gets_zero(round_trip, lab):

@@ -18,6 +18,11 @@ notebook a student would hand in:
                    scores in expected["refpatch"], those of the wrong answer alone: the
                    grader defines the setup cell's names again before each test
 
+and, optionally,
+
+    alternatives(nb)  correct answers written unlike the model solution (another formula, a
+                   loop, another route to the same tensors) -> full marks, like `correct`
+
 and a dict
 
     expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "refpatch": {...}, ...}

@@ -21,6 +21,51 @@ def correct(nb):
     return fill(nb, solution_answers(LAB))
 
 
+def alternatives(nb):
+    """Correct answers written unlike the model solution: the one-pass variance E[x^2] - E[x]^2,
+    a sum and rsqrt for the root mean square, the mean fraction from sums, and the norm inputs
+    read by forward hooks on the norms instead of from output_hidden_states. Full marks."""
+    return fill(
+        nb,
+        {
+            "l3_layer_norm": (
+                "def layer_norm(x, weight=None, bias=None, eps=1e-5):\n"
+                "    mean = x.mean(dim=-1, keepdim=True)\n"
+                "    var = (x * x).mean(dim=-1, keepdim=True) - mean * mean  # one pass\n"
+                "    y = (x - mean) * torch.rsqrt(var + eps)\n"
+                "    if weight is not None:\n"
+                "        y = y * weight\n"
+                "    return y if bias is None else y + bias\n"
+            ),
+            "l3_rms_norm": (
+                "def rms_norm(x, weight=None, eps=1e-6):\n"
+                "    n = x.shape[-1]\n"
+                "    y = x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) / n + eps)\n"
+                "    return y if weight is None else weight * y\n"
+            ),
+            "l3_mean_fraction": (
+                "def mean_fraction(y):\n"
+                "    n = y.shape[-1]\n"
+                "    return (y.sum(dim=-1) / n) / torch.sqrt((y * y).sum(dim=-1) / n)\n"
+            ),
+            "l3_norm_inputs": (
+                "def norm_inputs(model, input_ids):\n"
+                "    seen = []\n"
+                "    hooks = [layer.input_layernorm.register_forward_hook(\n"
+                "        lambda module, args, out: seen.append(args[0][0].detach()))\n"
+                "        for layer in model.model.layers]\n"
+                "    try:\n"
+                "        with torch.no_grad():\n"
+                "            model(input_ids, use_cache=False)\n"
+                "    finally:\n"
+                "        for hook in hooks:\n"
+                "            hook.remove()\n"
+                "    return torch.stack(seen)\n"
+            ),
+        },
+    )
+
+
 def mistake(nb):
     """LayerNorm with the unbiased variance (torch.var's default divides by n - 1).
 
@@ -91,6 +136,12 @@ class nn:
 
 
 expected = {
+    "alternatives": {
+        "l3_test_layer_norm": 3.0,
+        "l3_test_rms_norm": 3.0,
+        "l3_test_mean_fraction": 2.0,
+        "l3_test_norm_inputs": 2.0,
+    },
     "mistake": {
         "l3_test_layer_norm": 0.0,
         "l3_test_rms_norm": 3.0,
