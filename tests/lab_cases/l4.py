@@ -9,6 +9,60 @@ def correct(nb):
     return fill(nb, solution_answers(LAB))
 
 
+def alternatives(nb):
+    """Correct answers written unlike the model solution: frequencies in log space, the angle
+    table repeated rather than concatenated, the rotation written out on the two halves, the
+    score through complex numbers, and the periods by a Python loop. Full marks."""
+    return fill(
+        nb,
+        {
+            "l4_angles": (
+                "def inverse_frequencies(head_dim, base):\n"
+                "    if head_dim <= 0 or head_dim % 2:\n"
+                "        raise ValueError(f'head_dim must be even and positive, got {head_dim}')\n"
+                "    i = torch.arange(head_dim // 2, dtype=torch.float32)\n"
+                "    return torch.exp(-(2 * i / head_dim) * math.log(base))\n"
+                "\n"
+                "\n"
+                "def rope_cos_sin(positions, head_dim, base):\n"
+                "    angles = torch.outer(positions.float(), inverse_frequencies(head_dim, base))\n"
+                "    angles = angles.repeat(1, 2)\n"
+                "    return torch.cos(angles), torch.sin(angles)\n"
+            ),
+            "l4_rotate": (
+                "def rotate_half(x):\n"
+                "    first, second = x.chunk(2, dim=-1)\n"
+                "    return torch.cat((-second, first), dim=-1)\n"
+                "\n"
+                "\n"
+                "def apply_rope(x, cos, sin):\n"
+                "    half = x.shape[-1] // 2\n"
+                "    x1, x2 = x[..., :half], x[..., half:]\n"
+                "    c, s = cos[..., :half], sin[..., :half]\n"
+                "    return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1)\n"
+            ),
+            "l4_score": (
+                "def rope_score(q, k, m, n, base):\n"
+                "    half = q.shape[-1] // 2\n"
+                "    theta = inverse_frequencies(q.shape[-1], base)\n"
+                "    qc = torch.complex(q[:half], q[half:]) * torch.polar(torch.ones(half), m * theta)\n"
+                "    kc = torch.complex(k[:half], k[half:]) * torch.polar(torch.ones(half), n * theta)\n"
+                "    return float((qc * kc.conj()).real.sum())\n"
+            ),
+            "l4_periods": (
+                "def rotation_periods(head_dim, base):\n"
+                "    return torch.tensor([2 * math.pi * base ** (2 * i / head_dim)\n"
+                "                         for i in range(head_dim // 2)], dtype=torch.float64)\n"
+                "\n"
+                "\n"
+                "_periods = rotation_periods(SMOLLM2_HEAD_DIM, SMOLLM2_BASE)\n"
+                "smollm2_fastest = float(_periods[0])\n"
+                "smollm2_slowest = float(_periods[-1])\n"
+            ),
+        },
+    )
+
+
 def mistake(nb):
     """rotate_half with its signs swapped: every pair turns the wrong way.
 
