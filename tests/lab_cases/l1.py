@@ -9,6 +9,55 @@ def correct(nb):
     return fill(nb, solution_answers(LAB))
 
 
+def alternatives(nb):
+    """Correct answers written unlike the model solution: every count as a sum over a list of
+    (inputs, outputs, bias) matrices, the attention counted head by head. Full marks."""
+    return fill(
+        nb,
+        {
+            "l1_gpt2_block": (
+                "def gpt2_block(d):\n"
+                "    linears = [(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)]  # all with biases\n"
+                "    return sum(i * o + o for i, o in linears) + 2 * (d + d)\n"
+            ),
+            "l1_gpt2_model": (
+                "def gpt2_model(d, layers, vocab, positions):\n"
+                "    total = (vocab + positions) * d\n"
+                "    for _ in range(layers):\n"
+                "        total += gpt2_block(d)\n"
+                "    return total + d + d\n"
+            ),
+            "l1_attention": (
+                "def attention_parameters(d, heads, kv_heads, head_dim):\n"
+                "    per_query_head = d * head_dim + head_dim * d  # its query rows, its output columns\n"
+                "    per_kv_head = 2 * d * head_dim\n"
+                "    return sum(per_query_head for _ in range(heads)) + kv_heads * per_kv_head\n"
+            ),
+            "l1_count": (
+                "def count_parameters(config):\n"
+                "    if config['ffn'] not in ('gelu', 'swiglu'):\n"
+                "        raise ValueError(f\"unknown ffn {config['ffn']!r}: use 'gelu' or 'swiglu'\")\n"
+                "    if config['norm'] not in ('layer', 'rms'):\n"
+                "        raise ValueError(f\"unknown norm {config['norm']!r}: use 'layer' or 'rms'\")\n"
+                "    d, heads = config['d'], config['heads']\n"
+                "    kv, w = config.get('kv_heads', heads), config['d'] // config['heads']\n"
+                "    bias = bool(config['bias'])\n"
+                "    matrices = [(d, heads * w, bias), (d, kv * w, bias), (d, kv * w, bias),\n"
+                "                (heads * w, d, bias)]\n"
+                "    if config['ffn'] == 'gelu':\n"
+                "        matrices += [(d, 4 * d, True), (4 * d, d, True)]\n"
+                "    else:\n"
+                "        h = config['hidden']\n"
+                "        matrices += [(d, h, False), (d, h, False), (h, d, False)]\n"
+                "    norm = d * (2 if config['norm'] == 'layer' else 1)\n"
+                "    block = sum(i * o + (o if b else 0) for i, o, b in matrices) + 2 * norm\n"
+                "    tables = config['vocab'] * d * (1 if config['tied'] else 2)\n"
+                "    return config['layers'] * block + tables + config.get('positions', 0) * d + norm\n"
+            ),
+        },
+    )
+
+
 def mistake(nb):
     """Forgets the final LayerNorm of the whole model; every other answer is right."""
     answers = solution_answers(LAB)
