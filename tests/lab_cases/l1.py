@@ -29,16 +29,16 @@ def alternatives(nb):
             ),
             "l1_attention": (
                 "def attention_parameters(d, heads, kv_heads, head_dim):\n"
-                "    per_query_head = d * head_dim + head_dim * d  # its query rows, its output columns\n"
+                "    per_query_head = d * head_dim + head_dim * d  # query rows, output columns\n"
                 "    per_kv_head = 2 * d * head_dim\n"
                 "    return sum(per_query_head for _ in range(heads)) + kv_heads * per_kv_head\n"
             ),
             "l1_count": (
                 "def count_parameters(config):\n"
                 "    if config['ffn'] not in ('gelu', 'swiglu'):\n"
-                "        raise ValueError(f\"unknown ffn {config['ffn']!r}: use 'gelu' or 'swiglu'\")\n"
+                "        raise ValueError(f\"unknown ffn {config['ffn']!r}: 'gelu' or 'swiglu'\")\n"
                 "    if config['norm'] not in ('layer', 'rms'):\n"
-                "        raise ValueError(f\"unknown norm {config['norm']!r}: use 'layer' or 'rms'\")\n"
+                "        raise ValueError(f\"unknown norm {config['norm']!r}: 'layer' or 'rms'\")\n"
                 "    d, heads = config['d'], config['heads']\n"
                 "    kv, w = config.get('kv_heads', heads), config['d'] // config['heads']\n"
                 "    bias = bool(config['bias'])\n"
@@ -52,7 +52,8 @@ def alternatives(nb):
                 "    norm = d * (2 if config['norm'] == 'layer' else 1)\n"
                 "    block = sum(i * o + (o if b else 0) for i, o, b in matrices) + 2 * norm\n"
                 "    tables = config['vocab'] * d * (1 if config['tied'] else 2)\n"
-                "    return config['layers'] * block + tables + config.get('positions', 0) * d + norm\n"
+                "    positions = config.get('positions', 0) * d\n"
+                "    return config['layers'] * block + tables + positions + norm\n"
             ),
         },
     )

@@ -45,8 +45,9 @@ def alternatives(nb):
                 "def rope_score(q, k, m, n, base):\n"
                 "    half = q.shape[-1] // 2\n"
                 "    theta = inverse_frequencies(q.shape[-1], base)\n"
-                "    qc = torch.complex(q[:half], q[half:]) * torch.polar(torch.ones(half), m * theta)\n"
-                "    kc = torch.complex(k[:half], k[half:]) * torch.polar(torch.ones(half), n * theta)\n"
+                "    one = torch.ones(half)\n"
+                "    qc = torch.complex(q[:half], q[half:]) * torch.polar(one, m * theta)\n"
+                "    kc = torch.complex(k[:half], k[half:]) * torch.polar(one, n * theta)\n"
                 "    return float((qc * kc.conj()).real.sum())\n"
             ),
             "l4_periods": (

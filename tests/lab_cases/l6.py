@@ -14,6 +14,74 @@ def correct(nb):
     return fill(nb, solution_answers(LAB))
 
 
+def alternatives(nb):
+    """Correct answers written unlike the model solution: the width rounded with math.ceil, the
+    mixture counted layer by layer, the cache summed layer by layer. Full marks."""
+    return fill(
+        nb,
+        {
+            "l6_ffn_width": (
+                "import math\n"
+                "\n"
+                "\n"
+                "def ffn_width(d, multiple_of, multiplier=None):\n"
+                "    hidden = (8 * d) // 3  # two thirds of 4d, truncated\n"
+                "    if multiplier is not None:\n"
+                "        hidden = int(hidden * multiplier)\n"
+                "    return math.ceil(hidden / multiple_of) * multiple_of\n"
+            ),
+            "l6_moe": (
+                "def moe_parameters(config):\n"
+                "    d = config.hidden_size\n"
+                "    untied = 1 if config.tie_word_embeddings else 2\n"
+                "    total = active = untied * config.vocab_size * d + d  # tables, final norm\n"
+                "    expert = 3 * d * config.moe_intermediate_size\n"
+                "    for layer in range(config.num_hidden_layers):\n"
+                "        common = attention_parameters(config) + 2 * d\n"
+                "        if layer < config.first_k_dense_replace:\n"
+                "            common += 3 * d * config.intermediate_size\n"
+                "            total, active = total + common, active + common\n"
+                "            continue\n"
+                "        common += config.n_routed_experts * d  # the router\n"
+                "        common += config.n_shared_experts * expert\n"
+                "        total += common + config.n_routed_experts * expert\n"
+                "        active += common + config.num_experts_per_tok * expert\n"
+                "    return total, active\n"
+            ),
+            "l6_cache": (
+                "def head_width(config):\n"
+                "    width = getattr(config, 'head_dim', None)\n"
+                "    if width:\n"
+                "        return width\n"
+                "    return config.hidden_size // config.num_attention_heads\n"
+                "\n"
+                "\n"
+                "def cache_bytes_per_token(config, kv_bytes=2):\n"
+                "    if getattr(config, 'kv_lora_rank', None):\n"
+                "        numbers = config.kv_lora_rank + config.qk_rope_head_dim\n"
+                "    else:\n"
+                "        kv = getattr(config, 'num_key_value_heads', None)\n"
+                "        kv = kv or config.num_attention_heads\n"
+                "        numbers = 2 * kv * head_width(config)\n"
+                "    return sum(numbers * kv_bytes for _ in range(config.num_hidden_layers))\n"
+            ),
+            "l6_window": (
+                "def cache_bytes(config, tokens, kv_bytes=2):\n"
+                "    layers = config.num_hidden_layers\n"
+                "    per_layer = cache_bytes_per_token(config, kv_bytes) // layers\n"
+                "    window = getattr(config, 'sliding_window', None)\n"
+                "    kinds = getattr(config, 'layer_types', None)\n"
+                "    held = 0\n"
+                "    for layer in range(layers):\n"
+                "        kind = kinds[layer] if kinds else 'sliding_attention'\n"
+                "        slides = bool(window) and kind == 'sliding_attention'\n"
+                "        held += min(tokens, window - 1) if slides else tokens\n"
+                "    return held * per_layer\n"
+            ),
+        },
+    )
+
+
 def mistake(nb):
     """Sliding windows ignored: every layer keeps every token. Parts 1 to 3 are right."""
     answers = solution_answers(LAB)
