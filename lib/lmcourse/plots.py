@@ -734,7 +734,7 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     ax.set_xlabel("tokens in the sequence (dot: declared maximum, max_position_embeddings)")
     ax.set_ylabel(f"cache bytes, one sequence, {kv_bytes} B per number")
     ax.grid(True, which="major", alpha=0.3)
-    for size, label in ((2**20, " 1 MiB"), (2**30, " 1 GiB")):
+    for size, label in ((2**20, " 1 MiB"), (GIB, " 1 GiB")):
         ax.axhline(size, color="grey", lw=0.8, ls=":")
         ax.text(1, size, label, va="bottom", fontsize=8, color="grey")
     ax.legend(fontsize=8)
