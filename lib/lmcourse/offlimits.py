@@ -1,0 +1,258 @@
+"""What a lab's test compares against stays out of the student's reach while it is graded.
+
+A lab test cell may declare, in a comment line of its own,
+
+    # Off limits while graded: lmcourse.describe, torch.nn.functional.layer_norm, reference_count
+
+the functions its expected values come from: a function, a method or a class (every method of
+it) by dotted path, a module or package (every function in it), or a name the lab's setup
+cell defines. While that test runs, a call of one of them made on behalf of the student's code
+raises OffLimitsError, and the part scores 0: the student wrote the formula, not a call of the
+very thing it is checked against.
+
+"On behalf of the student's code" is read off the call stack when an off-limits function
+starts: its nearest caller that is notebook code, skipping the off-limits functions
+themselves, decides. The test cell's own code (a reference computing the expected value, a
+setup helper the test calls) may use them; any other notebook code (answer cells, cells the
+student added, a setup helper the student's code calls that is not itself off limits) may not.
+
+Two places run this, with one rule:
+- the grader's sandbox (grading/sandbox_agent.py), where the tests run outside the student's
+  kernel and only the student's code runs here: `Guard` is armed around each call a test
+  makes, and what fired is reported to the grader, which scores the part 0 whatever the
+  student's code did with the error;
+- nbgrader's Validate, where the tests run in the student's own kernel: this module is an
+  IPython extension (`--IPKernelApp.extensions=lmcourse.offlimits`, set in the course's
+  nbgrader configuration) that arms a Guard for each test cell that declares one.
+
+It is a profile hook (sys.setprofile), so it sees a function however it was reached: by its
+module path, an alias imported earlier, a method of a module the student built. It cannot stop
+code set on getting around it (unsetting the hook, another thread, a private copy of the
+reference): the grader flags those constructs for a person to read (grading/submission_checks.py).
+"""
+
+import importlib
+import inspect
+import os
+import re
+import sys
+import types
+
+DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
+
+
+# Off limits under every test: the ways to switch the guard off or to run code beyond its reach.
+ALWAYS = (
+    "sys.setprofile",
+    "sys.settrace",
+    "threading.setprofile",
+    "threading.settrace",
+    "threading.Thread.start",
+    "_thread.start_new_thread",
+)
+
+
+class OffLimitsError(RuntimeError):
+    """A test's reference was called by the code under test."""
+
+
+def declared(source):
+    """The names a test cell's source declares off limits, in order, each once."""
+    names = []
+    for match in DECLARATION.finditer(source or ""):
+        for name in match.group(1).split(","):
+            name = name.strip().strip("`")
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def message(name):
+    if name in ALWAYS:
+        return (
+            f"{name} is off limits while your code is graded: it would switch off, or run code "
+            "beyond, the check that keeps the tests' references out of reach."
+        )
+    return (
+        f"{name} is off limits while your code is graded: this part asks you to write it "
+        "yourself, and the test compares your answer with it. Use it to check your work "
+        "outside your function, never inside."
+    )
+
+
+def _lookup(name, namespace):
+    """The object a declared name stands for: a name of the notebook, or a dotted path."""
+    head, _, rest = name.partition(".")
+    if (
+        namespace is not None
+        and head in namespace
+        and not isinstance(namespace[head], types.ModuleType)
+    ):
+        target = namespace[head]
+        for part in rest.split(".") if rest else []:
+            target = getattr(target, part)
+        return target
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            target = getattr(target, part)
+        return target
+    raise LookupError(f"{name!r} names no module and no name of the notebook")
+
+
+def _codes(target, seen=None):
+    """Code objects of a function, a method or a class (its methods, properties and nested
+    functions included)."""
+    seen = set() if seen is None else seen
+    if id(target) in seen:
+        return []
+    seen.add(id(target))
+    target = inspect.unwrap(target) if callable(target) else target
+    if isinstance(target, staticmethod | classmethod):
+        target = target.__func__
+    if isinstance(target, property):
+        return [c for f in (target.fget, target.fset, target.fdel) if f for c in _codes(f, seen)]
+    if isinstance(target, types.MethodType):
+        target = target.__func__
+    if isinstance(target, types.FunctionType):
+        code, found = target.__code__, []
+        stack = [code]
+        while stack:
+            code = stack.pop()
+            found.append(code)
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        return found
+    if isinstance(target, type):
+        found = []
+        for value in vars(target).values():
+            if isinstance(value, types.FunctionType | staticmethod | classmethod | property):
+                found.extend(_codes(value, seen))
+        return found
+    return []
+
+
+class Guard:
+    """A profile hook that stops the `names` (see the module's docstring) while it is armed.
+
+    `test_file`: the file name under which the running test cell's code was compiled (in the
+    student's kernel); None in the grader's sandbox, where no test code runs here.
+    `boundary`: files of the code that calls the student's code on the test's behalf (the
+    sandbox's agent): the stack above them is not the student's."""
+
+    def __init__(self, names, namespace=None, test_file=None, boundary=()):
+        self.names, self.test_file, self.fired = list(names), test_file, []
+        self.boundary = {__file__, *boundary}
+        self.codes, self.builtins, self.files = {}, {}, {}
+        for name in self.names + [n for n in ALWAYS if n not in self.names]:
+            target = _lookup(name, namespace)
+            if isinstance(target, types.ModuleType):
+                path = getattr(target, "__file__", None) or ""
+                if os.path.basename(path) == "__init__.py":
+                    path = os.path.dirname(path) + os.sep  # a package: every file under it
+                if path:
+                    self.files[path] = name
+            elif isinstance(target, types.BuiltinFunctionType):
+                self.builtins[id(target)] = name
+            else:
+                codes = _codes(target)
+                if not codes:
+                    raise LookupError(f"{name!r} is no function, class or module")
+                self.codes.update((code, name) for code in codes)
+        self.cell_prefixes = _cell_prefixes()
+        self.previous = None
+
+    def _reference(self, code):
+        name = self.codes.get(code)
+        if name is None and self.files:
+            filename = code.co_filename
+            for path, module in self.files.items():
+                if filename == path or (path.endswith(os.sep) and filename.startswith(path)):
+                    return module
+        return name
+
+    def _students(self, frame):
+        """Whether the nearest notebook code above `frame` (off-limits code skipped) is any
+        but the running test's."""
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename in self.boundary:
+                return False
+            if self._reference(code) is None and code.co_filename.startswith(self.cell_prefixes):
+                return code.co_filename != self.test_file
+            frame = frame.f_back
+        return False
+
+    def hook(self, frame, event, arg):
+        if event == "call":
+            name = self._reference(frame.f_code)
+            caller = frame.f_back
+        elif event == "c_call":
+            name = self.builtins.get(id(arg))
+            caller = frame
+        else:
+            return
+        if name is not None and self._students(caller):
+            if name not in self.fired:
+                self.fired.append(name)
+            raise OffLimitsError(message(name))  # CPython unsets the hook: it fired once
+
+    def __enter__(self):
+        self.previous = sys.getprofile()
+        sys.setprofile(self.hook)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self.previous)
+        return False
+
+
+def _cell_prefixes():
+    """Starts of the file names IPython and ipykernel compile notebook cells under."""
+    prefixes = ["<ipython-input-"]
+    try:
+        from ipykernel.compiler import get_tmp_directory
+
+        prefixes.append(get_tmp_directory() + os.sep)
+    except ImportError:
+        pass
+    if os.environ.get("IPYKERNEL_CELL_NAME"):
+        prefixes.append(os.environ["IPYKERNEL_CELL_NAME"])
+    return tuple(prefixes)
+
+
+# ------------------------------------------------------------ the IPython extension (Validate)
+
+
+class _CellGuards:
+    def __init__(self, shell):
+        self.shell, self.guard = shell, None
+
+    def pre_run_cell(self, info):
+        names = declared(getattr(info, "raw_cell", ""))
+        if not names:
+            return
+        try:
+            name = self.shell.compile.get_code_name(info.raw_cell, info.raw_cell, 0)
+        except (AttributeError, TypeError):
+            name = None
+        try:
+            self.guard = Guard(names, self.shell.user_ns, test_file=name)
+        except (LookupError, AttributeError, ImportError) as error:
+            print(f"lmcourse.offlimits: cannot guard this test: {error}", file=sys.stderr)
+            return
+        self.guard.__enter__()
+
+    def post_run_cell(self, result):
+        if self.guard is not None:
+            self.guard.__exit__(None, None, None)
+            self.guard = None
+
+
+def load_ipython_extension(shell):
+    guards = _CellGuards(shell)
+    shell.events.register("pre_run_cell", guards.pre_run_cell)
+    shell.events.register("post_run_cell", guards.post_run_cell)

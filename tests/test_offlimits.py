@@ -1,0 +1,143 @@
+"""lmcourse.offlimits: what a lab's test compares against is out of the student's code's reach."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from lmcourse import offlimits
+
+CELL = offlimits._cell_prefixes()[-1]  # notebook cells compile under file names like this one
+
+
+def cell(source, name, namespace):
+    """Run `source` as the notebook cell compiled under file `name`."""
+    exec(compile(source, name, "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture
+def notebook():
+    """A notebook's namespace: a setup cell with a reference and an allowed helper, an answer
+    cell of the student's, and the file name of the running test cell."""
+    namespace = {"torch": torch, "F": F}
+    setup = (
+        "def reference(x):\n"
+        "    return F.layer_norm(x, x.shape[-1:])\n"
+        "def helper(x):\n"
+        "    return F.layer_norm(x, x.shape[-1:])\n"
+    )
+    answers = (
+        "def direct(x):\n"
+        "    return F.layer_norm(x, x.shape[-1:])\n"
+        "def builtin(x):\n"
+        "    return torch.layer_norm(x, x.shape[-1:])\n"
+        "def through_module(x):\n"
+        "    return torch.nn.LayerNorm(x.shape[-1])(x)\n"
+        "def by_name(x):\n"
+        "    return reference(x)\n"
+        "def through_helper(x):\n"
+        "    return helper(x)\n"
+        "def swallowed(x):\n"
+        "    try:\n"
+        "        return reference(x)\n"
+        "    except Exception:\n"
+        "        return x\n"
+        "def by_hand(x):\n"
+        "    mean = x.mean(-1, keepdim=True)\n"
+        "    return (x - mean) / ((x - mean).pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()\n"
+    )
+    cell(setup, CELL + "setup.py", namespace)
+    cell(answers, CELL + "answer.py", namespace)
+    return namespace
+
+
+NAMES = ["torch.nn.functional.layer_norm", "torch.layer_norm", "reference"]
+
+
+def call(namespace, function, test_file=None):
+    guard = offlimits.Guard(NAMES, namespace, test_file=test_file)
+    with guard:
+        try:
+            namespace[function](torch.randn(2, 4))
+            error = None
+        except offlimits.OffLimitsError as caught:
+            error = str(caught)
+    return guard.fired, error
+
+
+@pytest.mark.parametrize(
+    ("function", "fired"),
+    [
+        ("direct", "torch.nn.functional.layer_norm"),
+        ("builtin", "torch.layer_norm"),
+        ("through_module", "torch.nn.functional.layer_norm"),
+        ("by_name", "reference"),
+        ("through_helper", "torch.nn.functional.layer_norm"),  # a helper not declared is theirs
+    ],
+)
+def test_the_students_code_calling_a_reference_is_stopped_and_named(notebook, function, fired):
+    names, error = call(notebook, function)
+    assert names == [fired]
+    assert error == offlimits.message(fired) and "write it yourself" in error
+
+
+def test_a_reference_the_student_catches_is_still_reported(notebook):
+    names, error = call(notebook, "swallowed")
+    assert names == ["reference"] and error is None
+
+
+def test_code_written_by_hand_and_the_tests_own_references_run(notebook):
+    assert call(notebook, "by_hand") == ([], None)
+    test = CELL + "test.py"
+    cell("expected = reference(torch.randn(3))\nmine = by_hand(torch.randn(3))\n", test, notebook)
+    guard = offlimits.Guard(NAMES, notebook, test_file=test)
+    with guard:  # the test cell's reference, and the declared setup helper it calls, may run
+        cell("expected = reference(torch.randn(3))\n", test, notebook)
+        assert F.layer_norm(torch.ones(2), (2,)).shape == (2,)  # library code, no cell
+    assert guard.fired == []
+
+
+def test_a_module_is_off_limits_as_a_whole():
+    namespace = cell(
+        "import lmcourse\ndef count(c):\n    return lmcourse.describe(c)['total']\n",
+        CELL + "module.py",
+        {},
+    )
+    guard = offlimits.Guard(["lmcourse.count"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError, match="lmcourse.count is off limits"):
+        namespace["count"]("SmolLM2-135M")
+    assert guard.fired == ["lmcourse.count"]
+
+
+def test_declarations_are_read_from_comment_lines_only():
+    source = (
+        "# Tests for f (locked).\n"
+        "# Off limits while graded: torch.layer_norm, `reference`\n"
+        "#   Off limits while graded: reference, lmcourse.count\n"
+        "x = '# Off limits while graded: not_a_declaration'\n"
+    )
+    assert offlimits.declared(source) == ["torch.layer_norm", "reference", "lmcourse.count"]
+    assert offlimits.declared("assert f(1) == 2\n") == []
+
+
+def test_a_name_that_stands_for_nothing_is_a_clear_error():
+    with pytest.raises(LookupError, match="'no_such_reference' names no module"):
+        offlimits.Guard(["no_such_reference"], {})
+    with pytest.raises(LookupError, match="is no function, class or module"):
+        offlimits.Guard(["answer"], {"answer": 42})
+
+
+def test_switching_the_guard_off_or_running_past_it_is_stopped_too():
+    namespace = cell(
+        "import sys, threading\n"
+        "def unguard(x):\n"
+        "    sys.setprofile(None)\n"
+        "def threaded(x):\n"
+        "    threading.Thread(target=print).start()\n",
+        CELL + "evasion.py",
+        {},
+    )
+    for function, name in (("unguard", "sys.setprofile"), ("threaded", "threading.Thread.start")):
+        guard = offlimits.Guard([], namespace)
+        with guard, pytest.raises(offlimits.OffLimitsError, match="switch off, or run code"):
+            namespace[function](None)
+        assert guard.fired == [name]
