@@ -88,6 +88,12 @@ c.ExportApp.plugin_class = GradesExport
 # grading/autograde.py bounds a whole submission (--timeout, SandboxedExecute.total_timeout).
 c.Execute.timeout = 120
 
+# nbgrader's Validate runs a lab's tests in the student's own kernel: there the course's IPython
+# extension stops the student's code from calling what a test declares off limits, as
+# autograding does in the sandbox (lmcourse/offlimits.py). The student edition's
+# jupyter-config/nbgrader_config.py sets the same.
+c.Execute.extra_arguments = ["--IPKernelApp.extensions=lmcourse.offlimits"]
+
 # Every page nbgrader renders from a submission (the formgrader's grading page, the feedback)
 # shows the student's markdown through an allow-list sanitiser (sanitise.py: nbgrader's
 # templates ignore nbconvert's own), and no script, widget state or HTML output of the notebook.

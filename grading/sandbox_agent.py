@@ -15,6 +15,7 @@ at will. All it can change is its own answers, which the trusted process checks 
 
 import base64
 import builtins
+import contextlib
 import ctypes
 import io
 import json
@@ -119,15 +120,42 @@ def _error(error):
         return {"error": "Error", "builtin": False, "message": "(an error that cannot be shown)"}
 
 
+class GuardUnavailable(Exception):
+    """The lab declares a name off limits that this kernel cannot find: the grader's fault."""
+
+
+def _guard(names):
+    try:
+        from lmcourse.offlimits import Guard
+
+        return Guard(names, _namespace(), boundary=(__file__,))
+    except Exception as error:  # noqa: BLE001 (reported as the grader's failure, not the student's)
+        raise GuardUnavailable(f"off-limits names {names}: {error}"[:500]) from None
+
+
 def answer(text):
-    """Run one request (base64 of a pickle) and publish its reply."""
+    """Run one request (base64 of a pickle of the request and the names the running test
+    declares off limits) and publish its reply; the names that were called anyway go with
+    it, whatever the student's code did with the error."""
     from IPython.display import publish_display_data
 
+    guard = contextlib.nullcontext()
     try:
-        request = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
-        reply = {"value": _run(request)}
+        request, off_limits = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
+        if off_limits and request[0] != "names":
+            guard = _guard(off_limits)
+    except GuardUnavailable as error:
+        reply = {"grader_error": str(error)}
     except BaseException as error:  # noqa: BLE001 (every failure of the student's code is an answer)
         reply = _error(error)
+    else:
+        try:
+            with guard:
+                reply = {"value": _run(request)}
+        except BaseException as error:  # noqa: BLE001 (as above)
+            reply = _error(error)
+        if getattr(guard, "fired", None):
+            reply["off_limits"] = list(guard.fired)
     try:
         payload = json.dumps(reply)
     except (TypeError, ValueError) as error:

@@ -42,6 +42,7 @@ SUSPICIOUS_MODULES = {
     "marshal",
     "threading",
     "multiprocessing",
+    "concurrent",
     "IPython",
     "ipykernel",
     "traitlets",
@@ -275,6 +276,12 @@ def cell_flags(tree, protected):
             )
         ):
             found.append((line, f"uses {node.attr}"))
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("ops", "_C", "_VF")
+            and root_name(node) == "torch"
+        ):
+            found.append((line, f"reaches torch.{node.attr} (operators past the off-limits guard)"))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
             node.name in DUNDER_DEFS
         ):

@@ -23,6 +23,11 @@ own copy made by the same setup cell. (A test that changes a setup object in pla
 a copy.) Nothing the student's code prints while a test calls it reaches the notebook: it
 would carry the hidden tests' inputs into the feedback.
 
+A test cell may declare what it compares against ("# Off limits while graded: ...",
+lmcourse/offlimits.py): each call it makes carries those names into the sandbox, where the
+agent stops the student's code from calling them; a reply that reports one gives the test
+cell an OffLimitsError as its result, whatever the test did with the error, so it scores 0.
+
 Outputs of a test cell are made as a kernel would make them: its prints as a stdout stream
 (stderr joined to it, never costing points), an exception as an error with IPython's
 traceback (`Cell In[n], line m`, which StripHiddenTests reads), and no execute_result (nbgrader
@@ -44,6 +49,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from lmcourse import offlimits
 
 from grading import sandbox_exec as frames
 
@@ -71,6 +78,10 @@ class GraderError(RuntimeError):
 
 class AnswerError(TypeError):
     """What the student's code sent back is not data the grader can read."""
+
+
+class OffLimitsError(RuntimeError):
+    """The student's code called what the running test compares against (offlimits.py)."""
 
 
 class StudentError(Exception):
@@ -287,6 +298,7 @@ class Session:
         self.shell = make_shell()
         self.shell._showtraceback = self.record_error
         self.channel, self.students, self.error = channel, list(students), None
+        self.off_limits, self.called = [], []  # the running test's declaration; what it met
         for source in setup:
             outputs = self.run(source)
             failed = [o for o in outputs if o["output_type"] == "error"]
@@ -323,7 +335,7 @@ class Session:
     def link(self, request):
         __tracebackhide__ = True
         buffer = io.BytesIO()
-        Pickler(buffer, self.shared).dump(request)
+        Pickler(buffer, self.shared).dump((request, self.off_limits))
         self.channel.send({"call": base64.b64encode(buffer.getvalue()).decode()})
         message = self.channel.receive()
         if "reply" not in message:
@@ -338,6 +350,18 @@ class Session:
             raise AnswerError("the student's kernel sent back no readable answer") from None
         if not isinstance(reply, dict):
             raise AnswerError("the student's kernel sent back no readable answer")
+        if "grader_error" in reply:
+            why = str(reply["grader_error"])[:500]
+            raise GraderError(f"the sandbox could not guard this test: {why}")
+        called = reply.pop("off_limits", None)
+        if called is not None:
+            if type(called) is not list or not all(type(n) is str for n in called):
+                raise AnswerError("the student's kernel sent back no readable answer")
+            # Only a declared name counts: the report never quotes the student's own text.
+            known = set(self.off_limits) | set(offlimits.ALWAYS)
+            self.called.extend(n for n in called if n in known and n not in self.called)
+            if self.called:
+                raise OffLimitsError(offlimits.message(self.called[0]))
         if "error" in reply:
             raise_error(reply)
         if set(reply) != {"value"}:
@@ -368,6 +392,7 @@ class Session:
         return outputs
 
     def test(self, source):
+        self.off_limits, self.called = offlimits.declared(source), []
         try:
             self.bind_students()
         except Exception as error:  # noqa: BLE001 (the student's kernel did not answer)
@@ -379,7 +404,18 @@ class Session:
                     "traceback": [f"{type(error).__name__}: {error}"],
                 }
             ]
-        return self.run(source)
+        outputs = self.run(source)
+        if self.called:  # the part scores 0, whatever the test did with the error
+            message = offlimits.message(self.called[0])
+            outputs = [o for o in outputs if o["output_type"] == "stream"] + [
+                {
+                    "output_type": "error",
+                    "ename": "OffLimitsError",
+                    "evalue": message,
+                    "traceback": [f"OffLimitsError: {message}"],
+                }
+            ]
+        return outputs
 
 
 def _bound(source):

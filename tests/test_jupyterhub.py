@@ -40,6 +40,7 @@ c.CourseDirectory.course_id = "LM10"
 c.Exchange.root = {exchange!r}
 # every server runs as one system user here: the student id is the hub user's name
 c.CourseDirectory.student_id = os.environ["JUPYTERHUB_USER"]
+c.Execute.extra_arguments = ["--IPKernelApp.extensions=lmcourse.offlimits"]
 """
 HUB_CONFIG = """c = get_config()  # noqa: F821
 c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
