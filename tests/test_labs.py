@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from lab_cases import course_copy
+from lmcourse import offlimits
 from nbgrader.api import Gradebook
 
 from grading import autograde
@@ -123,7 +124,7 @@ def round_trip(lab, course):
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
     submissions = {
         name: getattr(cases, name)(copy.deepcopy(released))
-        for name in ("correct", "alternatives", "mistake", "hardcoded", "refpatch")
+        for name in ("correct", "alternatives", "delegate", "mistake", "hardcoded", "refpatch")
         if hasattr(cases, name)
     }
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
@@ -151,8 +152,13 @@ def round_trip(lab, course):
         grading = course / "grading"
         solution = pool.submit(validate, course / "solutions" / lab / f"{lab}.ipynb", grading)
         release = pool.submit(validate, course / "labs" / lab / f"{lab}.ipynb", grading)
+        delegate = pool.submit(validate, submitted / "delegate" / lab / f"{lab}.ipynb", grading)
         results = {r.student: r for r in autograde.autograde(lab, grading=course / "grading")}
-        validation = {"solution": solution.result(), "release": release.result()}
+        validation = {
+            "solution": solution.result(),
+            "release": release.result(),
+            "delegate": delegate.result(),
+        }
 
     db_url = f"sqlite:///{course / 'grading' / 'gradebook.db'}"
     scores = {}
@@ -166,6 +172,7 @@ def round_trip(lab, course):
         "validation": validation,
         "cases": cases,
         "release": course / "labs" / lab / f"{lab}.ipynb",
+        "autograded": course / "grading" / "autograded",
         "source": nbformat.read(course / "solutions" / lab / f"{lab}.ipynb", as_version=4),
     }
 
@@ -240,6 +247,47 @@ def test_correct_answers_written_another_way_get_full_marks(round_trip, lab):
     scores = autograded_scores(round_trip, "alternatives")
     maxima = {g: meta(c)["points"] for g, c in autograded_cells(round_trip["source"]).items()}
     assert scores == maxima, f"{lab}: correct alternatives scored {scores}, expected {maxima}"
+
+
+def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_trip, lab):
+    """Each lab's `delegate` case calls the references its tests declare off limits
+    (lmcourse.offlimits) instead of computing: exactly those parts score 0, with an
+    OffLimitsError naming a declared reference; every other part keeps its points."""
+    cases = round_trip["cases"]
+    assert hasattr(cases, "delegate"), f"tests/lab_cases for {lab} has no `delegate` case"
+    scores = autograded_scores(round_trip, "delegate")
+    want = cases.expected["delegate"]
+    assert scores == want, f"{lab} delegate: scored {scores}, expected {want}"
+    graded = nbformat.read(round_trip["autograded"] / "delegate" / lab / f"{lab}.ipynb", 4)
+    sources = autograded_cells(round_trip["source"])
+    for grade_id, cell in autograded_cells(graded).items():
+        declared = offlimits.declared(sources[grade_id].source)
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        stopped = [o for o in errors if o.ename == "OffLimitsError"]
+        if want[grade_id]:
+            assert not stopped, f"{lab} {grade_id} kept its points but reports {stopped}"
+            continue
+        assert declared, f"{lab} {grade_id} scores 0 in the delegate case but declares nothing"
+        assert len(stopped) == 1 and stopped[0] is errors[-1], (
+            f"{lab} {grade_id}: expected one OffLimitsError as the test's error, got {errors}"
+        )
+        named = stopped[0].evalue.split(" is off limits", 1)[0]
+        assert named in declared, f"{lab} {grade_id}: the error names {named!r}, not {declared}"
+    # Validate, which runs the tests in the student's own kernel, stops the same parts.
+    failed = {
+        cell["source"].strip(): cell["error"]
+        for cell in round_trip["validation"]["delegate"].get("failed", [])
+    }
+    for grade_id, cell in sources.items():
+        source = cell.source.split("### BEGIN HIDDEN TESTS")[0].strip()
+        error = next((e for s, e in failed.items() if s.startswith(source[:200])), None)
+        if want[grade_id]:
+            assert error is None, f"{lab} {grade_id}: Validate fails the delegate case: {error}"
+        else:
+            assert error and "OffLimitsError" in error, (
+                f"{lab} {grade_id}: Validate should stop the delegate case with an "
+                f"OffLimitsError, reported {error!r}"
+            )
 
 
 def test_blank_release_with_tampered_tests_gets_zero(round_trip, lab):

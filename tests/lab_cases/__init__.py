@@ -1,7 +1,7 @@
 """Submissions that the grading round trip (tests/test_labs.py) autogrades for every lab.
 
 Lab LM10-L<n> (source solutions/LM10-L<n>/LM10-L<n>.ipynb) has a module
-tests/lab_cases/l<n>.py that defines four functions. Each takes the RELEASED student notebook
+tests/lab_cases/l<n>.py that defines five functions. Each takes the RELEASED student notebook
 (an nbformat NotebookNode read from the release, a fresh copy for every call) and returns the
 notebook a student would hand in:
 
@@ -17,6 +17,12 @@ notebook a student would hand in:
                    module), made to agree with the wrong answer -> flagged, and exactly the
                    scores in expected["refpatch"], those of the wrong answer alone: the
                    grader defines the setup cell's names again before each test
+
+    delegate(nb)   answers that call what the tests compare against (the names a test cell
+                   declares "# Off limits while graded: ...", lmcourse.offlimits) instead of
+                   computing it -> exactly the scores in expected["delegate"]: those parts 0,
+                   with an OffLimitsError naming the reference, in autograding and in
+                   Validate; the rest full
 
 and, optionally,
 

@@ -129,3 +129,40 @@ expected = {
         "l1_test_count": 4.0,
     },
 }
+
+
+def delegate(nb):
+    """Parts 2 to 4 handed to what the tests compare against: the GPT-2 model built and counted
+    with the setup's transformers_count, the attention layer built by transformers, the whole
+    count left to lmcourse.describe. Those parts score 0; the block, counted by hand, keeps
+    its points."""
+    answers = solution_answers(LAB)
+    answers["l1_gpt2_model"] = """
+def gpt2_model(d, layers, vocab, positions):
+    config = GPT2Config(n_embd=d, n_layer=layers, n_head=1, vocab_size=vocab, n_positions=positions)
+    with torch.device("meta"):
+        return transformers_count(GPT2LMHeadModel(config))
+"""
+    answers["l1_attention"] = """
+def attention_parameters(d, heads, kv_heads, head_dim):
+    config = LlamaConfig(hidden_size=d, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         head_dim=head_dim)
+    with torch.device("meta"):
+        return transformers_count(LlamaAttention(config, layer_idx=0))
+"""
+    answers["l1_count"] = """
+import lmcourse
+
+
+def count_parameters(config):
+    return lmcourse.describe(config)["total"]
+"""
+    return fill(nb, answers)
+
+
+expected["delegate"] = {
+    "l1_test_gpt2_block": 2.0,
+    "l1_test_gpt2_model": 0.0,
+    "l1_test_attention": 0.0,
+    "l1_test_count": 0.0,
+}

@@ -92,3 +92,33 @@ expected = {
         "l2_test_serving": 2.0,
     },
 }
+
+
+def delegate(nb):
+    """The cache left to lmcourse.describe and the FLOPs to the setup's
+    measured_attention_flops: those parts score 0, and so does the comparison, which calls the
+    FLOP count; the parameters and the serving question, written by hand, keep their points."""
+    answers = solution_answers(LAB)
+    answers["l2_cache"] = """
+import lmcourse
+
+
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    model = dict(d=kv_heads * head_dim, layers=layers, vocab=1, heads=kv_heads, ffn="swiglu",
+                 hidden=1, bias=False, norm="rms", tied=True)
+    return lmcourse.describe(model, kv_bytes=bytes_per_number)["cache_bytes_per_token"]
+"""
+    answers["l2_flops"] = """
+def attention_flops_per_token(d, heads, kv_heads, layers, context):
+    return layers * measured_attention_flops(d, heads, kv_heads, context)
+"""
+    return fill(nb, answers)
+
+
+expected["delegate"] = {
+    "l2_test_attention": 2.0,
+    "l2_test_cache": 0.0,
+    "l2_test_flops": 0.0,
+    "l2_test_compare": 0.0,
+    "l2_test_serving": 2.0,
+}

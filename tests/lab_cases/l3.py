@@ -155,3 +155,28 @@ expected = {
         "l3_test_norm_inputs": 2.0,
     },
 }
+
+
+def delegate(nb):
+    """Both norms handed to PyTorch's (functional layer_norm; an nn.RMSNorm module, which calls
+    the functional rms_norm): Parts 1 and 2 score 0. Parts 3 and 4, written by hand, keep their
+    points (their tests do not declare the norms off limits)."""
+    answers = solution_answers(LAB)
+    answers["l3_layer_norm"] = """
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps)
+"""
+    answers["l3_rms_norm"] = """
+def rms_norm(x, weight=None, eps=1e-6):
+    y = nn.RMSNorm(x.shape[-1], eps=eps, elementwise_affine=False)(x)
+    return y if weight is None else y * weight
+"""
+    return fill(nb, answers)
+
+
+expected["delegate"] = {
+    "l3_test_layer_norm": 0.0,
+    "l3_test_rms_norm": 0.0,
+    "l3_test_mean_fraction": 2.0,
+    "l3_test_norm_inputs": 2.0,
+}

@@ -164,3 +164,57 @@ expected = {
         "l4_test_periods": 2.0,
     },
 }
+
+
+def delegate(nb):
+    """The angles and the rotation handed to transformers (the setup's reference_cos_sin and a
+    LlamaRotaryEmbedding's inverse frequencies; apply_rotary_pos_emb): Parts 1 and 2 score 0.
+    The score and the periods, written without those functions, keep their points."""
+    answers = solution_answers(LAB)
+    answers["l4_angles"] = """
+def inverse_frequencies(head_dim, base):
+    config = LlamaConfig(hidden_size=head_dim, num_attention_heads=1, head_dim=head_dim,
+                         rope_parameters={"rope_type": "default", "rope_theta": float(base)})
+    return LlamaRotaryEmbedding(config).inv_freq
+
+
+def rope_cos_sin(positions, head_dim, base):
+    return reference_cos_sin(positions, head_dim, base)
+"""
+    answers["l4_rotate"] = """
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def apply_rope(x, cos, sin):
+    return apply_rotary_pos_emb(x, x, cos, sin, unsqueeze_dim=0)[0]
+"""
+    answers["l4_score"] = """
+def rope_score(q, k, m, n, base):
+    half = q.shape[-1] // 2
+    theta = base ** (-torch.arange(0, 2 * half, 2, dtype=torch.float32) / (2 * half))
+    one = torch.ones(half)
+    qc = torch.complex(q[:half], q[half:]) * torch.polar(one, m * theta)
+    kc = torch.complex(k[:half], k[half:]) * torch.polar(one, n * theta)
+    return float((qc * kc.conj()).real.sum())
+"""
+    answers["l4_periods"] = """
+def rotation_periods(head_dim, base):
+    return torch.tensor([2 * math.pi * base ** (2 * i / head_dim) for i in range(head_dim // 2)],
+                        dtype=torch.float64)
+
+
+_periods = rotation_periods(SMOLLM2_HEAD_DIM, SMOLLM2_BASE)
+smollm2_fastest = float(_periods[0])
+smollm2_slowest = float(_periods[-1])
+"""
+    return fill(nb, answers)
+
+
+expected["delegate"] = {
+    "l4_test_angles": 0.0,
+    "l4_test_rotate": 0.0,
+    "l4_test_score": 2.0,
+    "l4_test_periods": 2.0,
+}

@@ -98,3 +98,28 @@ expected = {
         "l5_test_logits": 0.0,
     },
 }
+
+
+def delegate(nb):
+    """Key-value heads expanded by transformers' repeat_kv and the block's RMSNorm by PyTorch's
+    rms_norm: Part 1 scores 0, and so do the block and the logits, which call both. The
+    rotation, written by hand, keeps its points."""
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = """
+def expand_kv(kv, n_rep):
+    return repeat_kv(kv, n_rep)
+"""
+    by_hand = "return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))"
+    assert by_hand in answers["l5_block"], "the solution's RMSNorm changed: update this case"
+    answers["l5_block"] = answers["l5_block"].replace(
+        by_hand, "return F.rms_norm(x, x.shape[-1:], self.weight, self.eps)"
+    )
+    return fill(nb, answers)
+
+
+expected["delegate"] = {
+    "l5_test_expand_kv": 0.0,
+    "l5_test_rope": 2.0,
+    "l5_test_block": 0.0,
+    "l5_test_logits": 0.0,
+}
