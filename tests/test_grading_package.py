@@ -1,6 +1,6 @@
 """The grading package's own rules (CONTRIBUTING.md, "Where each grading rule lives"): every
 module imports as `grading.<module>`, none edits sys.path, the two files that run inside the
-sandbox never import the package (it is not there), and the notes a worker sends the batch are
+sandbox never import the package (it is not there; the course library lmcourse is), and the notes a worker sends the batch are
 read back only as written."""
 
 import ast
@@ -16,8 +16,11 @@ GRADING = Path(__file__).resolve().parents[1] / "grading"
 CONFIG_FILES = {"nbgrader_config.py", "jupyter_server_config.py"}  # read by path, not imported
 MODULES = sorted(p.stem for p in GRADING.glob("*.py") if p.name not in CONFIG_FILES)
 IN_SANDBOX = ("sandbox_exec", "sandbox_agent")  # bound into the sandbox at /opt/grader
-# what they may import there: the standard library, each other, and the kernel's own packages
+# what they may import there: the standard library, each other, the kernel's own packages, and
+# the course library, mounted read-only (the labs' setup cells import it; the agent's guard of
+# off-limits references is lmcourse.offlimits)
 KERNEL = {"IPython", "ipykernel", "jupyter_client", "jupyter_core", "nbclient", "nbformat"}
+KERNEL |= {"lmcourse"}
 
 
 def imported(path):
