@@ -46,7 +46,7 @@ test: setup lint hub-proxy
 # Tests marked slow (the tiny GPT-2 retrained from scratch, the heaviest checks on the real
 # SmolLM2 weights: 15 s or more each) are left to `make test`.
 LIB_TESTS := $(patsubst %,tests/test_%.py,ablations blocks bridge configs count evaluate families \
-	fastdecode offlimits parity plots pretrained probes source spec text timing tinygpt widgets zoo)
+	fastdecode offlimits parity plots pretrained probes slips source spec text timing tinygpt widgets zoo)
 test-lib: setup
 	$(RUN) $(BIN)/python -m pytest -q -p no:cacheprovider $(LIB_TESTS) -m "not slow"
 

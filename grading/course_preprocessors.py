@@ -37,6 +37,7 @@ import re
 import time
 
 import nbformat
+from lmcourse import offlimits, slips
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, Execute
@@ -107,6 +108,23 @@ def scrub_error(output, hidden):
     return neutral_error(output)  # origin unknown: assume the worst
 
 
+def with_slips(scrubbed, original, part):
+    """A neutral error (a hidden test failed) with the slips its message named put back: they
+    are lmcourse.slips' fixed sentences for this part, with nothing of the hidden inputs."""
+    if scrubbed.evalue != HIDDEN_MESSAGE:
+        return scrubbed  # the message was kept whole, hints and all
+    found = slips.named(original.get("evalue", ""), part)
+    if not found:
+        return scrubbed
+    lines = "".join(f"\n{slips.PREFIX}{sentence}" for sentence in dict.fromkeys(found))
+    return new_output(
+        "error",
+        ename=scrubbed.ename,
+        evalue=HIDDEN_MESSAGE + lines,
+        traceback=[f"{scrubbed.ename}: {HIDDEN_MESSAGE}{lines}"],
+    )
+
+
 class StripHiddenTests(ClearHiddenTests):
     """Remove hidden tests, and every trace of them in errors, from autograded test cells, and
     every output line that quotes a hidden test line from any cell."""
@@ -167,12 +185,28 @@ class StripHiddenTests(ClearHiddenTests):
         if not hidden:
             return cell, resources
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        cell.outputs = [
-            scrub_error(output, hidden)
-            if output.output_type == "error" and output.ename not in GRADER_ERRORS
-            else output
-            for output in cell.outputs
-        ]
+        part = submission_checks.meta(cell).get("grade_id", "")
+        # The grader's OffLimitsError names a reference the test declares, in fixed words:
+        # nothing of a hidden input is in it, and the student needs to read which it was.
+        stopped = {
+            offlimits.message(n) for n in offlimits.declared(cell.source) + list(offlimits.ALWAYS)
+        }
+        outputs = []
+        for output in cell.outputs:
+            if output.output_type != "error" or output.ename in GRADER_ERRORS:
+                outputs.append(output)
+            elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
+                outputs.append(
+                    new_output(
+                        "error",
+                        ename=output.ename,
+                        evalue=output.evalue,
+                        traceback=[f"OffLimitsError: {output.evalue}"],
+                    )
+                )
+            else:
+                outputs.append(with_slips(scrub_error(output, hidden), output, part))
+        cell.outputs = outputs
         return cell, resources
 
 

@@ -8,6 +8,7 @@ import sys
 from dataclasses import fields
 
 import nbformat
+from lmcourse import slips
 
 from grading import submission_checks
 from grading.results import Result
@@ -15,7 +16,8 @@ from grading.sanitise import first_line, plain
 
 
 def failures(notebook_path):
-    """(grade_id, reason) of each autograded test cell that failed, in notebook order."""
+    """(grade_id, reason, slips) of each autograded test cell that failed, in notebook order:
+    slips are the sentences of lmcourse.slips its error named."""
     try:
         nb = nbformat.read(notebook_path, as_version=4)
     except Exception:  # noqa: BLE001 (no autograded notebook: nothing to explain)
@@ -29,7 +31,9 @@ def failures(notebook_path):
         if errors:
             error = errors[-1] if errors[-1].get("ename") != "KeyboardInterrupt" else errors[0]
             reason = f"{error.get('ename')}: {first_line(error.get('evalue', ''))}".rstrip(": ")
-            found.append((submission_checks.meta(cell).get("grade_id"), reason))
+            grade_id = submission_checks.meta(cell).get("grade_id")
+            named = slips.named(error.get("evalue", ""), grade_id) if grade_id else []
+            found.append((grade_id, reason, list(dict.fromkeys(named))))
     return found
 
 
@@ -48,9 +52,12 @@ def explain(result, notes, note, autograded_notebook):
                 "after the per-cell time limit"
             )
         if failed:
-            grade_id, reason = failed[0]
+            grade_id, reason, _ = failed[0]
             more = f" (+{len(failed) - 1} more failed)" if len(failed) > 1 else ""
             parts.append(f"first failure {grade_id}: {reason}{more}")
+            named = [f"{g}: {' / '.join(found)}" for g, _, found in failed if found]
+            if named:
+                parts.append("likely slips: " + "; ".join(named))
         elif result.score < result.max_score and not failed:
             parts.append("all autograded tests passed; the rest is graded by hand")
         if notes.stderr:
