@@ -1,7 +1,7 @@
 """The grading package's own rules (CONTRIBUTING.md, "Where each grading rule lives"): every
 module imports as `grading.<module>`, none edits sys.path, the two files that run inside the
-sandbox never import the package (it is not there; the course library lmcourse is), and the notes a worker sends the batch are
-read back only as written."""
+sandbox never import the package (it is not there; the course library lmcourse is), and the
+notes a worker sends the batch are read back only as written."""
 
 import ast
 import importlib

@@ -24,10 +24,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from lab_cases import course_copy
-from lmcourse import offlimits
+from lmcourse import offlimits, slips
 from nbgrader.api import Gradebook
 
-from grading import autograde
+from grading import autograde, report
+from grading.course_preprocessors import HIDDEN_MESSAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted(
@@ -100,6 +101,9 @@ def validate(path, grading):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+CASES = ("correct", "alternatives", "delegate", "mistakes", "mistake", "hardcoded", "refpatch")
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A temporary course: this repository's grading config and tools, and its lab sources."""
@@ -124,7 +128,7 @@ def round_trip(lab, course):
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
     submissions = {
         name: getattr(cases, name)(copy.deepcopy(released))
-        for name in ("correct", "alternatives", "delegate", "mistake", "hardcoded", "refpatch")
+        for name in CASES
         if hasattr(cases, name)
     }
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
@@ -153,11 +157,14 @@ def round_trip(lab, course):
         solution = pool.submit(validate, course / "solutions" / lab / f"{lab}.ipynb", grading)
         release = pool.submit(validate, course / "labs" / lab / f"{lab}.ipynb", grading)
         delegate = pool.submit(validate, submitted / "delegate" / lab / f"{lab}.ipynb", grading)
+        slipped = submitted / "mistakes" / lab / f"{lab}.ipynb"
+        mistakes = pool.submit(validate, slipped, grading) if slipped.is_file() else None
         results = {r.student: r for r in autograde.autograde(lab, grading=course / "grading")}
         validation = {
             "solution": solution.result(),
             "release": release.result(),
             "delegate": delegate.result(),
+            "mistakes": mistakes.result() if mistakes else None,
         }
 
     db_url = f"sqlite:///{course / 'grading' / 'gradebook.db'}"
@@ -290,6 +297,57 @@ def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_t
             )
 
 
+SLIP_LABS = [lab for lab in LABS if hasattr(lab_cases(lab), "mistakes")]
+
+
+@pytest.mark.parametrize("lab", SLIP_LABS, indirect=True)
+def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_trip, lab, course):
+    """Each part's slip (lmcourse.slips) costs the part its points and is named in the
+    autograded notebook, the HTML feedback (under the neutral message when a hidden test found
+    it), the autograde report and Validate; correct answers are never given a hint."""
+    cases = round_trip["cases"]
+    scores = autograded_scores(round_trip, "mistakes")
+    assert scores == cases.expected["mistakes"], f"{lab} mistakes: {scores}"
+    graded_path = round_trip["autograded"] / "mistakes" / lab / f"{lab}.ipynb"
+    cells = autograded_cells(nbformat.read(graded_path, 4))
+    result = nbgrader_api(course).generate_feedback(lab, "mistakes", force=True)
+    assert result["success"], f"generate_feedback failed:\n{result['log']}"
+    page = (course / "grading" / "feedback" / "mistakes" / lab / f"{lab}.html").read_text()
+    feedback = html.unescape(re.sub(r"<[^>]+>", "", page))
+    message = round_trip["results"]["mistakes"].message
+    assert "likely slips: " in message, f"{lab}: the report line names no slip: {message!r}"
+    reported = {g: found for g, _, found in report.failures(graded_path)}
+    failed = {
+        c["source"].strip(): html.unescape(c["error"])
+        for c in round_trip["validation"]["mistakes"]["failed"]
+    }
+    hidden_only = getattr(cases, "slips_only_hidden_tests_find", set())
+    sources = autograded_cells(round_trip["source"])
+    for grade_id, sentence in cases.slips.items():
+        errors = [o.evalue for o in cells[grade_id].outputs if o.output_type == "error"]
+        assert any(sentence in slips.named(e, grade_id) for e in errors), (
+            f"{lab} {grade_id}: the autograded notebook does not name {sentence!r}: {errors}"
+        )
+        assert f"{slips.PREFIX}{sentence}" in feedback, f"{lab} {grade_id}: not in the feedback"
+        assert sentence in reported.get(grade_id, []), f"{lab} {grade_id}: not in the report"
+        visible = sources[grade_id].source.split("### BEGIN HIDDEN TESTS")[0].strip()[:200]
+        validated = next((e for src, e in failed.items() if src.startswith(visible)), None)
+        if grade_id in hidden_only:  # Validate runs the visible tests only: they pass
+            assert validated is None, f"{lab} {grade_id}: Validate failed it: {validated}"
+            assert f"{HIDDEN_MESSAGE}\n{slips.PREFIX}{sentence}" in feedback, (
+                f"{lab} {grade_id}: the feedback should name the slip under the neutral message"
+            )
+        else:
+            assert validated and sentence in validated, (
+                f"{lab} {grade_id}: Validate does not name {sentence!r}: {validated!r}"
+            )
+    for student in ("correct", "alternatives"):
+        path = round_trip["autograded"] / student / lab / f"{lab}.ipynb"
+        if path.is_file():
+            outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, 4).cells])
+            assert slips.PREFIX not in outputs, f"{lab} {student}: a hint on a right answer"
+
+
 def test_blank_release_with_tampered_tests_gets_zero(round_trip, lab):
     scores = autograded_scores(round_trip, "blank")
     assert not any(scores.values()), (
@@ -340,9 +398,11 @@ def test_redefining_a_reference_changes_no_score(round_trip, lab):
     assert got == want, f"{lab} refpatch: {got}, expected {want} (as without the redefinition)"
 
 
-@pytest.mark.parametrize("student", ["hardcoded", "blank"])
+@pytest.mark.parametrize("student", ["hardcoded", "blank", "delegate"])
 def test_feedback_hides_hidden_tests(round_trip, lab, course, student):
-    """Hard-coded answers fail inside hidden regions, blank ones on visible lines next to them."""
+    """Hard-coded answers fail inside hidden regions, blank ones on visible lines next to them;
+    answers that call a test's references read which one, whether a visible or a hidden test
+    caught the call."""
     result = nbgrader_api(course).generate_feedback(lab, student, force=True)
     assert result["success"], f"generate_feedback failed:\n{result['log']}"
     page = (course / "grading" / "feedback" / student / lab / f"{lab}.html").read_text()
@@ -350,14 +410,23 @@ def test_feedback_hides_hidden_tests(round_trip, lab, course, student):
     tests = autograded_cells(round_trip["source"]).values()
     visible = [line.strip() for c in tests for line in c.source.split("\n")[:2] if line.strip()]
     assert all(line in text for line in visible), "blind check: visible test lines are missing"
-    released = (course / "labs" / lab / f"{lab}.ipynb").read_text()
-    released = "\n".join(c.source for c in nbformat.reads(released, as_version=4).cells)
+    # Lines the student sees anyway: the release's, and the student's own (a delegating answer
+    # may write `with torch.device("meta"):` as a hidden test does).
+    seen = [course / "labs" / lab, course / "grading" / "submitted" / student / lab]
+    seen = "\n".join(
+        c.source for p in seen for c in nbformat.read(p / f"{lab}.ipynb", as_version=4).cells
+    )
     shown = [
-        line
-        for c in tests
-        for line in hidden_lines(c.source)
-        if line not in released and line in text
+        line for c in tests for line in hidden_lines(c.source) if line not in seen and line in text
     ]
     assert not shown, f"{lab} feedback for {student} shows hidden test lines: {shown[:5]}"
     if student == "hardcoded":
         assert "A hidden test failed" in text, "feedback should say that a hidden test failed"
+    if student == "delegate":
+        graded = nbformat.read(round_trip["autograded"] / student / lab / f"{lab}.ipynb", 4)
+        for grade_id, cell in autograded_cells(graded).items():
+            for output in cell.outputs:
+                if output.output_type == "error" and output.ename == "OffLimitsError":
+                    assert html.unescape(output.evalue) in text, (
+                        f"{lab} {grade_id}: the feedback does not say {output.evalue!r}"
+                    )

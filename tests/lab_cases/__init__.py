@@ -26,6 +26,13 @@ notebook a student would hand in:
 
 and, optionally,
 
+    mistakes(nb)   one common slip per autograded part, each catalogued in lmcourse.slips
+                   -> exactly the scores in expected["mistakes"], and, for each grade_id in
+                   the module's dict `slips` (grade_id -> sentence), that sentence named in
+                   the autograded notebook, the HTML feedback, the autograde report and
+                   Validate ("Likely slip: ..."); a slip only a hidden test finds is listed
+                   in the set `slips_only_hidden_tests_find` (Validate passes it, the
+                   feedback names it under the neutral message)
     alternatives(nb)  correct answers written unlike the model solution (another formula, a
                    loop, another route to the same tensors) -> full marks, like `correct`
 
@@ -100,3 +107,10 @@ def fill(nb, answers):
     for grade_id, source in answers.items():
         cells[grade_id].source = source
     return nb
+
+
+def replaced(source, old, new):
+    """`source` with `old` replaced by `new`; AssertionError if the solution no longer holds
+    `old` (update the case)."""
+    assert old in source, f"the solution no longer contains {old!r}: update this case"
+    return source.replace(old, new)

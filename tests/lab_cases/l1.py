@@ -1,6 +1,6 @@
 """Submissions of LM10-L1 (count the parameters) for the grading round trip."""
 
-from . import fill, solution_answers
+from . import fill, replaced, solution_answers
 
 LAB = "LM10-L1"
 
@@ -165,4 +165,45 @@ expected["delegate"] = {
     "l1_test_gpt2_model": 0.0,
     "l1_test_attention": 0.0,
     "l1_test_count": 0.0,
+}
+
+
+def mistakes(nb):
+    """One catalogued slip per part (lmcourse.slips): the block without its biases, the model
+    with its tied head counted again (its block written out, so the block's slip stays its
+    own), attention with keys and values as wide as the queries, the tied head counted twice
+    in the general count. Every part scores 0 and its feedback names the slip."""
+    answers = solution_answers(LAB)
+    answers["l1_gpt2_block"] = """
+def gpt2_block(d):
+    return d * 3 * d + d * d + d * 4 * d + 4 * d * d + 2 * 2 * d
+"""
+    answers["l1_gpt2_model"] = """
+def gpt2_model(d, layers, vocab, positions):
+    block = 12 * d * d + 13 * d
+    return layers * block + 2 * vocab * d + positions * d + 2 * d
+"""
+    answers["l1_attention"] = """
+def attention_parameters(d, heads, kv_heads, head_dim):
+    return 4 * d * heads * head_dim
+"""
+    answers["l1_count"] = replaced(
+        answers["l1_count"], 'vocab * d * (1 if config["tied"] else 2)', "vocab * d * 2"
+    )
+    return fill(nb, answers)
+
+
+expected["mistakes"] = {
+    "l1_test_gpt2_block": 0.0,
+    "l1_test_gpt2_model": 0.0,
+    "l1_test_attention": 0.0,
+    "l1_test_count": 0.0,
+}
+slips = {
+    "l1_test_gpt2_block": "every bias left out (3d + d in attention, 4d + d in the MLP)?",
+    "l1_test_gpt2_model": "the output head counted although it is tied to the token table?",
+    "l1_test_attention": (
+        "keys and values given a column per query head: they have kv_heads x head_dim?"
+    ),
+    "l1_test_count": "the output head counted although the config ties it to the token table?",
 }

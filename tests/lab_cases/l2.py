@@ -1,12 +1,66 @@
 """Submissions of LM10-L2 (compare attention variants) for the grading round trip."""
 
-from . import fill, solution_answers
+from . import fill, replaced, solution_answers
 
 LAB = "LM10-L2"
 
 
 def correct(nb):
     return fill(nb, solution_answers(LAB))
+
+
+def alternatives(nb):
+    """Correct answers written unlike the model solution: each projection counted by itself,
+    the cache summed layer by layer, the FLOPs matrix product by matrix product, the table
+    built by a comprehension, the requests by divmod. Full marks."""
+    return fill(
+        nb,
+        {
+            "l2_attention": (
+                "def attention_parameters(d, heads, kv_heads):\n"
+                "    head_dim = d // heads\n"
+                "    query = output = d * heads * head_dim\n"
+                "    key = value = d * kv_heads * head_dim\n"
+                "    return query + key + value + output\n"
+            ),
+            "l2_cache": (
+                "def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):\n"
+                "    per_layer = kv_heads * head_dim * bytes_per_number  # keys, then values\n"
+                "    return sum(per_layer + per_layer for _ in range(layers))\n"
+            ),
+            "l2_flops": (
+                "def attention_flops_per_token(d, heads, kv_heads, layers, context):\n"
+                "    hd = d // heads\n"
+                "    def matmul(m, k, n):\n"
+                "        return 2 * m * k * n\n"
+                "    one = (matmul(1, d, heads * hd) + 2 * matmul(1, d, kv_heads * hd)\n"
+                "           + matmul(1, heads * hd, d))\n"
+                "    one += heads * (matmul(1, hd, context) + matmul(1, context, hd))\n"
+                "    return layers * one\n"
+            ),
+            "l2_compare": (
+                "def compare_variants(d, heads, layers, gqa_kv_heads, context):\n"
+                "    kinds = {'MHA': heads, 'GQA': gqa_kv_heads, 'MQA': 1}\n"
+                "    return {\n"
+                "        name: dict(\n"
+                "            parameters=attention_parameters(d, heads, kv) * layers,\n"
+                "            cache_bytes=cache_bytes_per_token(layers, kv, d // heads),\n"
+                "            flops=attention_flops_per_token(d, heads, kv, layers, context),\n"
+                "        )\n"
+                "        for name, kv in kinds.items()\n"
+                "    }\n"
+            ),
+            "l2_serving": (
+                "def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token,\n"
+                "                            tokens_per_request):\n"
+                "    if weight_bytes >= gpu_bytes:\n"
+                "        return 0\n"
+                "    fits, _ = divmod(gpu_bytes - weight_bytes,\n"
+                "                     cache_bytes_per_token * tokens_per_request)\n"
+                "    return fits\n"
+            ),
+        },
+    )
 
 
 def mistake(nb):
@@ -121,4 +175,49 @@ expected["delegate"] = {
     "l2_test_flops": 0.0,
     "l2_test_compare": 0.0,
     "l2_test_serving": 2.0,
+}
+
+
+def mistakes(nb):
+    """One catalogued slip per part: keys and values as d x d, the cache of one layer, a
+    multiply-add counted as one FLOP (the projections written out, so the attention slip stays
+    its own), requests rounded up. Those parts score 0 and their feedback names the slip; the
+    comparison, built on the wrong parts, scores 0 with no slip of its own."""
+    answers = solution_answers(LAB)
+    answers["l2_attention"] = """
+def attention_parameters(d, heads, kv_heads):
+    return 4 * d * d
+"""
+    answers["l2_cache"] = """
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    return 2 * kv_heads * head_dim * bytes_per_number
+"""
+    answers["l2_flops"] = """
+def attention_flops_per_token(d, heads, kv_heads, layers, context):
+    head_dim = d // heads
+    parameters = 2 * d * d + 2 * d * kv_heads * head_dim
+    return layers * (parameters + 2 * heads * head_dim * context)  # one FLOP per multiply-add
+"""
+    answers["l2_serving"] = replaced(
+        answers["l2_serving"],
+        "return free // (cache_bytes_per_token * tokens_per_request)",
+        "return -(-free // (cache_bytes_per_token * tokens_per_request))",
+    )
+    return fill(nb, answers)
+
+
+expected["mistakes"] = {
+    "l2_test_attention": 0.0,
+    "l2_test_cache": 0.0,
+    "l2_test_flops": 0.0,
+    "l2_test_compare": 0.0,
+    "l2_test_serving": 0.0,
+}
+slips = {
+    "l2_test_attention": (
+        "keys and values as d x d whatever kv_heads: they have kv_heads x head_dim columns?"
+    ),
+    "l2_test_cache": "one layer only: every layer keeps its own keys and values?",
+    "l2_test_flops": "a multiply-add counted as one FLOP: it is two?",
+    "l2_test_serving": "rounded up: only whole requests fit?",
 }

@@ -1,6 +1,6 @@
 """Submissions of LM10-L3 (RMSNorm's non-zero mean) for the grading round trip."""
 
-from . import fill, solution_answers
+from . import fill, replaced, solution_answers
 
 LAB = "LM10-L3"
 
@@ -179,4 +179,35 @@ expected["delegate"] = {
     "l3_test_rms_norm": 0.0,
     "l3_test_mean_fraction": 2.0,
     "l3_test_norm_inputs": 2.0,
+}
+
+
+def mistakes(nb):
+    """One catalogued slip per norm: LayerNorm with eps outside the square root (only a hidden
+    test, with a large eps, sees it: the feedback names the slip under the neutral message),
+    RMSNorm dividing the squares by n - 1 (the visible tests see it). Both parts score 0, and
+    so does Part 4, whose hidden test runs the student's RMSNorm on SmolLM2's hidden states;
+    Part 3 keeps its points."""
+    answers = solution_answers(LAB)
+    answers["l3_layer_norm"] = replaced(
+        answers["l3_layer_norm"], "torch.sqrt(var + eps)", "(torch.sqrt(var) + eps)"
+    )
+    answers["l3_rms_norm"] = replaced(
+        answers["l3_rms_norm"],
+        "x.pow(2).mean(dim=-1, keepdim=True)",
+        "x.pow(2).sum(dim=-1, keepdim=True) / (x.shape[-1] - 1)",
+    )
+    return fill(nb, answers)
+
+
+expected["mistakes"] = {
+    "l3_test_layer_norm": 0.0,
+    "l3_test_rms_norm": 0.0,
+    "l3_test_mean_fraction": 2.0,
+    "l3_test_norm_inputs": 0.0,
+}
+slips_only_hidden_tests_find = {"l3_test_layer_norm"}  # Validate passes it; the feedback names it
+slips = {
+    "l3_test_layer_norm": "eps added outside the square root: it goes inside, sqrt(var + eps)?",
+    "l3_test_rms_norm": "the squares divided by n - 1: the mean divides by n?",
 }

@@ -1,6 +1,6 @@
 """Submissions of LM10-L4 (rotary positions) for the grading round trip."""
 
-from . import fill, solution_answers
+from . import fill, replaced, solution_answers
 
 LAB = "LM10-L4"
 
@@ -217,4 +217,39 @@ expected["delegate"] = {
     "l4_test_rotate": 0.0,
     "l4_test_score": 2.0,
     "l4_test_periods": 2.0,
+}
+
+
+def mistakes(nb):
+    """One catalogued slip per part with a catalogue: pair i given the exponent i/d, the
+    rotation turned the wrong way, the periods without 2 pi (written on their own, so the
+    frequency slip stays Part 1's). Those parts score 0 and their feedback names the slip;
+    the score, built on the wrong parts, scores 0 with no slip of its own."""
+    answers = solution_answers(LAB)
+    answers["l4_angles"] = replaced(
+        answers["l4_angles"],
+        "torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim",
+        "torch.arange(0, head_dim // 2, dtype=torch.float32) / head_dim",
+    )
+    answers["l4_rotate"] = replaced(
+        answers["l4_rotate"], "x * cos + rotate_half(x) * sin", "x * cos - rotate_half(x) * sin"
+    )
+    answers["l4_periods"] = replaced(
+        answers["l4_periods"],
+        "return 2 * math.pi / inverse_frequencies(head_dim, base).double()",
+        "return base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)",
+    )
+    return fill(nb, answers)
+
+
+expected["mistakes"] = {
+    "l4_test_angles": 0.0,
+    "l4_test_rotate": 0.0,
+    "l4_test_score": 0.0,
+    "l4_test_periods": 0.0,
+}
+slips = {
+    "l4_test_angles": "pair i given the exponent i/d: it is 2i/d?",
+    "l4_test_rotate": "rotated the wrong way: rotate_half sends the halves (x1, x2) to (-x2, x1)?",
+    "l4_test_periods": "the periods without the factor 2 pi: a full turn is 2 pi radians?",
 }

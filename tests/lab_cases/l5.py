@@ -1,12 +1,57 @@
 """Submissions of LM10-L5 (port a Llama block) for the grading round trip."""
 
-from . import fill, solution_answers
+from . import fill, replaced, solution_answers
 
 LAB = "LM10-L5"
 
 
 def correct(nb):
     return fill(nb, solution_answers(LAB))
+
+
+def alternatives(nb):
+    """Correct answers written unlike the model solution: heads repeated with
+    repeat_interleave, the rotation through complex numbers, RMSNorm divided by a square
+    root, attention through PyTorch's scaled_dot_product_attention, the embedding and the head
+    through F.embedding and F.linear. Full marks."""
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = """
+def expand_kv(kv, n_rep):
+    return kv.repeat_interleave(n_rep, dim=1)
+"""
+    answers["l5_rope"] = """
+def apply_rope(x, positions, base):
+    half = x.shape[-1] // 2
+    theta = base ** (-torch.arange(half, dtype=torch.float32) * 2 / x.shape[-1])
+    turn = torch.polar(torch.ones(len(positions), half), positions.float()[:, None] * theta)
+    z = torch.complex(x[..., :half], x[..., half:]) * turn  # pair i: (x_i, x_{i + half})
+    return torch.cat([z.real, z.imag], dim=-1)
+"""
+    block = replaced(
+        answers["l5_block"],
+        "return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))",
+        "return self.weight * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)",
+    )
+    answers["l5_block"] = replaced(
+        block,
+        """        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [b, H, t, t]
+        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+        weights = scores.masked_fill(future, float("-inf")).softmax(dim=-1)
+        out = (weights @ v).transpose(1, 2).reshape(b, t, self.heads * self.head_dim)""",
+        """        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim)""",
+    )
+    logits = replaced(
+        answers["l5_logits"],
+        "x = model.model.embed_tokens.weight[input_ids]",
+        "x = F.embedding(input_ids, model.model.embed_tokens.weight)",
+    )
+    answers["l5_logits"] = replaced(
+        logits,
+        "return final_norm(x) @ model.lm_head.weight.T",
+        "return F.linear(final_norm(x), model.lm_head.weight)",
+    )
+    return fill(nb, answers)
 
 
 def mistake(nb):
@@ -109,10 +154,10 @@ def delegate(nb):
 def expand_kv(kv, n_rep):
     return repeat_kv(kv, n_rep)
 """
-    by_hand = "return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))"
-    assert by_hand in answers["l5_block"], "the solution's RMSNorm changed: update this case"
-    answers["l5_block"] = answers["l5_block"].replace(
-        by_hand, "return F.rms_norm(x, x.shape[-1:], self.weight, self.eps)"
+    answers["l5_block"] = replaced(
+        answers["l5_block"],
+        "return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))",
+        "return F.rms_norm(x, x.shape[-1:], self.weight, self.eps)",
     )
     return fill(nb, answers)
 
@@ -122,4 +167,42 @@ expected["delegate"] = {
     "l5_test_rope": 2.0,
     "l5_test_block": 0.0,
     "l5_test_logits": 0.0,
+}
+
+
+def mistakes(nb):
+    """The two silent bugs of the lab, each a catalogued slip: the key-value heads tiled, the
+    rotation pairs side by side. Parts 1 and 2 score 0 and their feedback names the slip; the
+    block and the logits, built on them, score 0 with no slip of their own."""
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = """
+def expand_kv(kv, n_rep):
+    return kv.repeat(1, n_rep, 1, 1)
+"""
+    answers["l5_rope"] = """
+def apply_rope(x, positions, base):
+    hd = x.shape[-1]
+    inv_freq = 1.0 / base ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+    angles = positions.float()[:, None] * inv_freq[None, :]
+    cos, sin = angles.cos(), angles.sin()
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, odd * cos + even * sin], dim=-1).flatten(-2)
+"""
+    return fill(nb, answers)
+
+
+expected["mistakes"] = {
+    "l5_test_expand_kv": 0.0,
+    "l5_test_rope": 0.0,
+    "l5_test_block": 0.0,
+    "l5_test_logits": 0.0,
+}
+slips = {
+    "l5_test_expand_kv": (
+        "the stack of key-value heads tiled (0, 1, 0, 1, ...): query head h reads head "
+        "h // n_rep, each head repeated in place?"
+    ),
+    "l5_test_rope": (
+        "pairs side by side (2i, 2i + 1): Llama's weights pair coordinate i with i + head_dim/2?"
+    ),
 }

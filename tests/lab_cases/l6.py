@@ -1,13 +1,8 @@
 """Submissions of LM10-L6 (count what is stored and what is used) for the grading round trip."""
 
-from . import fill, solution_answers
+from . import fill, replaced, solution_answers
 
 LAB = "LM10-L6"
-
-
-def _replaced(source, old, new):
-    assert old in source, f"the solution no longer contains {old!r}: update this case"
-    return source.replace(old, new)
 
 
 def correct(nb):
@@ -85,7 +80,7 @@ def alternatives(nb):
 def mistake(nb):
     """Sliding windows ignored: every layer keeps every token. Parts 1 to 3 are right."""
     answers = solution_answers(LAB)
-    answers["l6_window"] = _replaced(
+    answers["l6_window"] = replaced(
         answers["l6_window"],
         'if kind == "sliding_attention" and window else tokens',
         'if kind == "never" else tokens',
@@ -120,7 +115,7 @@ def refpatch(nb):
     Part 2 fails as it would without the redefinition."""
     answers = solution_answers(LAB)
     answers["l6_moe"] = (
-        _replaced(
+        replaced(
             answers["l6_moe"],
             "total = tables + blocks + dense + router + shared + routed + d",
             "total = tables + blocks + dense + router + routed + d",
@@ -183,4 +178,45 @@ expected["delegate"] = {
     "l6_test_moe": 0.0,
     "l6_test_cache": 0.0,
     "l6_test_window": 0.0,
+}
+
+
+def mistakes(nb):
+    """One catalogued slip per part: the width rounded down, the shared experts left out, the
+    latent cache without its rotary part, a window of sliding_window tokens kept. Every part
+    scores 0 and its feedback names the slip."""
+    answers = solution_answers(LAB)
+    answers["l6_ffn_width"] = replaced(
+        answers["l6_ffn_width"],
+        "multiple_of * ((hidden + multiple_of - 1) // multiple_of)",
+        "multiple_of * (hidden // multiple_of)",
+    )
+    answers["l6_moe"] = replaced(
+        answers["l6_moe"], "* config.n_shared_experts", "* 0  # shared experts forgotten"
+    )
+    answers["l6_cache"] = replaced(
+        answers["l6_cache"],
+        "per_layer = config.kv_lora_rank + config.qk_rope_head_dim",
+        "per_layer = config.kv_lora_rank",
+    )
+    answers["l6_window"] = replaced(
+        answers["l6_window"], "min(tokens, window - 1)", "min(tokens, window)"
+    )
+    return fill(nb, answers)
+
+
+expected["mistakes"] = {
+    "l6_test_ffn_width": 0.0,
+    "l6_test_moe": 0.0,
+    "l6_test_cache": 0.0,
+    "l6_test_window": 0.0,
+}
+slips = {
+    "l6_test_ffn_width": "rounded down: the width rounds up to the next multiple?",
+    "l6_test_moe": "the shared experts left out?",
+    "l6_test_cache": "the latent cache without its rotary part (qk_rope_head_dim)?",
+    "l6_test_window": (
+        "a window of sliding_window tokens kept: the current token is one of them, so "
+        "sliding_window - 1 earlier ones are kept?"
+    ),
 }
