@@ -74,13 +74,13 @@ def hidden_line_numbers(source, begin, end):
     return numbers
 
 
+def plain_error(ename, evalue):
+    """An error output of the grader's own words: its traceback is the one line it says."""
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
 def neutral_error(output):
-    return new_output(
-        "error",
-        ename=output.ename,
-        evalue=HIDDEN_MESSAGE,
-        traceback=[f"{output.ename}: {HIDDEN_MESSAGE}"],
-    )
+    return plain_error(output.ename, HIDDEN_MESSAGE)
 
 
 def scrub_error(output, hidden):
@@ -116,13 +116,8 @@ def with_slips(scrubbed, original, part):
     found = slips.named(original.get("evalue", ""), part)
     if not found:
         return scrubbed
-    lines = "".join(f"\n{slips.PREFIX}{sentence}" for sentence in dict.fromkeys(found))
-    return new_output(
-        "error",
-        ename=scrubbed.ename,
-        evalue=HIDDEN_MESSAGE + lines,
-        traceback=[f"{scrubbed.ename}: {HIDDEN_MESSAGE}{lines}"],
-    )
+    lines = "".join(f"\n{slips.PREFIX}{sentence}" for sentence in found)
+    return plain_error(scrubbed.ename, HIDDEN_MESSAGE + lines)
 
 
 class StripHiddenTests(ClearHiddenTests):
@@ -196,14 +191,7 @@ class StripHiddenTests(ClearHiddenTests):
             if output.output_type != "error" or output.ename in GRADER_ERRORS:
                 outputs.append(output)
             elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
-                outputs.append(
-                    new_output(
-                        "error",
-                        ename=output.ename,
-                        evalue=output.evalue,
-                        traceback=[f"OffLimitsError: {output.evalue}"],
-                    )
-                )
+                outputs.append(plain_error(output.ename, output.evalue))
             else:
                 outputs.append(with_slips(scrub_error(output, hidden), output, part))
         cell.outputs = outputs
@@ -311,7 +299,7 @@ def trusted_parts(release):
 
 
 def not_run(reason):
-    return new_output("error", ename="NotRun", evalue=reason, traceback=[f"NotRun: {reason}"])
+    return plain_error("NotRun", reason)
 
 
 class SandboxedExecute(Execute):

@@ -33,7 +33,7 @@ def failures(notebook_path):
             reason = f"{error.get('ename')}: {first_line(error.get('evalue', ''))}".rstrip(": ")
             grade_id = submission_checks.meta(cell).get("grade_id")
             named = slips.named(error.get("evalue", ""), grade_id) if grade_id else []
-            found.append((grade_id, reason, list(dict.fromkeys(named))))
+            found.append((grade_id, reason, named))
     return found
 
 

@@ -80,10 +80,6 @@ class AnswerError(TypeError):
     """What the student's code sent back is not data the grader can read."""
 
 
-class OffLimitsError(RuntimeError):
-    """The student's code called what the running test compares against (offlimits.py)."""
-
-
 class StudentError(Exception):
     """An exception of the student's code that is not one of Python's builtin ones."""
 
@@ -361,7 +357,7 @@ class Session:
             known = set(self.off_limits) | set(offlimits.ALWAYS)
             self.called.extend(n for n in called if n in known and n not in self.called)
             if self.called:
-                raise OffLimitsError(offlimits.message(self.called[0]))
+                raise offlimits.OffLimitsError(offlimits.message(self.called[0]))
         if "error" in reply:
             raise_error(reply)
         if set(reply) != {"value"}:
@@ -396,25 +392,11 @@ class Session:
         try:
             self.bind_students()
         except Exception as error:  # noqa: BLE001 (the student's kernel did not answer)
-            return [
-                {
-                    "output_type": "error",
-                    "ename": type(error).__name__,
-                    "evalue": str(error),
-                    "traceback": [f"{type(error).__name__}: {error}"],
-                }
-            ]
+            return [frames.error_output(type(error).__name__, str(error))]
         outputs = self.run(source)
         if self.called:  # the part scores 0, whatever the test did with the error
-            message = offlimits.message(self.called[0])
-            outputs = [o for o in outputs if o["output_type"] == "stream"] + [
-                {
-                    "output_type": "error",
-                    "ename": "OffLimitsError",
-                    "evalue": message,
-                    "traceback": [f"OffLimitsError: {message}"],
-                }
-            ]
+            stopped = frames.error_output("OffLimitsError", offlimits.message(self.called[0]))
+            outputs = [o for o in outputs if o["output_type"] == "stream"] + [stopped]
         return outputs
 
 

@@ -166,12 +166,17 @@ class Guard:
         self.previous = None
 
     def _reference(self, code):
-        name = self.codes.get(code)
-        if name is None and self.files:
-            filename = code.co_filename
-            for path, module in self.files.items():
-                if filename == path or (path.endswith(os.sep) and filename.startswith(path)):
-                    return module
+        """The declared name `code` belongs to, or None; each code object is looked up once
+        (the hook asks on every call the student's code makes)."""
+        if code in self.codes:
+            return self.codes[code]
+        name = None
+        filename = code.co_filename
+        for path, module in self.files.items():
+            if filename == path or (path.endswith(os.sep) and filename.startswith(path)):
+                name = module
+                break
+        self.codes[code] = name
         return name
 
     def _students(self, frame):

@@ -8,8 +8,8 @@ n - 1); if the student's value is one of them, the hint names that slip in one s
     Likely slip: every bias left out (3d + d in attention, 4d + d in the MLP)?
 
 and the test adds it to its failure message. A right value gets no hint, a wrong one that is
-no catalogued slip the plain message. The sentences are fixed text with no number in them, so
-the grader keeps them in the feedback even when a hidden test found the slip
+no catalogued slip the plain message. The sentences are fixed text, with nothing of a test's
+inputs in them, so the grader keeps them in the feedback even when a hidden test found the slip
 (grading/course_preprocessors.py: StripHiddenTests), and the autograde report counts them
 (`named`).
 """
@@ -174,50 +174,48 @@ def _l2_serving():
     }
 
 
-def _layer_norm():
-    def normed(x, weight, bias, eps, unbiased=False, outside=False, centred=True):
-        x = _f64(x)
-        mean = x.mean(-1, keepdim=True) if centred else 0.0
-        var = x.var(-1, keepdim=True, unbiased=unbiased) if centred else None
-        if not centred:
-            var = x.pow(2).sum(-1, keepdim=True) / (x.shape[-1] - (1 if unbiased else 0))
-        y = (x - mean) / (var.sqrt() + eps if outside else (var + eps).sqrt())
-        if weight is not None:
-            y = y * _f64(weight)
-        if bias is not None:
-            y = y + _f64(bias)
-        return y
-
-    return normed
+def _normed(x, weight, bias, eps, unbiased=False, outside=False, centred=True):
+    """x normalised over its last dimension in float64, as LayerNorm (centred) or RMSNorm,
+    with a slip or two: the variance over n - 1, eps outside the square root."""
+    x = _f64(x)
+    mean = x.mean(-1, keepdim=True) if centred else 0.0
+    if centred:
+        var = x.var(-1, keepdim=True, unbiased=unbiased)
+    else:
+        var = x.pow(2).sum(-1, keepdim=True) / (x.shape[-1] - (1 if unbiased else 0))
+    y = (x - mean) / (var.sqrt() + eps if outside else (var + eps).sqrt())
+    if weight is not None:
+        y = y * _f64(weight)
+    if bias is not None:
+        y = y + _f64(bias)
+    return y
 
 
 def _l3_layer_norm():
-    normed = _layer_norm()
     return {
         "the variance divided by n - 1: LayerNorm divides by n?": (
-            lambda w, x, weight, bias, eps: normed(x, weight, bias, eps, unbiased=True)
+            lambda w, x, weight, bias, eps: _normed(x, weight, bias, eps, unbiased=True)
         ),
         "eps added outside the square root: it goes inside, sqrt(var + eps)?": (
-            lambda w, x, weight, bias, eps: normed(x, weight, bias, eps, outside=True)
+            lambda w, x, weight, bias, eps: _normed(x, weight, bias, eps, outside=True)
         ),
-        "the shift (bias) left out?": lambda w, x, weight, bias, eps: normed(x, weight, None, eps),
-        "the scale (weight) left out?": lambda w, x, weight, bias, eps: normed(x, None, bias, eps),
+        "the shift (bias) left out?": lambda w, x, weight, bias, eps: _normed(x, weight, None, eps),
+        "the scale (weight) left out?": lambda w, x, weight, bias, eps: _normed(x, None, bias, eps),
     }
 
 
 def _l3_rms_norm():
-    normed = _layer_norm()
     return {
         "the mean subtracted: RMSNorm divides x itself by its root mean square?": (
-            lambda w, x, weight, eps: normed(x, weight, None, eps)
+            lambda w, x, weight, eps: _normed(x, weight, None, eps)
         ),
         "eps added outside the square root: it goes inside, sqrt(mean(x^2) + eps)?": (
-            lambda w, x, weight, eps: normed(x, weight, None, eps, outside=True, centred=False)
+            lambda w, x, weight, eps: _normed(x, weight, None, eps, outside=True, centred=False)
         ),
         "the squares divided by n - 1: the mean divides by n?": (
-            lambda w, x, weight, eps: normed(x, weight, None, eps, unbiased=True, centred=False)
+            lambda w, x, weight, eps: _normed(x, weight, None, eps, unbiased=True, centred=False)
         ),
-        "the scale (weight) left out?": lambda w, x, weight, eps: normed(
+        "the scale (weight) left out?": lambda w, x, weight, eps: _normed(
             x, None, None, eps, centred=False
         ),
     }
@@ -508,8 +506,6 @@ def _same(got, value):
         )
     if type(value) is int:
         return type(got) is int and got == value
-    if type(value) is float:
-        return type(got) in (int, float) and math.isclose(got, value, rel_tol=1e-9)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if not isinstance(got, torch.Tensor) or got.shape != value.shape:
@@ -533,9 +529,9 @@ def _apart(got, value, want):
 
 
 def hint(part, got, want, **inputs):
-    """ "\nLikely slip: <sentence>" for the first slip of `part` whose value is `got`, given the
-    right value `want` and the test's inputs; "" for the right value or an unknown mistake.
-    A slip is named only where its value differs from the right one."""
+    """A line "\nLikely slip: <sentence>" for each slip of `part` whose value is `got`, given the
+    right value `want` and the test's inputs; "" for the right value or an unknown mistake. A
+    slip is named only where its value is told apart from the right one."""
     if part not in CATALOGUE:
         raise KeyError(f"no slips catalogued for {part!r}; parts: {sorted(CATALOGUE)}")
     if type(got) is type(want) and type(want) in (int, tuple) and got == want:
@@ -557,11 +553,13 @@ def sentences(part):
 
 
 def named(text, part=None):
-    """The catalogued sentences an output's `text` names (of `part`, or of any part)."""
+    """The catalogued sentences an output's `text` names (of `part`, or of any part), in
+    order, each once."""
     known = sentences(part) if part else {s for p in CATALOGUE for s in CATALOGUE[p]}
     found = []
     for line in str(text).split("\n"):
         line = line.strip()
-        if line.startswith(PREFIX) and line[len(PREFIX) :] in known:
-            found.append(line[len(PREFIX) :])
+        sentence = line[len(PREFIX) :]
+        if line.startswith(PREFIX) and sentence in known and sentence not in found:
+            found.append(sentence)
     return found
