@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades bench student-edition clean hub-proxy
+.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report bench student-edition clean hub-proxy
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -93,6 +93,12 @@ feedback: setup
 # One line per student and lab: grading/grades.csv.
 grades: setup
 	$(NBGRADER) export --to grades.csv
+
+# The instructor's view of a class (grading/class_report.py): grading/reports/$(LAB).html with
+# its figures and $(LAB).csv with the same numbers; without LAB, every lab's page and the
+# course's, grading/reports/course.html. Single files: they open from disk, with no server.
+report: setup
+	$(RUN) $(BIN)/python -m grading.class_report $(LAB)
 
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py

@@ -7,6 +7,9 @@
     gradebook           the lab in the gradebook; scores read back, zeros for the ungraded
     report              why each submission scored what it did; the CSV report
     results             the typed records passed between them (Result, Notes)
+    class_report        the instructor's view of a class: `python -m grading.class_report`
+                        (`make report`), pages and CSVs under grading/reports/
+    lms                 grades into Canvas and Moodle: `python -m grading.lms` (`make lms`)
     course_preprocessors, submission_checks, sandbox, trusted_tests, sanitise,
     grades_export, formgrader_csp: nbgrader's pipeline and the pages (see CONTRIBUTING.md)
 

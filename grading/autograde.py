@@ -56,7 +56,7 @@ from grading.intake import (
     notebook_problem,
     submitted_students,
 )
-from grading.report import explain, progress, write_report
+from grading.report import explain, progress, write_batch, write_report
 from grading.results import Notes, Result
 from grading.sanitise import plain
 from grading.workers import Worker, environment, run_nbgrader
@@ -78,6 +78,7 @@ def autograde(
     `grading` is the folder of the course's nbgrader_config.py (default: the repository's)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", lab):
         raise ValueError(f"lab must be a folder name such as LM10-L2, got {lab!r}")
+    start = time.monotonic()
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -158,6 +159,13 @@ def autograde(
         if found.isolated is not None:
             r.isolated = "yes" if found.isolated else "no"
     write_report(grading / f"autograde-{lab}.csv", ordered)
+    write_batch(
+        grading / f"autograde-{lab}-batch.json",
+        lab,
+        submissions=len(ordered),
+        jobs=min(jobs, len(students)),
+        wall_seconds=round(time.monotonic() - start, 1),
+    )
     return ordered
 
 

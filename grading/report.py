@@ -4,7 +4,9 @@ student again never loses the batch's rows. Every text from a submission is made
 (sanitise.plain) before it is printed or written."""
 
 import csv
+import json
 import sys
+import time
 from dataclasses import fields
 
 import nbformat
@@ -95,6 +97,15 @@ def write_report(path, results):
         writer.writerow(names)
         for student in sorted(rows):
             writer.writerow(rows[student])
+    scratch.replace(path)
+
+
+def write_batch(path, lab, **record):
+    """The batch's own record beside the report (its wall time and workers, for the class
+    report: grading/class_report.py); each batch replaces the last one's."""
+    record = {"lab": lab, **record, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    scratch = path.with_suffix(".json.tmp")
+    scratch.write_text(json.dumps(record, indent=1) + "\n")
     scratch.replace(path)
 
 

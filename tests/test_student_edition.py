@@ -123,6 +123,11 @@ def test_the_student_makefile_sets_up_and_opens_jupyterlab_on_the_edition(editio
     assert f'JUPYTER_CONFIG_PATH="{folder}/jupyter-config"' in dry and "jupyter lab" in dry
     lab_line = next(line for line in dry.splitlines() if "jupyter lab" in line)
     assert lab_line.rstrip().endswith(" START.ipynb"), "make lab does not open the start page"
+    for instructor_only in ("report", "autograde", "grades"):  # the class report, the grading
+        done = subprocess.run(
+            ["make", "-n", "-C", str(folder), instructor_only], capture_output=True, text=True
+        )
+        assert done.returncode != 0 and "No rule to make target" in done.stderr, instructor_only
 
 
 def test_the_start_page_is_the_student_readme_with_links_that_resolve(edition):
