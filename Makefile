@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report bench student-edition clean hub-proxy
+.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report lms bench student-edition clean hub-proxy
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -99,6 +99,13 @@ grades: setup
 # course's, grading/reports/course.html. Single files: they open from disk, with no server.
 report: setup
 	$(RUN) $(BIN)/python -m grading.class_report $(LAB)
+
+# Grades into Canvas or Moodle (grading/lms.py): the LMS's own export of the class as ROSTER,
+# grading/exports/<lms>-grades.csv to import, and <lms>-grades-mismatch.csv beside it.
+lms: setup
+	@test -n "$(LMS)" && test -n "$(ROSTER)" || \
+		{ echo "usage: make lms LMS=canvas|moodle ROSTER=roster.csv [LAB=LM10-L2]"; exit 2; }
+	$(RUN) $(BIN)/python -m grading.lms $(LMS) --roster "$(abspath $(ROSTER))" $(if $(LAB),--lab $(LAB))
 
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py

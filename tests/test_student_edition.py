@@ -123,7 +123,7 @@ def test_the_student_makefile_sets_up_and_opens_jupyterlab_on_the_edition(editio
     assert f'JUPYTER_CONFIG_PATH="{folder}/jupyter-config"' in dry and "jupyter lab" in dry
     lab_line = next(line for line in dry.splitlines() if "jupyter lab" in line)
     assert lab_line.rstrip().endswith(" START.ipynb"), "make lab does not open the start page"
-    for instructor_only in ("report", "autograde", "grades"):  # the class report, the grading
+    for instructor_only in ("report", "lms", "autograde", "grades"):  # the instructor's tools
         done = subprocess.run(
             ["make", "-n", "-C", str(folder), instructor_only], capture_output=True, text=True
         )
