@@ -8,10 +8,12 @@ from lmcourse.blocks import DecoderLM
 from lmcourse.bridge import converted_state
 from lmcourse.families import FAMILIES, family
 from lmcourse.spec import as_spec
+from test_fastdecode import FAMILIES as FAST_CASES
 from test_parity import HELD_OUT, MAIN, OTHER_FAMILIES, YARN
 
 PUBLISHED = {configs.load(name).model_type for name in configs.available()}
 PARITY = {c.model_type for cases in (MAIN, HELD_OUT, OTHER_FAMILIES, YARN) for c in cases.values()}
+FAST = {case.values[0].model_type for case in FAST_CASES}  # FastDecoder against DecoderLM
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -25,6 +27,8 @@ def test_every_family_has_every_part(name):
         "a toy size (toy)": bool(entry.toy),
         "a published config in lmcourse/configs.py (_PUBLISHED)": name in PUBLISHED,
         "a parity case in tests/test_parity.py": name in PARITY,
+        "a fast-path parity case (tests/test_fastdecode.py FAMILIES: MAIN, HELD_OUT or "
+        "OTHER_FAMILIES of tests/test_parity.py)": name in FAST,
         "a parent that is itself in the registry": entry.parent in (None, *FAMILIES),
     }
     missing = [part for part, present in parts.items() if not present]

@@ -37,6 +37,10 @@ this module removes:
     more; on CPUs where torch's matrix-vector kernel streams below the memory's speed, this
     comes closest to the floor. What torch.compile checks before each call is kept to what
     can change: not the decoder's own matrices (`FastDecoder._compiled_step`).
+What a family does to its embeddings and logits, and which norms sit around each stage, the
+fast path takes from the model itself (`DecoderLM.embed_tokens`, `DecoderLM.finish_logits`,
+`Block.stages`), so those are written once (docs/ADDING_A_FAMILY.md, step 3, says what a new
+block feature needs here).
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
 blocks this module has no fast form for (latent attention, mixtures of experts) are called as
 they are: every family decodes, the common ones quickly. tests/test_fastdecode.py checks the
@@ -293,9 +297,10 @@ class FastDecoder:
             # the output matrix too, the largest of a small model (for tied embeddings, a copy
             # of the table in the chosen layout)
             self.head = _Weights(model.head, **layout)
-        # per block: (norm before attention, after it, before the feed-forward, after it)
+        # per block: (norm before attention, after it, before the feed-forward, after it),
+        # from the block's own list of stages (Block.stages)
         self.norms = [
-            tuple(_norm(n) for n in (b.attn_norm, b.attn_post_norm, b.ffn_norm, b.ffn_post_norm))
+            tuple(_norm(n) for (before, _, after) in b.stages() for n in (before, after))
             for b in model.blocks
         ]
         self.final_norm = _norm(model.norm)
@@ -370,13 +375,9 @@ class FastDecoder:
     def _step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         m, start, B = self.model, cache.length, token.shape[0]
         pos = torch.tensor([start], device=token.device)
-        x = m.embed(token.view(B))  # the hidden state as [batch, d] throughout the step
-        if m.spec.embed_scale != 1.0:
-            x = x * m.spec.embed_scale
+        x = m.embed_tokens(token, pos.expand(B, 1)).view(B, -1)  # [batch, d] throughout
         cos = sin = rotation = None
-        if m.pos_embed is not None:
-            x = x + m.pos_embed(pos)
-        else:
+        if m.pos_embed is None:
             cos, sin = m.rotary(pos.expand(B, 1), x.dtype)
             if self.rope_layout is not None:  # one matrix for this position, for every layer
                 rotation = rotation_matrix(cos, sin, self.head_dim, self.rope_layout)
@@ -397,11 +398,7 @@ class FastDecoder:
                 y = ffn(x_ffn.unsqueeze(1)).squeeze(1)
                 x = x + (ffn_post(y) if ffn_post else y)
         cache.length += 1
-        logits = self.head(self.final_norm(x))
-        cap = m.spec.final_softcap
-        if cap:  # as `DecoderLM.logits`
-            logits = cap * torch.tanh(logits / cap)
-        return logits.unsqueeze(1)
+        return m.finish_logits(self.head(self.final_norm(x))).unsqueeze(1)
 
     def prefill(self, input_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """The prompt through the reference path into `cache` -> logits of its last position."""

@@ -39,6 +39,16 @@ class Block(nn.Module):
         self.attn_post_norm = make_norm(spec) if after else nn.Identity()
         self.ffn_post_norm = make_norm(spec) if after else nn.Identity()
 
+    def stages(self):
+        """(norm before, stage, norm after) of attention, then of the feed-forward layer; an
+        absent norm is nn.Identity. `forward` is this list applied in order, each stage's
+        output joining the residual stream by a sum; FastDecoder walks the same list."""
+        return (
+            (self.attn_norm, self.attn, self.attn_post_norm),
+            (self.ffn_norm, self.ffn, self.ffn_post_norm),
+        )
+
     def forward(self, x, cos, sin, qpos, cache=None, start: int = 0):  # [batch, T, d] -> same
-        x = x + self.attn_post_norm(self.attn(self.attn_norm(x), cos, sin, qpos, cache, start))
-        return x + self.ffn_post_norm(self.ffn(self.ffn_norm(x)))
+        (attn_norm, attn, attn_post), (ffn_norm, ffn, ffn_post) = self.stages()
+        x = x + attn_post(attn(attn_norm(x), cos, sin, qpos, cache, start))
+        return x + ffn_post(ffn(ffn_norm(x)))

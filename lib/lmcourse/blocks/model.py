@@ -74,13 +74,9 @@ class DecoderLM(nn.Module):
         qpos = torch.arange(start, start + T, device=input_ids.device)  # sequence positions
         if position_ids is None:
             position_ids = qpos.expand(B, T)
-        x = self.embed(input_ids)  # [batch, T, d]
-        if self.spec.embed_scale != 1.0:  # Gemma: sqrt(d), rounded to the model's dtype first
-            x = x * torch.tensor(self.spec.embed_scale, dtype=x.dtype)  # as transformers rounds it
+        x = self.embed_tokens(input_ids, position_ids)  # [batch, T, d]
         cos = sin = None
-        if self.pos_embed is not None:
-            x = x + self.pos_embed(position_ids)
-        else:
+        if self.pos_embed is None:
             cos, sin = self.rotary(position_ids, x.dtype)  # [batch, 1, T, rotary_dim]
         for i, block in enumerate(self.blocks):
             layer_cache = cache.layers[i] if cache is not None else None
@@ -89,12 +85,27 @@ class DecoderLM(nn.Module):
             cache.length += T
         return self.norm(x)
 
+    def embed_tokens(self, input_ids, position_ids):
+        """input_ids [batch, T] -> the residual stream's first state [batch, T, d]: the token
+        table, scaled, plus the position table where the model has one. FastDecoder calls it
+        too, so what a family does to its embeddings is written here once."""
+        x = self.embed(input_ids)
+        if self.spec.embed_scale != 1.0:  # Gemma: sqrt(d), rounded to the model's dtype first
+            x = x * torch.tensor(self.spec.embed_scale, dtype=x.dtype)  # as transformers rounds it
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(position_ids)
+        return x
+
     def forward(self, input_ids, position_ids=None, cache: KVCache | None = None):
         """input_ids [batch, T] -> logits [batch, T, vocab]."""
         return self.logits(self.hidden_states(input_ids, position_ids, cache))
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
-        logits = self.head(h)
+        """Final-normed hidden states [..., d] -> logits [..., vocab]."""
+        return self.finish_logits(self.head(h))
+
+    def finish_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        """What a family does to the output head's products (FastDecoder calls it too)."""
         cap = self.spec.final_softcap
         return cap * torch.tanh(logits / cap) if cap else logits  # Gemma 2 caps the logits
 
