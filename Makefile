@@ -41,12 +41,12 @@ test: setup lint hub-proxy
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
 
-# The library's tests alone, in one process (on 2 cores, pytest-xdist's workers took twice as long:
-# each imports torch and transformers again): no notebooks, browser, hub, exchange or grading.
+# The library's tests alone: the folder tests/lib/ (a test of lmcourse goes there; notebooks,
+# browser, hub, exchange and grading tests stay in tests/), in one process (on 2 cores,
+# pytest-xdist's workers took twice as long: each imports torch and transformers again).
 # Tests marked slow (the tiny GPT-2 retrained from scratch, the heaviest checks on the real
 # SmolLM2 weights: 15 s or more each) are left to `make test`.
-LIB_TESTS := $(patsubst %,tests/test_%.py,ablations blocks bridge configs count evaluate families \
-	fastdecode offlimits parity plots pretrained probes slips source spec text timing tinygpt widgets zoo)
+LIB_TESTS := tests/lib
 test-lib: setup
 	$(RUN) $(BIN)/python -m pytest -q -p no:cacheprovider $(LIB_TESTS) -m "not slow"
 

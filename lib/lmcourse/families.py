@@ -10,8 +10,8 @@ An entry (`Family`) holds everything the library knows about a transformers `mod
     toy      config fields that shrink the family to a toy (for tests and quick forward passes)
              while keeping every feature: biases, norms, windows, experts, latent attention
 
-`tests/test_families.py` checks that every entry is complete, that a published configuration
-(`lmcourse.configs`) and a parity case (`tests/test_parity.py`) exist for it, and that its toy
+`tests/lib/test_families.py` checks that every entry is complete, that a published configuration
+(`lmcourse.configs`) and a parity case (`tests/lib/test_parity.py`) exist for it, and that its toy
 keeps its features; docs/ADDING_A_FAMILY.md walks through adding one.
 
 Nothing here imports torch: the counter reads configs without building a model, and the

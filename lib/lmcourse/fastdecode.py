@@ -43,7 +43,7 @@ fast path takes from the model itself (`DecoderLM.embed_tokens`, `DecoderLM.fini
 block feature needs here).
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
 blocks this module has no fast form for (latent attention, mixtures of experts) are called as
-they are: every family decodes, the common ones quickly. tests/test_fastdecode.py checks the
+they are: every family decodes, the common ones quickly. tests/lib/test_fastdecode.py checks the
 tokens and logits against `DecoderLM` on every family of the parity tests.
 """
 

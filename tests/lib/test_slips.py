@@ -160,7 +160,7 @@ def test_every_sentence_is_one_question_and_every_part_a_test_cell():
 
 
 def test_each_lab_test_asks_for_its_own_parts_slips_and_every_catalogue_is_used():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     used = set()
     for path in sorted((root / "solutions").glob("LM10-L*/LM10-L*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:

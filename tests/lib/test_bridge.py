@@ -1,6 +1,6 @@
 """lmcourse.bridge: transformers' weights into a DecoderLM, every name and shape checked first.
 
-The logits of the converted models are compared with transformers' in tests/test_parity.py;
+The logits of the converted models are compared with transformers' in tests/lib/test_parity.py;
 these tests hold the bridge to its own contract: every family of the registry converts from
 its toy model, each number of each transformers tensor used exactly once; bad input gets a
 ValueError naming what is wrong (and what would be valid) before anything is copied; a tied

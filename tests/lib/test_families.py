@@ -26,9 +26,9 @@ def test_every_family_has_every_part(name):
         "weight rules": callable(entry.weights),
         "a toy size (toy)": bool(entry.toy),
         "a published config in lmcourse/configs.py (_PUBLISHED)": name in PUBLISHED,
-        "a parity case in tests/test_parity.py": name in PARITY,
-        "a fast-path parity case (tests/test_fastdecode.py FAMILIES: MAIN, HELD_OUT or "
-        "OTHER_FAMILIES of tests/test_parity.py)": name in FAST,
+        "a parity case in tests/lib/test_parity.py": name in PARITY,
+        "a fast-path parity case (tests/lib/test_fastdecode.py FAMILIES: MAIN, HELD_OUT or "
+        "OTHER_FAMILIES of tests/lib/test_parity.py)": name in FAST,
         "a parent that is itself in the registry": entry.parent in (None, *FAMILIES),
     }
     missing = [part for part, present in parts.items() if not present]
