@@ -15,7 +15,7 @@ from importlib import import_module
 
 _EXPORTS = {
     "ModelSpec": "lmcourse.spec",
-    "as_spec": "lmcourse.spec",
+    "as_spec": "lmcourse.families",
     "from_transformers": "lmcourse.bridge",
     "describe": "lmcourse.count",
     "cache_bytes": "lmcourse.count",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from .blocks.model import DecoderLM
-from .families import family
+from .families import as_spec, family
 from .spec import ModelSpec
 
 
@@ -88,7 +88,7 @@ def from_transformers(hf_model) -> DecoderLM:
             f"hf_model must be a causal LM with its output head (e.g. LlamaForCausalLM, "
             f"from AutoModelForCausalLM), got a {kind}, which has none"
         )
-    spec = ModelSpec.from_transformers(hf_model.config)  # refuses a family it cannot read
+    spec = as_spec(hf_model.config)  # refuses a family it cannot read
     source = hf_model.state_dict()
     dtype = source["lm_head.weight"].dtype if "lm_head.weight" in source else torch.float32
     model = DecoderLM(spec).to(dtype)

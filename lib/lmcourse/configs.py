@@ -13,8 +13,7 @@ of the T1 lesson.
 
 from __future__ import annotations
 
-from .families import family
-from .spec import as_spec
+from .families import as_spec, family
 
 SEED_GPT2 = dict(
     d=768,

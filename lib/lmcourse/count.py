@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 
-from .spec import ModelSpec, as_spec, check_int
+from .families import as_spec
+from .spec import ModelSpec, check_int
 
 # The keys `describe` returns first: the four figures of the T1 lesson's seed.
 DESCRIBE_SEED_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")

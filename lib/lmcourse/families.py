@@ -54,6 +54,21 @@ def family(name) -> Family:
     return FAMILIES[name]
 
 
+def as_spec(config) -> ModelSpec:
+    """A seed-style dict, a transformers config of a registered family or a `ModelSpec`, as a
+    `ModelSpec` (a transformers config is read by its family's reader)."""
+    if isinstance(config, ModelSpec):
+        return config
+    if isinstance(config, dict):
+        return ModelSpec.from_dict(config)
+    if hasattr(config, "model_type"):
+        entry = family(config.model_type)
+        return ModelSpec(family=entry.name, **entry.read(config))
+    raise ValueError(
+        f"config must be a dict, a transformers config or a ModelSpec, got {type(config).__name__}"
+    )
+
+
 # ---- pieces the readers share ---------------------------------------------------------------
 
 

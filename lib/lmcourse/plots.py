@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 
 from . import count
 from .configs import declared_context
-from .spec import as_spec, divisors
+from .families import as_spec
+from .spec import divisors
 from .zoo import block_layout
 
 GIB = 2**30  # bytes in a GiB: the unit GPU memory is built and reported in

@@ -2,9 +2,10 @@
 
 Everything the course computes (parameter counts, cache bytes, FLOPs) and builds
 (`DecoderLM`) starts from a `ModelSpec`. It is built from a seed-style dict
-(`ModelSpec.from_dict`) or from a transformers config (`ModelSpec.from_transformers`, through
-the family registry in `lmcourse.families`), and validated on construction: a bad value
-raises `ValueError` naming the field and saying what would be valid.
+(`ModelSpec.from_dict`) or from a transformers config (`lmcourse.as_spec`, through the family
+registry in `lmcourse.families`), and validated on construction: a bad value raises
+`ValueError` naming the field and saying what would be valid. This module imports no other
+module of the course: the registry builds on it, never the other way round.
 
 A spec stores only what a family chose. Values that follow from the other fields (the score
 scale, the rotated width, the kind of each layer) are properties computed on every read, so
@@ -29,7 +30,6 @@ __all__ = [
     "ROPE_LAYOUTS",
     "SEED_DICT_KEYS",
     "ModelSpec",
-    "as_spec",
     "check_int",
     "divisors",
     "yarn_mscale",
@@ -310,17 +310,6 @@ class ModelSpec:
             rope_theta=0.0 if positions else 10000.0,
         )
 
-    @classmethod
-    def from_transformers(cls, config) -> ModelSpec:
-        """Build a spec from a transformers `PretrainedConfig` of a family in
-        `lmcourse.families.FAMILIES`."""
-        if isinstance(config, ModelSpec):
-            return config
-        from .families import family  # the registry's readers build on this module
-
-        entry = family(getattr(config, "model_type", None))
-        return cls(family=entry.name, **entry.read(config))
-
 
 _SIZES = (
     "d",
@@ -372,19 +361,6 @@ SEED_DICT_KEYS = (
     "tied",
     "positions",
 )
-
-
-def as_spec(config) -> ModelSpec:
-    """A seed-style dict, a transformers config or a `ModelSpec`, as a `ModelSpec`."""
-    if isinstance(config, ModelSpec):
-        return config
-    if isinstance(config, dict):
-        return ModelSpec.from_dict(config)
-    if hasattr(config, "model_type"):
-        return ModelSpec.from_transformers(config)
-    raise ValueError(
-        f"config must be a dict, a transformers config or a ModelSpec, got {type(config).__name__}"
-    )
 
 
 def check_int(name: str, value, low: int, hint: str = "") -> int:

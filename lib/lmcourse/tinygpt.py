@@ -43,6 +43,7 @@ import torch.nn.functional as F
 
 from . import text
 from .blocks.model import DecoderLM
+from .families import as_spec
 from .spec import ModelSpec
 
 WIDTH, LAYERS, HEADS = 64, 2, 4
@@ -137,7 +138,7 @@ def spec() -> ModelSpec:
         bos_token_id=None,
         eos_token_id=None,
     )
-    return ModelSpec.from_transformers(config)
+    return as_spec(config)
 
 
 def _learning_rate(step: int, steps: int) -> float:

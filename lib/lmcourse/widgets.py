@@ -9,7 +9,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from . import count
-from .spec import as_spec, divisors
+from .families import as_spec
+from .spec import divisors
 
 
 def _slider_look() -> dict:

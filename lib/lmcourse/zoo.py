@@ -21,8 +21,8 @@ import dataclasses
 
 from . import configs
 from .count import describe
-from .families import FAMILIES
-from .spec import ModelSpec, as_spec
+from .families import FAMILIES, as_spec
+from .spec import ModelSpec
 
 # The spec stores what a family chose (a score scale, a rotated fraction, a layer pattern); a diff
 # shows the values that follow, under the names the rest of the course reads, and only when the

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 from conftest import random_model, spec, turned_pairs
-from lmcourse import ModelSpec
+from lmcourse import ModelSpec, as_spec
 from lmcourse.blocks import (
     DecoderLM,
     LayerNorm,
@@ -136,7 +136,7 @@ def test_yarn_frequencies_and_amplitude_match_transformers(name):
         rope_parameters=params,
     )
     expected, amplitude = ROPE_INIT_FUNCTIONS["yarn"](config)
-    s = ModelSpec.from_transformers(config)
+    s = as_spec(config)
     got = rope_frequencies(s)
     assert torch.equal(got, expected), f"{name}: yarn inv_freq {got} vs {expected}"
     assert rope_amplitude(s) == pytest.approx(amplitude, rel=1e-12)

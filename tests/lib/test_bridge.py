@@ -12,11 +12,10 @@ import functools
 import pytest
 import torch
 import transformers
-from lmcourse import configs, from_transformers
+from lmcourse import as_spec, configs, from_transformers
 from lmcourse.blocks import DecoderLM
 from lmcourse.bridge import load_transformers_state
 from lmcourse.families import FAMILIES
-from lmcourse.spec import as_spec
 
 PUBLISHED = {}  # family -> its first published configuration (lmcourse.configs)
 for _name in configs.available():

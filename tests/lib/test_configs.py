@@ -1,8 +1,7 @@
 """Published configurations, built locally, and their toy versions."""
 
 import pytest
-from lmcourse import configs
-from lmcourse.spec import as_spec
+from lmcourse import as_spec, configs
 from transformers import PretrainedConfig
 
 # The course's names and the transformers family each checkpoint belongs to.

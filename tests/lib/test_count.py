@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import decoder_blocks as blocks
 from conftest import meta_model
-from lmcourse import configs
+from lmcourse import as_spec, configs
 from lmcourse.count import (
     DESCRIBE_SEED_KEYS,
     PARTS,
@@ -22,7 +22,6 @@ from lmcourse.count import (
     parameter_shares,
     table,
 )
-from lmcourse.spec import as_spec
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoModelForCausalLM, DynamicCache
 

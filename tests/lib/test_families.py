@@ -3,11 +3,10 @@
 import pytest
 import torch
 import transformers
-from lmcourse import configs
+from lmcourse import as_spec, configs
 from lmcourse.blocks import DecoderLM
 from lmcourse.bridge import converted_state
 from lmcourse.families import FAMILIES, family
-from lmcourse.spec import as_spec
 from test_fastdecode import FAMILIES as FAST_CASES
 from test_parity import HELD_OUT, MAIN, OTHER_FAMILIES, YARN
 

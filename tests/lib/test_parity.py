@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 import transformers
-from lmcourse import ModelSpec, from_transformers
+from lmcourse import as_spec, from_transformers
 
 TOL = 1e-4  # max abs logit difference allowed, float32
 VOCAB = 96
@@ -208,7 +208,7 @@ def random_hf_model(config, seed: int = 0):
     """A transformers model whose every parameter is random, with activations of order one."""
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    offset = 1.0 - ModelSpec.from_transformers(config).norm_offset  # stored value of scale 1
+    offset = 1.0 - as_spec(config).norm_offset  # stored value of scale 1
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name or ".ln_" in name:

@@ -198,8 +198,7 @@ def test_cache_vs_context_stops_each_line_at_the_declared_context():
 def test_kv_cache_budget_splits_the_gpu_in_gib_into_weights_and_one_sequences_cache():
     import dataclasses
 
-    from lmcourse import configs, count
-    from lmcourse.spec import as_spec
+    from lmcourse import as_spec, configs, count
 
     spec = as_spec(configs.load("Llama-3.1-8B"))
     fig = plots.plot_kv_cache_budget(spec, kv_heads=2, tokens=8192, gpu_gib=80)
@@ -219,8 +218,7 @@ def test_kv_cache_budget_splits_the_gpu_in_gib_into_weights_and_one_sequences_ca
 def test_cache_vs_kv_heads_draws_one_line_per_context_over_the_divisors_of_heads():
     import dataclasses
 
-    from lmcourse import configs, count
-    from lmcourse.spec import as_spec
+    from lmcourse import as_spec, configs, count
 
     spec = as_spec(configs.load("SmolLM2-135M"))  # 9 query heads
     fig = plots.plot_cache_vs_kv_heads(spec, contexts=(1024, 4096))

@@ -134,8 +134,7 @@ def test_attention_inspection_refuses_bad_input(call, match):
 
 
 def test_attention_inspection_refuses_a_rotary_model():
-    from lmcourse import configs
-    from lmcourse.spec import as_spec
+    from lmcourse import as_spec, configs
 
     rotary = DecoderLM(as_spec(configs.tiny("SmolLM2-135M")))
     with pytest.raises(ValueError, match="GPT-2-style DecoderLM"):

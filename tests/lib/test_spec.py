@@ -5,9 +5,9 @@ import math
 
 import pytest
 import torch
-from lmcourse import configs
+from lmcourse import as_spec, configs
 from lmcourse.families import FAMILIES
-from lmcourse.spec import ModelSpec, as_spec
+from lmcourse.spec import ModelSpec
 from transformers import AutoConfig, AutoModelForCausalLM
 
 LLAMA_7B = ModelSpec.from_dict(configs.SEED_7B)
@@ -36,7 +36,7 @@ def test_seed_kv_heads_defaults_to_heads_and_can_be_shared():
 def test_as_spec_accepts_dict_transformers_config_and_spec():
     spec = as_spec(configs.SEED_7B)
     assert as_spec(spec) is spec
-    assert ModelSpec.from_transformers(spec) is spec
+    assert as_spec(spec) is spec
     assert as_spec(configs.load("Llama-2-7B")).family == "llama"
 
 
@@ -49,7 +49,7 @@ def test_derived_defaults_are_filled_in():
 @pytest.mark.parametrize("name", configs.available())
 def test_from_transformers_reads_sizes_of_every_published_config(name):
     config = configs.load(name)
-    spec = ModelSpec.from_transformers(config)
+    spec = as_spec(config)
     assert spec.family == config.model_type
     if config.model_type == "gpt2":
         got = (spec.d, spec.layers, spec.heads, spec.positions)
@@ -281,7 +281,7 @@ BAD_INPUTS = {
     ),
     "negative_eps": (_bad_spec(norm_eps=-1e-5), r"norm_eps must be > 0"),
     "unsupported_family": (
-        lambda: ModelSpec.from_transformers(AutoConfig.for_model("bert")),
+        lambda: as_spec(AutoConfig.for_model("bert")),
         r"unsupported model_type 'bert'; supported families: \['deepseek_v3'",
     ),
     "not_a_config": (

@@ -103,8 +103,7 @@ def test_router_load_widget_says_when_k_exceeds_the_experts(capsys):
 def test_kv_cache_budget_widget_sliders_and_its_bar_for_several_settings():
     import dataclasses
 
-    from lmcourse import count
-    from lmcourse.spec import as_spec
+    from lmcourse import as_spec, count
 
     config = configs.load("Llama-3.1-8B")
     w = widgets.kv_cache_budget_widget(config)

@@ -6,8 +6,7 @@ import pytest
 import torch
 import transformers
 from conftest import decoder_blocks, meta_model
-from lmcourse import configs, zoo
-from lmcourse.spec import as_spec
+from lmcourse import as_spec, configs, zoo
 
 
 @pytest.mark.parametrize("name", configs.available())
