@@ -27,7 +27,7 @@ def converted_state(
     tensor whose shape differs from what the spec predicts (with both shapes), or, when the spec
     ties the output head to the token table, the two tensors if they differ.
     """
-    rules = family(spec.family).weights(spec)
+    rules = family(spec.family).weight_rules(spec)
     unmapped = sorted(set(expected) - set(rules))
     if unmapped:  # a DecoderLM tensor that no rule fills: a bug in the rules, say so
         raise ValueError(f"no transformers tensor is mapped to {unmapped}")

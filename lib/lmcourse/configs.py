@@ -5,17 +5,18 @@
     cfg = configs.load("Llama-3.1-8B")  # a transformers LlamaConfig, no download
     configs.declared_context(cfg)     # 131072: the longest context it declares
 
-The hyperparameters are those of each checkpoint's published config.json; only the fields
-that shape the architecture (and so the parameter count, the cache and the FLOPs) are set,
-the rest keep transformers' defaults. `SEED_GPT2` and `SEED_7B` are the two seed-style dicts
-of the T1 lesson.
+The hyperparameters are those of each checkpoint's published config.json, kept with its family
+(`lmcourse.families`, each family's `published`); only the fields that shape the architecture
+(and so the parameter count, the cache and the FLOPs) are set, the rest keep transformers'
+defaults. `T1_GPT2` and `T1_7B` are the two config dicts (`ModelSpec.from_dict`) of the T1
+lesson: GPT-2 small and a 7B model of the Llama 2 family.
 """
 
 from __future__ import annotations
 
-from .families import as_spec, family
+from .families import FAMILIES, as_spec, family
 
-SEED_GPT2 = dict(
+T1_GPT2 = dict(
     d=768,
     layers=12,
     vocab=50257,
@@ -26,7 +27,7 @@ SEED_GPT2 = dict(
     tied=True,
     positions=1024,
 )
-SEED_7B = dict(
+T1_7B = dict(
     d=4096,
     layers=32,
     vocab=32000,
@@ -39,358 +40,11 @@ SEED_7B = dict(
 )
 
 
-def _rope_parameters(theta: float, **scaling) -> dict:
-    """transformers 5.x keeps the rotary base and its scaling together in `rope_parameters`."""
-    return {
-        "rope_parameters": {
-            "rope_type": scaling.pop("rope_type", "default"),
-            "rope_theta": theta,
-            **scaling,
-        }
-    }
-
-
-_LLAMA3_ROPE = dict(
-    rope_type="llama3",
-    low_freq_factor=1.0,
-    high_freq_factor=4.0,
-    original_max_position_embeddings=8192,
-)
-
-# name -> (transformers model_type, config.json fields)
+# course name -> (transformers model_type, config.json fields), from each family's `published`
 _PUBLISHED: dict[str, tuple[str, dict]] = {
-    "gpt2": (
-        "gpt2",
-        dict(
-            vocab_size=50257,
-            n_positions=1024,
-            n_embd=768,
-            n_layer=12,
-            n_head=12,
-            activation_function="gelu_new",
-            layer_norm_epsilon=1e-5,
-        ),
-    ),
-    "OPT-125m": (
-        "opt",
-        dict(
-            vocab_size=50272,
-            hidden_size=768,
-            ffn_dim=3072,
-            num_hidden_layers=12,
-            num_attention_heads=12,
-            max_position_embeddings=2048,
-            word_embed_proj_dim=768,
-            do_layer_norm_before=True,
-            activation_function="relu",
-            tie_word_embeddings=True,
-        ),
-    ),
-    "OPT-6.7B": (
-        "opt",
-        dict(
-            vocab_size=50272,
-            hidden_size=4096,
-            ffn_dim=16384,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            max_position_embeddings=2048,
-            word_embed_proj_dim=4096,
-            do_layer_norm_before=True,
-            activation_function="relu",
-            tie_word_embeddings=True,
-        ),
-    ),
-    "SmolLM2-135M": (
-        "llama",
-        dict(
-            vocab_size=49152,
-            hidden_size=576,
-            intermediate_size=1536,
-            num_hidden_layers=30,
-            num_attention_heads=9,
-            num_key_value_heads=3,
-            max_position_embeddings=8192,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=True,
-            **_rope_parameters(100000.0),
-        ),
-    ),
-    "TinyLlama-1.1B": (
-        "llama",
-        dict(
-            vocab_size=32000,
-            hidden_size=2048,
-            intermediate_size=5632,
-            num_hidden_layers=22,
-            num_attention_heads=32,
-            num_key_value_heads=4,
-            max_position_embeddings=2048,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            **_rope_parameters(10000.0),
-        ),
-    ),
-    "Llama-2-7B": (
-        "llama",
-        dict(
-            vocab_size=32000,
-            hidden_size=4096,
-            intermediate_size=11008,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=32,
-            max_position_embeddings=4096,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            **_rope_parameters(10000.0),
-        ),
-    ),
-    "Llama-3.1-8B": (
-        "llama",
-        dict(
-            vocab_size=128256,
-            hidden_size=4096,
-            intermediate_size=14336,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=8,
-            max_position_embeddings=131072,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            **_rope_parameters(500000.0, factor=8.0, **_LLAMA3_ROPE),
-        ),
-    ),
-    "Llama-3.1-405B": (
-        "llama",
-        dict(
-            vocab_size=128256,
-            hidden_size=16384,
-            intermediate_size=53248,
-            num_hidden_layers=126,
-            num_attention_heads=128,
-            num_key_value_heads=8,
-            max_position_embeddings=131072,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            **_rope_parameters(500000.0, factor=8.0, **_LLAMA3_ROPE),
-        ),
-    ),
-    "Llama-3.2-1B": (
-        "llama",
-        dict(
-            vocab_size=128256,
-            hidden_size=2048,
-            intermediate_size=8192,
-            num_hidden_layers=16,
-            num_attention_heads=32,
-            num_key_value_heads=8,
-            head_dim=64,
-            max_position_embeddings=131072,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=True,
-            **_rope_parameters(500000.0, factor=32.0, **_LLAMA3_ROPE),
-        ),
-    ),
-    "Mistral-7B-v0.1": (
-        "mistral",
-        dict(
-            vocab_size=32000,
-            hidden_size=4096,
-            intermediate_size=14336,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=8,
-            head_dim=128,
-            max_position_embeddings=32768,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            sliding_window=4096,
-            **_rope_parameters(10000.0),
-        ),
-    ),
-    "Mixtral-8x7B": (
-        "mixtral",
-        dict(
-            vocab_size=32000,
-            hidden_size=4096,
-            intermediate_size=14336,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=8,
-            max_position_embeddings=32768,
-            rms_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            sliding_window=None,
-            num_local_experts=8,
-            num_experts_per_tok=2,
-            **_rope_parameters(1000000.0),
-        ),
-    ),
-    "Qwen2.5-7B": (
-        "qwen2",
-        dict(
-            vocab_size=152064,
-            hidden_size=3584,
-            intermediate_size=18944,
-            num_hidden_layers=28,
-            num_attention_heads=28,
-            num_key_value_heads=4,
-            max_position_embeddings=131072,
-            rms_norm_eps=1e-6,
-            tie_word_embeddings=False,
-            use_sliding_window=False,
-            max_window_layers=28,
-            **_rope_parameters(1000000.0),
-        ),
-    ),
-    "Qwen3-8B": (
-        "qwen3",
-        dict(
-            vocab_size=151936,
-            hidden_size=4096,
-            intermediate_size=12288,
-            num_hidden_layers=36,
-            num_attention_heads=32,
-            num_key_value_heads=8,
-            head_dim=128,
-            max_position_embeddings=40960,
-            rms_norm_eps=1e-6,
-            tie_word_embeddings=False,
-            use_sliding_window=False,
-            **_rope_parameters(1000000.0),
-        ),
-    ),
-    "Qwen3-30B-A3B": (
-        "qwen3_moe",
-        dict(
-            vocab_size=151936,
-            hidden_size=2048,
-            intermediate_size=6144,
-            moe_intermediate_size=768,
-            num_hidden_layers=48,
-            num_attention_heads=32,
-            num_key_value_heads=4,
-            head_dim=128,
-            num_experts=128,
-            num_experts_per_tok=8,
-            norm_topk_prob=True,
-            decoder_sparse_step=1,
-            mlp_only_layers=[],
-            max_position_embeddings=40960,
-            rms_norm_eps=1e-6,
-            tie_word_embeddings=False,
-            use_sliding_window=False,
-            **_rope_parameters(1000000.0),
-        ),
-    ),
-    "Gemma-2-2B": (
-        "gemma2",
-        dict(
-            vocab_size=256000,
-            hidden_size=2304,
-            intermediate_size=9216,
-            num_hidden_layers=26,
-            num_attention_heads=8,
-            num_key_value_heads=4,
-            head_dim=256,
-            hidden_activation="gelu_pytorch_tanh",
-            max_position_embeddings=8192,
-            rms_norm_eps=1e-6,
-            query_pre_attn_scalar=256,
-            sliding_window=4096,
-            attn_logit_softcapping=50.0,
-            final_logit_softcapping=30.0,
-            tie_word_embeddings=True,
-            **_rope_parameters(10000.0),
-        ),
-    ),
-    "Phi-3-mini-4k": (
-        "phi3",
-        dict(
-            vocab_size=32064,
-            hidden_size=3072,
-            intermediate_size=8192,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=32,
-            max_position_embeddings=4096,
-            original_max_position_embeddings=4096,
-            rms_norm_eps=1e-5,
-            sliding_window=2047,
-            tie_word_embeddings=False,
-            **_rope_parameters(10000.0),
-        ),
-    ),
-    "OLMo-7B": (
-        "olmo",
-        dict(
-            vocab_size=50304,
-            hidden_size=4096,
-            intermediate_size=11008,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=32,
-            max_position_embeddings=2048,
-            clip_qkv=None,
-            tie_word_embeddings=False,
-            **_rope_parameters(10000.0),
-        ),
-    ),
-    "OLMo-2-7B": (
-        "olmo2",
-        dict(
-            vocab_size=100352,
-            hidden_size=4096,
-            intermediate_size=11008,
-            num_hidden_layers=32,
-            num_attention_heads=32,
-            num_key_value_heads=32,
-            max_position_embeddings=4096,
-            rms_norm_eps=1e-6,
-            tie_word_embeddings=False,
-            **_rope_parameters(500000.0),
-        ),
-    ),
-    "DeepSeek-V3": (
-        "deepseek_v3",
-        dict(
-            vocab_size=129280,
-            hidden_size=7168,
-            intermediate_size=18432,
-            moe_intermediate_size=2048,
-            num_hidden_layers=61,
-            num_attention_heads=128,
-            num_key_value_heads=128,
-            n_shared_experts=1,
-            n_routed_experts=256,
-            num_experts_per_tok=8,
-            routed_scaling_factor=2.5,
-            n_group=8,
-            topk_group=4,
-            first_k_dense_replace=3,
-            norm_topk_prob=True,
-            q_lora_rank=1536,
-            kv_lora_rank=512,
-            qk_nope_head_dim=128,
-            qk_rope_head_dim=64,
-            v_head_dim=128,
-            max_position_embeddings=163840,
-            rms_norm_eps=1e-6,
-            tie_word_embeddings=False,
-            rope_interleave=True,
-            **_rope_parameters(
-                10000.0,
-                rope_type="yarn",
-                factor=40.0,
-                beta_fast=32.0,
-                beta_slow=1.0,
-                mscale=1.0,
-                mscale_all_dim=1.0,
-                original_max_position_embeddings=4096,
-            ),
-        ),
-    ),
+    name: (entry.name, fields)
+    for entry in FAMILIES.values()
+    for name, fields in entry.published.items()
 }
 
 
@@ -409,10 +63,10 @@ def load(name: str):
     return AutoConfig.for_model(model_type, **fields)
 
 
-_TINY_TOKENS = dict(bos_token_id=0, eos_token_id=1, pad_token_id=None)  # inside the toy vocabulary
+_TOY_TOKENS = dict(bos_token_id=0, eos_token_id=1, pad_token_id=None)  # inside the toy vocabulary
 
 
-def tiny(name: str, **overrides):
+def toy(name: str, **overrides):
     """The family of `name` at toy sizes (for tests and quick forward passes), as a config:
     the published fields with the family's toy sizes (`lmcourse.families`) on top."""
     if name not in _PUBLISHED:
@@ -420,13 +74,13 @@ def tiny(name: str, **overrides):
     from transformers import AutoConfig
 
     model_type, fields = _PUBLISHED[name]
-    fields = {**fields, **_TINY_TOKENS, **family(model_type).toy, **overrides}
+    fields = {**fields, **_TOY_TOKENS, **family(model_type).toy, **overrides}
     return AutoConfig.for_model(model_type, **fields)
 
 
 def declared_context(config) -> int | None:
     """The longest context a transformers config declares (max_position_embeddings or, for
-    GPT-2, n_positions); None for seed-style dicts and specs without a learned table."""
+    GPT-2, n_positions); None for config dicts and specs without a learned table."""
     for name in ("max_position_embeddings", "n_positions"):
         value = getattr(config, name, None)
         if value:

@@ -1,6 +1,6 @@
 """The counter: parameters, key-value cache bytes and FLOPs of a decoder-only model.
 
-Every function takes a seed-style dict, a transformers config or a `ModelSpec` and works
+Every function takes a config dict, a transformers config or a `ModelSpec` and works
 from the spec alone (no model is built), yet counts exactly what transformers builds:
 
     describe(config)              block, total, cache bytes per token, feed-forward share, active
@@ -23,8 +23,8 @@ import math
 from .families import as_spec
 from .spec import ModelSpec, check_int
 
-# The keys `describe` returns first: the four figures of the T1 lesson's seed.
-DESCRIBE_SEED_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")
+# The keys `describe` returns first: the four figures the T1 lesson prints for its two models.
+DESCRIBE_FIRST_KEYS = ("block", "total", "cache_bytes_per_token", "ffn_share")
 BLOCK_PARTS = ("attention", "ffn", "experts", "shared_experts", "router", "norms")
 PARTS = ("embeddings", "positions", *BLOCK_PARTS, "output_head")
 
@@ -129,10 +129,10 @@ def parameter_shares(config) -> dict[str, float]:
 def describe(config, kv_bytes=2) -> dict:
     """The T1 lesson's summary of a configuration.
 
-    Keys, the seed's first: `block` (parameters of the first decoder block), `total` (every
-    unique parameter), `cache_bytes_per_token` (key-value cache added per token, before any
-    sliding window fills), `ffn_share` (feed-forward share of the first block, 3 decimals),
-    then `active` (parameters one token uses: the total less the routed experts it skips).
+    Keys, the four the T1 lesson prints first: `block` (parameters of the first decoder block),
+    `total` (every unique parameter), `cache_bytes_per_token` (key-value cache added per token,
+    before any sliding window fills), `ffn_share` (feed-forward share of the first block, 3
+    decimals), then `active` (parameters one token uses: the total less the routed experts it skips).
 
     `active` follows one convention of several: it keeps both embedding tables (the input table
     is only looked up, not multiplied), the router and any shared experts. Model cards and papers

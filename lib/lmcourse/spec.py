@@ -1,7 +1,7 @@
 """`ModelSpec`: one frozen description of a decoder-only architecture.
 
 Everything the course computes (parameter counts, cache bytes, FLOPs) and builds
-(`DecoderLM`) starts from a `ModelSpec`. It is built from a seed-style dict
+(`DecoderLM`) starts from a `ModelSpec`. It is built from a config dict
 (`ModelSpec.from_dict`) or from a transformers config (`lmcourse.as_spec`, through the family
 registry in `lmcourse.families`), and validated on construction: a bad value raises
 `ValueError` naming the field and saying what would be valid. This module imports no other
@@ -28,7 +28,7 @@ __all__ = [
     "LAYER_KINDS",
     "NORM_KINDS",
     "ROPE_LAYOUTS",
-    "SEED_DICT_KEYS",
+    "DICT_KEYS",
     "ModelSpec",
     "check_int",
     "divisors",
@@ -51,7 +51,7 @@ class ModelSpec:
     # ---- normalisation (required part)
     norm: str  # 'layer' (LayerNorm) | 'rms' (RMSNorm)
     # ---- identity
-    family: str = "custom"  # transformers' model_type; 'custom' for seed-style dicts
+    family: str = "custom"  # transformers' model_type; 'custom' for config dicts
     # ---- feed-forward
     act: str = ""  # activation as transformers spells it ('gelu_new', 'silu', 'relu', ...)
     # ---- biases
@@ -261,7 +261,7 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, c: dict) -> ModelSpec:
-        """Build a spec from a seed-style dict (the T1 lesson's `describe` input).
+        """Build a spec from a config dict (the T1 lesson's `describe` input).
 
         'gelu' is the GPT-2 feed-forward: width 4d unless `hidden` is given, with biases;
         'swiglu' and 'geglu' take `hidden` and have no biases. `bias=True` puts biases on
@@ -269,15 +269,15 @@ class ModelSpec:
         """
         if not isinstance(c, dict):
             raise ValueError(f"config must be a dict, got {type(c).__name__}")
-        unknown = sorted(set(c) - set(SEED_DICT_KEYS))
+        unknown = sorted(set(c) - set(DICT_KEYS))
         if unknown:
-            raise ValueError(f"unknown key(s) {unknown}; valid keys: {list(SEED_DICT_KEYS)}")
+            raise ValueError(f"unknown key(s) {unknown}; valid keys: {list(DICT_KEYS)}")
         required = ["d", "layers", "vocab", "heads", "ffn", "bias", "norm", "tied"]
         if c.get("ffn") != "gelu":
             required.append("hidden")
         for key in required:
             if key not in c:
-                raise ValueError(f"missing key {key!r}; a seed-style dict needs {required}")
+                raise ValueError(f"missing key {key!r}; a config dict needs {required}")
         d, heads = c["d"], c["heads"]
         check_int("d", d, low=1)
         check_int("heads", heads, low=1)
@@ -347,8 +347,8 @@ _NON_NEGATIVE = (
     "norm_offset",
 )
 
-# Keys of a seed-style dict (`ModelSpec.from_dict`), the T1 lesson's input.
-SEED_DICT_KEYS = (
+# Keys of a config dict (`ModelSpec.from_dict`), the T1 lesson's input.
+DICT_KEYS = (
     "d",
     "layers",
     "vocab",

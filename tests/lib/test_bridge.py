@@ -27,7 +27,7 @@ def toy_model(family: str, **overrides):
     """transformers' model of `family` at its registry toy size, every entry random (norm
     scales and biases included, so that no two tensors hold the same numbers). Read only."""
     torch.manual_seed(0)
-    config = configs.tiny(PUBLISHED[family], **overrides)
+    config = configs.toy(PUBLISHED[family], **overrides)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
     with torch.no_grad():
         for tensor in model.state_dict().values():
@@ -71,7 +71,7 @@ def test_an_unsupported_model_type_is_refused_listing_the_supported_ones():
 
 
 def test_a_model_without_its_output_head_or_not_a_model_is_refused():
-    config = configs.tiny("Llama-3.2-1B")
+    config = configs.toy("Llama-3.2-1B")
     with pytest.raises(ValueError, match=r"causal LM with its output head .* got a LlamaModel"):
         from_transformers(transformers.AutoModel.from_config(config))
     with pytest.raises(ValueError, match=r"must be a transformers causal LM .* got a LlamaConfig"):

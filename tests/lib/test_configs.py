@@ -67,9 +67,9 @@ def test_load_builds_a_fresh_transformers_config_of_the_family(name):
 def test_declared_context_is_the_longest_context_a_config_declares():
     assert configs.declared_context(configs.load("gpt2")) == 1024  # n_positions
     assert configs.declared_context(configs.load("Llama-3.1-8B")) == 131072
-    assert configs.declared_context(configs.SEED_GPT2) == 1024  # its learned position table
-    assert configs.declared_context(configs.SEED_7B) is None  # rotary, nothing declared
-    assert configs.declared_context(as_spec(configs.SEED_GPT2)) == 1024
+    assert configs.declared_context(configs.T1_GPT2) == 1024  # its learned position table
+    assert configs.declared_context(configs.T1_7B) is None  # rotary, nothing declared
+    assert configs.declared_context(as_spec(configs.T1_GPT2)) == 1024
 
 
 def test_seed_dicts_are_the_t1_lesson_configurations():
@@ -95,29 +95,29 @@ def test_seed_dicts_are_the_t1_lesson_configurations():
         norm="rms",
         tied=False,
     )
-    assert (gpt2, big) == (configs.SEED_GPT2, configs.SEED_7B)
+    assert (gpt2, big) == (configs.T1_GPT2, configs.T1_7B)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILY))
-def test_tiny_keeps_every_feature_of_the_family(name):
-    real, toy = as_spec(configs.load(name)), as_spec(configs.tiny(name))
+def test_toy_keeps_every_feature_of_the_family(name):
+    real, toy = as_spec(configs.load(name)), as_spec(configs.toy(name))
     differ = {
         f: (getattr(real, f), getattr(toy, f))
         for f in FEATURES
         if getattr(real, f) != getattr(toy, f)
     }
-    assert not differ, f"{name}: published vs tiny {differ}"
+    assert not differ, f"{name}: published vs toy {differ}"
     for kind in ("experts", "kv_lora_rank", "sliding_window", "positions", "dense_layers"):
         assert bool(getattr(real, kind)) == bool(getattr(toy, kind)), f"{name}: {kind}"
     assert dict(real.rope_scaling).get("rope_type") == dict(toy.rope_scaling).get("rope_type")
     assert toy.d <= 64 and toy.vocab <= 128 and toy.layers <= 3
 
 
-def test_tiny_accepts_overrides():
-    assert configs.tiny("Llama-2-7B", num_hidden_layers=4).num_hidden_layers == 4
+def test_toy_accepts_overrides():
+    assert configs.toy("Llama-2-7B", num_hidden_layers=4).num_hidden_layers == 4
 
 
-@pytest.mark.parametrize("make", [configs.load, configs.tiny])
+@pytest.mark.parametrize("make", [configs.load, configs.toy])
 def test_unknown_name_raises_value_error_listing_available(make):
     with pytest.raises(ValueError, match=r"unknown configuration 'llama-7b'; available: \["):
         make("llama-7b")

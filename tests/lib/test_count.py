@@ -9,7 +9,7 @@ from conftest import decoder_blocks as blocks
 from conftest import meta_model
 from lmcourse import as_spec, configs
 from lmcourse.count import (
-    DESCRIBE_SEED_KEYS,
+    DESCRIBE_FIRST_KEYS,
     PARTS,
     SHARE_GROUPS,
     block_parts,
@@ -43,13 +43,13 @@ MOE = ["Mixtral-8x7B", "Qwen3-30B-A3B", "DeepSeek-V3"]
 
 
 @functools.cache
-def tiny_model(name):
+def toy_model(name):
     """A randomly initialised toy model of the family; eager kernels so every matmul is seen."""
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = AutoModelForCausalLM.from_config(
-            configs.tiny(name), attn_implementation="eager", experts_implementation="eager"
+            configs.toy(name), attn_implementation="eager", experts_implementation="eager"
         )
     return model.eval()
 
@@ -62,7 +62,7 @@ def count(params) -> int:
 
 
 def test_seed_worked_example_prints_the_seed_figures():
-    gpt2, big = describe(configs.SEED_GPT2), describe(configs.SEED_7B)
+    gpt2, big = describe(configs.T1_GPT2), describe(configs.T1_7B)
     assert repr(gpt2).startswith(
         "{'block': 7087872, 'total': 124439808, 'cache_bytes_per_token': 36864, 'ffn_share': 0.666"
     )
@@ -70,11 +70,11 @@ def test_seed_worked_example_prints_the_seed_figures():
         "{'block': 202383360, 'total': 6738415616, 'cache_bytes_per_token': 524288, "
         "'ffn_share': 0.668"
     )
-    assert tuple(gpt2)[:4] == DESCRIBE_SEED_KEYS
+    assert tuple(gpt2)[:4] == DESCRIBE_FIRST_KEYS
 
 
 def test_seed_grouped_query_attention_saves_cache_and_parameters():
-    big, gqa = describe(configs.SEED_7B), describe(dict(configs.SEED_7B, kv_heads=8))
+    big, gqa = describe(configs.T1_7B), describe(dict(configs.T1_7B, kv_heads=8))
     assert gqa["cache_bytes_per_token"] == 131072
     assert big["total"] - gqa["total"] == 805306368
 
@@ -182,7 +182,7 @@ def cache_numbers(cache) -> int:
 @pytest.mark.parametrize("name", configs.available())
 def test_cache_bytes_equal_dynamic_cache_before_and_past_the_window(name):
     """Prefill 10 tokens (past the toy window of 4), then decode 3 more, batch of 2."""
-    config, model = configs.tiny(name), tiny_model(name)
+    config, model = configs.toy(name), toy_model(name)
     ids = torch.randint(0, config.vocab_size, (2, 13), generator=torch.Generator().manual_seed(0))
     cache = DynamicCache(config=config)
     steps = [ids[:, :1], ids[:, 1:10], ids[:, 10:11], ids[:, 11:12], ids[:, 12:13]]
@@ -203,7 +203,7 @@ def test_cache_bytes_equal_dynamic_cache_before_and_past_the_window(name):
 
 @pytest.mark.parametrize("name", ["Gemma-2-2B", "Mistral-7B-v0.1"])
 def test_sliding_layers_keep_window_minus_one_tokens(name):
-    config, model = configs.tiny(name), tiny_model(name)
+    config, model = configs.toy(name), toy_model(name)
     cache = DynamicCache(config=config)
     with torch.no_grad():
         model(torch.zeros(1, 3 * config.sliding_window, dtype=torch.long), cache=cache)
@@ -215,7 +215,7 @@ def test_sliding_layers_keep_window_minus_one_tokens(name):
 
 
 def test_mla_cache_holds_the_latent_and_the_rotary_key():
-    config, model = configs.tiny("DeepSeek-V3"), tiny_model("DeepSeek-V3")
+    config, model = configs.toy("DeepSeek-V3"), toy_model("DeepSeek-V3")
     cache = DynamicCache(config=config)
     with torch.no_grad():
         model(torch.zeros(1, 5, dtype=torch.long), cache=cache)
@@ -239,7 +239,7 @@ def test_cache_grows_with_batch_and_bytes_per_number():
 
 @pytest.mark.parametrize("name", configs.available())
 def test_flops_per_token_equal_torch_flop_counter_on_one_decode_step(name):
-    config, model, context = configs.tiny(name), tiny_model(name), 7  # past the toy window
+    config, model, context = configs.toy(name), toy_model(name), 7  # past the toy window
     ids = torch.randint(
         0, config.vocab_size, (1, context), generator=torch.Generator().manual_seed(0)
     )
@@ -280,7 +280,7 @@ def test_table_aligns_numbers_right_and_text_left():
     assert len({len(line) for line in lines[:3]}) == 1, "columns line up"
 
 
-LLAMA = configs.SEED_7B
+LLAMA = configs.T1_7B
 BAD_INPUTS = {
     "negative_tokens": (lambda: cache_bytes(LLAMA, -1), r"tokens must be an integer >= 0, got -1"),
     "fractional_tokens": (lambda: cache_bytes(LLAMA, 2.5), r"tokens must be an integer >= 0"),

@@ -7,11 +7,11 @@ from lmcourse import as_spec, configs
 from lmcourse.blocks import DecoderLM
 from lmcourse.bridge import converted_state
 from lmcourse.families import FAMILIES, family
-from test_fastdecode import FAMILIES as FAST_CASES
-from test_parity import HELD_OUT, MAIN, OTHER_FAMILIES, YARN
+from lmcourse.spec import ModelSpec
+from test_fastdecode import CASES as FAST_CASES
+from test_parity import CASES as PARITY_CASES
 
-PUBLISHED = {configs.load(name).model_type for name in configs.available()}
-PARITY = {c.model_type for cases in (MAIN, HELD_OUT, OTHER_FAMILIES, YARN) for c in cases.values()}
+PARITY = {case.values[0].model_type for case in PARITY_CASES}  # logits against transformers'
 FAST = {case.values[0].model_type for case in FAST_CASES}  # FastDecoder against DecoderLM
 
 
@@ -19,30 +19,46 @@ FAST = {case.values[0].model_type for case in FAST_CASES}  # FastDecoder against
 def test_every_family_has_every_part(name):
     entry = FAMILIES[name]
     parts = {
-        "a config reader with a one-line docstring saying what differs": callable(entry.read)
-        and entry.summary
+        "a reader whose one-line docstring says what differs from its parent": entry.summary
         and "\n" not in entry.summary,
-        "weight rules": callable(entry.weights),
+        "weight rules of its own or its parent's": entry.weights or entry.parent,
         "a toy size (toy)": bool(entry.toy),
-        "a published config in lmcourse/configs.py (_PUBLISHED)": name in PUBLISHED,
-        "a parity case in tests/lib/test_parity.py": name in PARITY,
-        "a fast-path parity case (tests/lib/test_fastdecode.py FAMILIES: MAIN, HELD_OUT or "
-        "OTHER_FAMILIES of tests/lib/test_parity.py)": name in FAST,
-        "a parent that is itself in the registry": entry.parent in (None, *FAMILIES),
+        "a published config (published)": bool(entry.published),
+        "a parity case (parity), checked by tests/lib/test_parity.py": name in PARITY,
+        "a fast-path parity case, checked by tests/lib/test_fastdecode.py": name in FAST,
+        "a parent in the registry": entry.parent is None
+        or FAMILIES.get(entry.parent.name) is entry.parent,
     }
     missing = [part for part, present in parts.items() if not present]
     assert not missing, f"family {name!r} lacks {'; '.join(missing)} (docs/ADDING_A_FAMILY.md)"
 
 
-def test_every_published_config_and_parity_case_belongs_to_a_registered_family():
-    strays = (PUBLISHED | PARITY) - set(FAMILIES)
-    assert not strays, f"configs or parity cases of unregistered families: {sorted(strays)}"
+@pytest.mark.parametrize("name", [n for n, entry in FAMILIES.items() if entry.parent])
+def test_a_family_differs_from_its_parent(name):
+    """A family written as a diff changes what is read from its published configs (a spec
+    field), or the names its tensors have (weight rules of its own), or both."""
+    entry = FAMILIES[name]
+    spec = {published: as_spec(configs.load(published)) for published in entry.published}
+    as_parent = {
+        published: ModelSpec(family=name, **entry.parent.read(configs.load(published)))
+        for published in entry.published
+    }
+    assert spec != as_parent or entry.weights is not None, f"{name} is its parent under a new name"
+
+
+def test_published_names_are_unique_and_load_as_their_family():
+    names = [name for entry in FAMILIES.values() for name in entry.published]
+    assert len(names) == len(set(names)), "a published name is listed by two families"
+    assert sorted(names, key=str.lower) == configs.available()
+    for entry in FAMILIES.values():
+        for name in entry.published:
+            assert configs.load(name).model_type == entry.name
 
 
 @pytest.mark.parametrize("name", configs.available())
 def test_weight_rules_fill_every_tensor_of_the_toy_model(name):
     """Names and shapes only, on the meta device: each toy's tensors map one to one."""
-    config = configs.tiny(name)
+    config = configs.toy(name)
     spec = as_spec(config)
     with torch.device("meta"):
         theirs = transformers.AutoModelForCausalLM.from_config(config).state_dict()

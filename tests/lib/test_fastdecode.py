@@ -9,10 +9,9 @@ import torch
 from lmcourse import from_transformers
 from lmcourse.ablations import tile_kv_heads, without_gate
 from lmcourse.fastdecode import FastDecoder
-from test_parity import CASES, OTHER_FAMILIES, VOCAB, random_hf_model, smollm2
+from test_parity import CASES, PARITY, VOCAB, parity_config, random_hf_model
 
 TOL = 1e-4
-FAMILIES = CASES + [pytest.param(cfg, id=name) for name, cfg in OTHER_FAMILIES.items()]
 
 
 def reference_and_fast(config, parts=1):
@@ -40,16 +39,14 @@ def assert_same_decoding(model, fast, steps: int = 9, batch: int = 2):
 # parts=1: the matrices stored [in, out] (one thread, a GPU); parts=3: cut into three blocks of
 # columns, the last padded wherever a width is not a multiple of three
 @pytest.mark.parametrize("parts", [1, 3], ids=["columns", "blocks"])
-@pytest.mark.parametrize("config", FAMILIES)
+@pytest.mark.parametrize("config", CASES)
 def test_fast_decoding_gives_the_reference_tokens_and_logits(config, parts):
     assert_same_decoding(*reference_and_fast(config, parts))
 
 
 @pytest.mark.parametrize("ablate", [tile_kv_heads, without_gate], ids=["tile", "no-gate"])
 def test_fast_decoding_follows_the_ablated_model(ablate):
-    from test_parity import MAIN
-
-    model = ablate(from_transformers(random_hf_model(MAIN["llama"])).eval())
+    model = ablate(from_transformers(random_hf_model(PARITY["llama-main"])).eval())
     assert_same_decoding(model, FastDecoder(model))
 
 
@@ -58,9 +55,7 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     """torch.compile of the step (opt-in, about a minute to compile): the same tokens and
     logits for one sequence (each product a loop of its own) and for two (`F.linear`), with no
     new compilation as the cached length grows, and for a second decoder of another shape."""
-    from test_parity import MAIN
-
-    model = from_transformers(random_hf_model(MAIN["smollm2"])).eval()
+    model = from_transformers(random_hf_model(PARITY["llama-smollm2"])).eval()
     fast = FastDecoder(model, compiled=True)
     assert_same_decoding(model, fast, batch=1)
     frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
@@ -74,7 +69,9 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     # A second decoder, of a model that differs only in its feed-forward width, compiles its
     # own code, so that the graphs compiled for the first one, which do not check the first
     # one's matrices, are never looked up for it; and it decodes its own model's tokens.
-    narrower = from_transformers(random_hf_model(smollm2(36, 2, 9, 3, 48), seed=1)).eval()
+    narrower = from_transformers(
+        random_hf_model(parity_config("llama", "smollm2", intermediate_size=48), seed=1)
+    ).eval()
     second = FastDecoder(narrower, compiled=True)
     assert second._step_code is not fast._step_code
     assert all(
@@ -113,9 +110,7 @@ def test_fused_weights_give_each_linear_its_own_output(layout, batch, bias):
 
 
 def test_the_fast_path_cuts_its_matrices_for_the_threads_and_falls_back_for_other_blocks():
-    from test_parity import MAIN
-
-    dense = from_transformers(random_hf_model(MAIN["smollm2"])).eval()
+    dense = from_transformers(random_hf_model(PARITY["llama-smollm2"])).eval()
     block, d = dense.blocks[0], dense.spec.d
     fused = block.attn.q_proj.out_features + 2 * block.attn.k_proj.out_features
     threads = torch.get_num_threads()
@@ -130,16 +125,14 @@ def test_the_fast_path_cuts_its_matrices_for_the_threads_and_falls_back_for_othe
     assert one.attention[0].qkv.weight.shape == (d, fused)
     assert one.head.weight.shape == (d, dense.spec.vocab)
     assert FastDecoder(dense, compiled=True).head.weight.shape == (dense.spec.vocab, d)
-    latent = from_transformers(random_hf_model(MAIN["deepseek_v3"])).eval()
+    latent = from_transformers(random_hf_model(PARITY["deepseek_v3-main"])).eval()
     fast = FastDecoder(latent)
     assert fast.attention[0] is latent.blocks[0].attn  # latent attention: the block itself
     assert fast.ffn[-1] is latent.blocks[-1].ffn  # mixture of experts: the block itself
 
 
 def test_bad_inputs_are_named():
-    from test_parity import MAIN
-
-    model, fast = reference_and_fast(MAIN["llama"])
+    model, fast = reference_and_fast(PARITY["llama-main"])
     with pytest.raises(ValueError, match="DecoderLM"):
         FastDecoder(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match=r"parts must be an integer >= 1"):

@@ -1,8 +1,8 @@
 """DecoderLM against transformers: same weights, same logits, same greedy tokens.
 
-Every family is checked on two sets of tiny random configurations with different sizes
-(`MAIN` and `HELD_OUT`), so the implementation is not tuned to one shape. Every parameter is
-random, norm scales included, so a norm or scale applied in the wrong place shows.
+Every family is checked on the random configurations its registry entry lists (`parity`: most at
+two sizes, so the implementation is not tuned to one shape). Every parameter is random, norm
+scales included, so a norm or scale applied in the wrong place shows.
 """
 
 from __future__ import annotations
@@ -14,194 +14,24 @@ import pytest
 import torch
 import transformers
 from lmcourse import as_spec, from_transformers
+from lmcourse.families import FAMILIES
+from lmcourse.families.base import PARITY_VOCAB as VOCAB
 
 TOL = 1e-4  # max abs logit difference allowed, float32
-VOCAB = 96
 
 
-def llama3_rope(theta, original):
-    return {
-        "rope_type": "llama3",
-        "rope_theta": theta,
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": original,
-    }
+def parity_config(name: str, case: str, **changes):
+    """The registry's parity case `case` of family `name` as a transformers config, with
+    `changes` on top."""
+    return transformers.AutoConfig.for_model(name, **(FAMILIES[name].parity[case] | changes))
 
 
-def gpt2(d, layers, heads):
-    return transformers.GPT2Config(
-        n_embd=d,
-        n_layer=layers,
-        n_head=heads,
-        vocab_size=VOCAB,
-        n_positions=64,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
-
-
-def opt(d, layers, heads, hidden):
-    return transformers.OPTConfig(
-        hidden_size=d,
-        word_embed_proj_dim=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        ffn_dim=hidden,
-        vocab_size=VOCAB,
-        max_position_embeddings=64,
-        pad_token_id=None,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
-
-
-def llama(d, layers, heads, kv_heads, hidden, original):
-    return transformers.LlamaConfig(
-        hidden_size=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        intermediate_size=hidden,
-        vocab_size=VOCAB,
-        rope_parameters=llama3_rope(500000.0, original),
-        tie_word_embeddings=False,
-    )
-
-
-def smollm2(d, layers, heads, kv_heads, hidden):  # SmolLM2's shape: tied, 3:1 grouping, base 1e5
-    return transformers.LlamaConfig(
-        hidden_size=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        intermediate_size=hidden,
-        vocab_size=VOCAB,
-        rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
-        tie_word_embeddings=True,
-    )
-
-
-def qwen3(d, layers, heads, kv_heads, head_dim, hidden):
-    return transformers.Qwen3Config(
-        hidden_size=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate_size=hidden,
-        vocab_size=VOCAB,
-        tie_word_embeddings=False,
-    )
-
-
-def mixtral(d, layers, heads, kv_heads, hidden, experts, k, window):
-    return transformers.MixtralConfig(
-        hidden_size=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        intermediate_size=hidden,
-        vocab_size=VOCAB,
-        num_local_experts=experts,
-        num_experts_per_tok=k,
-        sliding_window=window,
-    )
-
-
-def gemma2(d, layers, heads, kv_heads, head_dim, hidden, window):
-    return transformers.Gemma2Config(
-        hidden_size=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate_size=hidden,
-        vocab_size=VOCAB,
-        sliding_window=window,
-        query_pre_attn_scalar=head_dim * 2,
-        attn_logit_softcapping=5.0,
-        final_logit_softcapping=3.0,
-    )  # small caps so they bite
-
-
-def deepseek_v3(d, layers, heads, q_lora, experts, n_group, topk_group, interleave, **extra):
-    return transformers.DeepseekV3Config(
-        **extra,
-        hidden_size=d,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        intermediate_size=2 * d,
-        moe_intermediate_size=d // 2,
-        vocab_size=VOCAB,
-        n_routed_experts=experts,
-        num_experts_per_tok=2,
-        n_group=n_group,
-        topk_group=topk_group,
-        first_k_dense_replace=1,
-        n_shared_experts=1,
-        q_lora_rank=q_lora,
-        kv_lora_rank=12,
-        qk_rope_head_dim=4,
-        qk_nope_head_dim=8,
-        v_head_dim=6,
-        rope_interleave=interleave,
-        routed_scaling_factor=2.5,
-    )
-
-
-MAIN = {
-    "gpt2": gpt2(32, 2, 4),
-    "opt": opt(32, 2, 4, 48),
-    "llama": llama(48, 2, 6, 2, 64, original=16),
-    "smollm2": smollm2(36, 2, 9, 3, 96),
-    "qwen3": qwen3(32, 2, 4, 2, 16, 48),
-    "mixtral": mixtral(32, 2, 4, 2, 24, experts=4, k=2, window=None),
-    "gemma2": gemma2(32, 2, 4, 2, 8, 48, window=4),
-    "deepseek_v3": deepseek_v3(
-        32, 2, 4, q_lora=16, experts=8, n_group=2, topk_group=1, interleave=True
-    ),
+PARITY = {  # "<family>-<case>" -> config
+    f"{name}-{case}": parity_config(name, case)
+    for name, entry in FAMILIES.items()
+    for case in entry.parity
 }
-HELD_OUT = {
-    "gpt2": gpt2(24, 3, 2),
-    "opt": opt(24, 3, 2, 80),
-    "llama": llama(64, 3, 8, 1, 80, original=32),  # multi-query
-    "smollm2": smollm2(60, 3, 6, 2, 72),
-    "qwen3": qwen3(40, 3, 8, 4, 8, 72),
-    "mixtral": mixtral(24, 3, 6, 3, 40, experts=6, k=3, window=5),
-    "gemma2": gemma2(24, 4, 2, 1, 16, 40, window=3),
-    "deepseek_v3": deepseek_v3(
-        24, 3, 3, q_lora=None, experts=12, n_group=3, topk_group=2, interleave=False
-    ),
-}
-CASES = [pytest.param(cfg, id=f"{name}-main") for name, cfg in MAIN.items()] + [
-    pytest.param(cfg, id=f"{name}-held-out") for name, cfg in HELD_OUT.items()
-]
-
-_SMALL = dict(
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=48,
-    vocab_size=VOCAB,
-)
-OTHER_FAMILIES = {  # the other families the bridge reads, logits only
-    "mistral": transformers.MistralConfig(**_SMALL, sliding_window=5),
-    "qwen2": transformers.Qwen2Config(**_SMALL),
-    "olmo": transformers.OlmoConfig(**_SMALL, clip_qkv=0.5),
-    "olmo2": transformers.Olmo2Config(**_SMALL),
-    "phi3": transformers.Phi3Config(**_SMALL, partial_rotary_factor=0.5, pad_token_id=0),
-    "qwen3_moe": transformers.Qwen3MoeConfig(
-        **_SMALL,
-        num_experts=4,
-        num_experts_per_tok=2,
-        moe_intermediate_size=16,
-        mlp_only_layers=[0],
-    ),
-}
+CASES = [pytest.param(config, id=key) for key, config in PARITY.items()]
 
 
 def random_hf_model(config, seed: int = 0):
@@ -225,9 +55,7 @@ def random_hf_model(config, seed: int = 0):
     return model
 
 
-@pytest.mark.parametrize(
-    "config", CASES + [pytest.param(cfg, id=name) for name, cfg in OTHER_FAMILIES.items()]
-)
+@pytest.mark.parametrize("config", CASES)
 def test_logits_match_transformers(config):
     hf = random_hf_model(config)
     ours = from_transformers(hf)
@@ -255,7 +83,7 @@ def test_greedy_generation_matches_transformers(config):
 
 @pytest.mark.parametrize("name", ["gpt2", "opt", "llama", "gemma2", "deepseek_v3"])
 def test_position_ids_match_transformers(name):
-    hf = random_hf_model(MAIN[name])
+    hf = random_hf_model(PARITY[f"{name}-main"])
     ours = from_transformers(hf)
     ids = torch.randint(0, VOCAB, (2, 7), generator=torch.Generator().manual_seed(3))
     positions = torch.tensor([[3, 5, 8, 9, 20, 21, 30], [0, 1, 2, 10, 11, 12, 40]])
@@ -272,15 +100,9 @@ def test_position_ids_match_transformers(name):
 
 
 YARN = {  # long-context rotary scaling, read at positions far beyond the original context (16)
-    "deepseek_v3-yarn": deepseek_v3(  # DeepSeek-V3's own rule: mscale² in the score scale
-        32,
-        2,
-        4,
-        q_lora=16,
-        experts=8,
-        n_group=2,
-        topk_group=1,
-        interleave=True,
+    "deepseek_v3-yarn": parity_config(  # DeepSeek-V3's own rule: mscale² in the score scale
+        "deepseek_v3",
+        "main",
         max_position_embeddings=640,
         rope_parameters={
             "rope_type": "yarn",
@@ -293,8 +115,9 @@ YARN = {  # long-context rotary scaling, read at positions far beyond the origin
             "original_max_position_embeddings": 16,
         },
     ),
-    "qwen2-yarn": transformers.Qwen2Config(  # factor alone: cos and sin scaled by 1 + 0.1 ln 4
-        **_SMALL,
+    "qwen2-yarn": parity_config(  # factor alone: cos and sin scaled by 1 + 0.1 ln 4
+        "qwen2",
+        "main",
         max_position_embeddings=64,
         rope_parameters={
             "rope_type": "yarn",
@@ -335,11 +158,11 @@ def bfloat16_hf_model(config, seed: int = 0):
     return model
 
 
-BF16_EXACT = {  # every family the bridge reads in bfloat16 with the same roundings as transformers
-    **{name: MAIN[name] for name in ("llama", "smollm2", "qwen3", "mixtral", "gemma2")},
-    **{f"{name}-held-out": HELD_OUT[name] for name in ("mixtral", "gemma2")},  # k = 3 experts
-    **{name: OTHER_FAMILIES[name] for name in ("mistral", "qwen2", "phi3", "qwen3_moe")},
-}
+BF16_EXACT = [  # every family the bridge reads in bfloat16 with the same roundings as transformers
+    *(f"{name}-main" for name in ("llama", "qwen3", "mixtral", "gemma2", "mistral", "qwen2")),
+    *("llama-smollm2", "phi3-main", "qwen3_moe-main"),
+    *("mixtral-held-out", "gemma2-held-out"),  # k = 3 experts
+]
 
 
 @pytest.mark.parametrize("name", BF16_EXACT)
@@ -351,7 +174,7 @@ def test_bfloat16_logits_equal_transformers_bit_for_bit(name):
     expert outputs summed before one cast. (GPT-2, OPT, OLMo, OLMo 2 and DeepSeek-V3 round in
     another order in places, for example LayerNorm statistics, and differ by a few bfloat16
     steps.)"""
-    hf = bfloat16_hf_model(BF16_EXACT[name])
+    hf = bfloat16_hf_model(PARITY[name])
     ours = from_transformers(hf)
     ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -406,7 +229,7 @@ def test_bfloat16_gemma2_scales_embeddings_by_the_rounded_sqrt_d():
     """Gemma 2 multiplies its embeddings by sqrt(d) rounded to the model's dtype
     (Gemma2ScaledWordEmbedding): sqrt(32) = 5.657 becomes 5.656 in bfloat16. What enters the
     first block is identical in both models."""
-    hf = bfloat16_hf_model(MAIN["gemma2"])
+    hf = bfloat16_hf_model(PARITY["gemma2-main"])
     ours = from_transformers(hf)
     assert hf.model.embed_tokens.embed_scale.to(torch.bfloat16).item() != math.sqrt(32)
     ids = torch.randint(0, VOCAB, (2, 13), generator=torch.Generator().manual_seed(1))
@@ -436,7 +259,7 @@ def test_bfloat16_router_matches_transformers_dtypes(name):
     experts, and weights equal bit for bit in the dtype transformers returns them (float32 for
     Mixtral and DeepSeek-V3, bfloat16 for Qwen3-MoE, whose router casts them back), from a
     router weight in the same dtype (DeepSeek-V3's stays float32)."""
-    config = {**MAIN, **OTHER_FAMILIES}[name]
+    config = PARITY[f"{name}-main"]
     hf = bfloat16_hf_model(config)
     ours = from_transformers(hf)
     layer = next(i for i, b in enumerate(ours.blocks) if hasattr(b.ffn, "router"))

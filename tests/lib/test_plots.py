@@ -39,7 +39,7 @@ def test_plot_activations_refuses_bad_input(kwargs, match):
 def test_block_diagrams_mark_the_four_changes_on_the_new_model_only():
     from lmcourse import configs
 
-    fig = plots.plot_block_diagrams(configs.SEED_GPT2, configs.load("Qwen3-30B-A3B"))
+    fig = plots.plot_block_diagrams(configs.T1_GPT2, configs.load("Qwen3-30B-A3B"))
     old, new = ([t.get_text() for t in ax.texts if t.get_text().startswith("(")] for ax in fig.axes)
     assert old == []
     assert sorted(new) == sorted(["(3)", "(1) (2)", "(3)", "(4)", "(3)"]), new
@@ -74,7 +74,7 @@ def test_gated_ffn_and_router_diagram_takes_its_sizes_from_the_configurations():
     ]
     assert len(shaded) == 2, "the top 2 experts are shaded"
     with pytest.raises(ValueError, match="gated must have a gated feed-forward layer"):
-        plots.plot_gated_ffn_and_router(configs.SEED_GPT2, configs.load("Mixtral-8x7B"))
+        plots.plot_gated_ffn_and_router(configs.T1_GPT2, configs.load("Mixtral-8x7B"))
 
 
 def test_rope_base_by_year_plots_one_point_per_model_on_a_log_axis():
@@ -131,7 +131,7 @@ def test_rope_score_at_plots_the_score_of_every_key_and_marks_the_chosen_one():
 def test_parameter_shares_bars_add_up_to_one_per_model():
     from lmcourse import configs, count
 
-    models = {"GPT-2": configs.SEED_GPT2, "SmolLM2": configs.load("SmolLM2-135M")}
+    models = {"GPT-2": configs.T1_GPT2, "SmolLM2": configs.load("SmolLM2-135M")}
     fig = plots.plot_parameter_shares(models)
     (ax,) = fig.axes
     bars = ax.patches

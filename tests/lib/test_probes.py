@@ -136,6 +136,6 @@ def test_attention_inspection_refuses_bad_input(call, match):
 def test_attention_inspection_refuses_a_rotary_model():
     from lmcourse import as_spec, configs
 
-    rotary = DecoderLM(as_spec(configs.tiny("SmolLM2-135M")))
+    rotary = DecoderLM(as_spec(configs.toy("SmolLM2-135M")))
     with pytest.raises(ValueError, match="GPT-2-style DecoderLM"):
         probes.attention_weights(rotary, torch.zeros(1, 4, dtype=torch.long))

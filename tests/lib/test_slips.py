@@ -235,7 +235,7 @@ def _visible_inputs():
     )
     deepseek, tied = (
         configs.load("DeepSeek-V3"),
-        configs.tiny("DeepSeek-V3", tie_word_embeddings=True),
+        configs.toy("DeepSeek-V3", tie_word_embeddings=True),
     )
 
     def mixture(config):

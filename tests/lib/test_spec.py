@@ -1,4 +1,4 @@
-"""ModelSpec: seed-style dicts and transformers configs read into one validated description."""
+"""ModelSpec: config dicts and transformers configs read into one validated description."""
 
 import dataclasses
 import math
@@ -10,11 +10,11 @@ from lmcourse.families import FAMILIES
 from lmcourse.spec import ModelSpec
 from transformers import AutoConfig, AutoModelForCausalLM
 
-LLAMA_7B = ModelSpec.from_dict(configs.SEED_7B)
+LLAMA_7B = ModelSpec.from_dict(configs.T1_7B)
 
 
 def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
-    spec = ModelSpec.from_dict(configs.SEED_GPT2)
+    spec = ModelSpec.from_dict(configs.T1_GPT2)
     assert (spec.ffn, spec.hidden, spec.ffn_bias) == ("gelu", 4 * 768, True)
     assert spec.qkv_bias and spec.out_bias, "bias=True puts biases on q, k, v and the output"
     assert (spec.norm, spec.norm_affine, spec.norm_bias) == ("layer", True, True)
@@ -23,18 +23,18 @@ def test_seed_gelu_is_gpt2_feed_forward_4d_wide_with_biases():
 
 
 def test_seed_swiglu_has_no_feed_forward_biases_even_with_bias_true():
-    spec = ModelSpec.from_dict(dict(configs.SEED_7B, bias=True))
+    spec = ModelSpec.from_dict(dict(configs.T1_7B, bias=True))
     assert (spec.qkv_bias, spec.out_bias, spec.ffn_bias) == (True, True, False)
     assert (spec.hidden, spec.norm_bias, spec.positions) == (11008, False, 0)
 
 
 def test_seed_kv_heads_defaults_to_heads_and_can_be_shared():
     assert LLAMA_7B.kv_heads == LLAMA_7B.heads == 32
-    assert ModelSpec.from_dict(dict(configs.SEED_7B, kv_heads=8)).kv_heads == 8
+    assert ModelSpec.from_dict(dict(configs.T1_7B, kv_heads=8)).kv_heads == 8
 
 
 def test_as_spec_accepts_dict_transformers_config_and_spec():
-    spec = as_spec(configs.SEED_7B)
+    spec = as_spec(configs.T1_7B)
     assert as_spec(spec) is spec
     assert as_spec(spec) is spec
     assert as_spec(configs.load("Llama-2-7B")).family == "llama"
@@ -78,14 +78,14 @@ def test_from_transformers_reads_sizes_of_every_published_config(name):
 
 def _tiny_model(name):
     with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(configs.tiny(name))
+        return AutoModelForCausalLM.from_config(configs.toy(name))
 
 
 @pytest.mark.parametrize("name", [n for n in configs.available() if n != "gpt2"])
 def test_attention_scale_and_head_width_match_transformers_attention(name):
     model = _tiny_model(name).model
     attention = (model.decoder if hasattr(model, "decoder") else model).layers[0].self_attn
-    spec = as_spec(configs.tiny(name))
+    spec = as_spec(configs.toy(name))
     assert math.isclose(spec.attn_scale, attention.scaling, rel_tol=1e-12), (
         f"{name}: attn_scale {spec.attn_scale} != transformers' scaling {attention.scaling}"
     )
@@ -98,7 +98,7 @@ def test_deepseek_v3_attention_scale_includes_yarn_mscale():
     with torch.device("meta"):
         attention = (
             AutoModelForCausalLM.from_config(
-                configs.tiny(
+                configs.toy(
                     "DeepSeek-V3",
                     qk_nope_head_dim=config.qk_nope_head_dim,
                     qk_rope_head_dim=config.qk_rope_head_dim,
@@ -230,7 +230,7 @@ def _bad_spec(**changes):
 
 def _bad_dict(**changes):
     return lambda: ModelSpec.from_dict(
-        {k: v for k, v in dict(configs.SEED_7B, **changes).items() if v is not None}
+        {k: v for k, v in dict(configs.T1_7B, **changes).items() if v is not None}
     )
 
 
@@ -410,7 +410,7 @@ def test_replace_recomputes_what_follows_from_the_fields():
     assert dataclasses.replace(LLAMA_7B, head_dim=32).attn_scale == 32**-0.5
     assert dataclasses.replace(LLAMA_7B, head_dim=32).rotary_dim == 32
     assert dataclasses.replace(LLAMA_7B, layers=3).layer_types == ("full_attention",) * 3
-    gemma = as_spec(configs.tiny("Gemma-2-2B"))
-    three = as_spec(configs.tiny("Gemma-2-2B", num_hidden_layers=3, layer_types=None))
+    gemma = as_spec(configs.toy("Gemma-2-2B"))
+    three = as_spec(configs.toy("Gemma-2-2B", num_hidden_layers=3, layer_types=None))
     assert dataclasses.replace(gemma, layers=3) == three
     assert three.layer_types == ("sliding_attention", "full_attention", "sliding_attention")

@@ -17,19 +17,19 @@ def test_norm_modules_equal_the_norm_layers_transformers_builds_in_a_block(name)
 
 
 def test_diff_lists_what_a_family_changes_and_nothing_else():
-    base = configs.tiny("Llama-2-7B")
+    base = configs.toy("Llama-2-7B")
     assert zoo.diff(base, base) == {}
-    assert zoo.diff(base, configs.tiny("Qwen3-8B")) == {
+    assert zoo.diff(base, configs.toy("Qwen3-8B")) == {
         "qk_norm": (False, True),
         "norm_eps": (1e-5, 1e-6),
         "rope_theta": (10000.0, 1e6),
     }
-    gemma = zoo.diff(base, configs.tiny("Gemma-2-2B"))
+    gemma = zoo.diff(base, configs.toy("Gemma-2-2B"))
     assert gemma["norms_per_block"] == (2, 4) and gemma["layer_types"] == (
         "2 full",
         "1 sliding + 1 full",
     )
-    assert "attn_scale" not in zoo.diff(base, as_spec(configs.tiny("Llama-3.1-8B")))
+    assert "attn_scale" not in zoo.diff(base, as_spec(configs.toy("Llama-3.1-8B")))
 
 
 def test_summary_kinds_read_the_spec():
@@ -92,7 +92,7 @@ def test_linear_attention_state_refuses_a_model_without_linear_layers():
 
 
 def test_block_layout_reads_each_part_from_the_configuration():
-    gpt2 = dict(zoo.block_layout(configs.SEED_GPT2))
+    gpt2 = dict(zoo.block_layout(configs.T1_GPT2))
     assert gpt2["positions"] == "+ learned position table, 1,024 rows"
     assert gpt2["attention"] == "attention: 12 heads, a key-value head each"
     assert gpt2["norm1"] == "LayerNorm" and gpt2["head"] == "output: the token table (tied)"
