@@ -132,7 +132,8 @@ def describe(config, kv_bytes=2) -> dict:
     Keys, the four the T1 lesson prints first: `block` (parameters of the first decoder block),
     `total` (every unique parameter), `cache_bytes_per_token` (key-value cache added per token,
     before any sliding window fills), `ffn_share` (feed-forward share of the first block, 3
-    decimals), then `active` (parameters one token uses: the total less the routed experts it skips).
+    decimals), then `active` (parameters one token uses: the total less the routed experts it
+    skips).
 
     `active` follows one convention of several: it keeps both embedding tables (the input table
     is only looked up, not multiplied), the router and any shared experts. Model cards and papers

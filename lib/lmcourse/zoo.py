@@ -7,7 +7,7 @@
     presets_by_family()         the published presets (`lmcourse.configs`) of each registry family
     norm_modules(config)        norm layers inside one decoder block, as transformers builds them
     block_layout(config)        the parts of a model from input to output, each with its label
-    summary(config)             a table row: parameters, norms, attention, feed-forward, positions,
+    table_row(config)           a table row: parameters, norms, attention, feed-forward, positions,
                                 cache bytes per token (every count from `lmcourse.count`)
     linear_attention_state(c)   numbers a hybrid linear-attention model (Qwen3-Next) keeps per
                                 sequence: a fixed state per linear layer, plus a growing cache
@@ -245,7 +245,7 @@ def block_layout(config) -> list[tuple[str, str]]:
     return parts
 
 
-def summary(config, kv_bytes=2) -> dict:
+def table_row(config, kv_bytes=2) -> dict:
     """One row of the zoo table; every count comes from `describe`."""
     info = describe(config, kv_bytes=kv_bytes)
     return {

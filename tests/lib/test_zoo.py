@@ -33,10 +33,10 @@ def test_diff_lists_what_a_family_changes_and_nothing_else():
 
 
 def test_summary_kinds_read_the_spec():
-    row = zoo.summary(configs.load("DeepSeek-V3"))
+    row = zoo.table_row(configs.load("DeepSeek-V3"))
     assert row["attention"] == "MLA (latent 512 + rotary key 64)"
     assert row["feed-forward"] == "MoE SwiGLU: 8 of 256 + 1 shared, first 3 dense"
-    assert zoo.summary(configs.load("OPT-125m"))["positions"] == "learned (2,050 rows, offset 2)"
+    assert zoo.table_row(configs.load("OPT-125m"))["positions"] == "learned (2,050 rows, offset 2)"
     placement = {name: zoo.norm_placement(configs.load(name)) for name in configs.available()}
     assert placement["OLMo-2-7B"] == "RMSNorm: reordered + QK-norm across heads"  # x + norm(f(x))
     assert placement["Gemma-2-2B"] == "RMSNorm: sandwich"
