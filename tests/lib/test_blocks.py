@@ -10,13 +10,16 @@ from conftest import random_model, spec, turned_pairs
 from lmcourse import ModelSpec, as_spec
 from lmcourse.blocks import (
     DecoderLM,
+    LayerCache,
     LayerNorm,
     RMSNorm,
     apply_rotary,
     attend,
+    causal_mask,
     group_kv,
     inverse_frequencies,
     llama3_scaled,
+    own_tokens_mask,
 )
 from lmcourse.blocks.moe import toy_moe
 from lmcourse.blocks.rope import rope_amplitude, rope_frequencies, rope_rotate_pairs
@@ -192,17 +195,24 @@ def test_group_kv_interleaves_and_tile_tiles():
     assert tiled == [i % 3 for i in range(12)], tiled
 
 
+SHARED_MASKS = {  # queries, mask: each kind of mask attend takes (5 keys)
+    "one-query-all": (1, "all"),
+    "causal": (5, "causal"),
+    "tensor": (3, causal_mask(torch.arange(2, 5), torch.arange(5), window=2)),
+}
+
+
 @pytest.mark.parametrize("softcap", [0.0, 2.0])
-@pytest.mark.parametrize("queries", [1, 5])
-def test_attend_reads_shared_heads_as_if_copied(softcap, queries):
+@pytest.mark.parametrize("case", SHARED_MASKS)
+def test_attend_reads_shared_heads_as_if_copied(softcap, case):
     # attend takes the cache's key-value heads as they are (no group_kv copy on the fused
     # path): the result is the one of the copied heads, bit for bit
+    queries, mask = SHARED_MASKS[case]
     torch.manual_seed(0)
     q = torch.randn(2, 6, queries, 8)
     k, v = torch.randn(2, 2, 2, 5, 8).unbind(0)  # 2 key-value heads for 6 query heads
-    qpos, kpos = torch.arange(5 - queries, 5), torch.arange(5)
-    shared = attend(q, k, v, qpos, kpos, 0.3, softcap=softcap)
-    copied = attend(q, group_kv(k, 3), group_kv(v, 3), qpos, kpos, 0.3, softcap=softcap)
+    shared = attend(q, k, v, mask, 0.3, softcap=softcap)
+    copied = attend(q, group_kv(k, 3), group_kv(v, 3), mask, 0.3, softcap=softcap)
     assert torch.equal(shared, copied), (shared - copied).abs().max().item()
 
 
@@ -312,13 +322,41 @@ def test_attend_masks_what_a_query_may_not_see(window, queries):
     q = torch.randn(1, 2, queries, 8)
     k, v = torch.randn(2, 1, 2, 6, 8).unbind(0)
     kpos = torch.arange(6)
-    qpos = kpos if queries == 6 else kpos[6 - queries :]
+    qpos = kpos[6 - queries :]
     visible = torch.tensor(
         [[j <= i and (not window or j > i - window) for j in range(6)] for i in qpos.tolist()]
     )
     scores = (q @ k.transpose(-2, -1)) * 0.3
     manual = F.softmax(scores.masked_fill(~visible, float("-inf")), -1) @ v
-    torch.testing.assert_close(attend(q, k, v, qpos, kpos, 0.3, window), manual)
+    # the keys are the queries' own tokens, or the queries continue a cache of 6 - queries keys
+    mask = own_tokens_mask(qpos, window) if queries == 6 else causal_mask(qpos, kpos, window)
+    torch.testing.assert_close(attend(q, k, v, mask, 0.3), manual)
+    if queries == 1 and not window:  # one new token sees every key: no mask needed
+        torch.testing.assert_close(attend(q, k, v, "all", 0.3), manual)
+
+
+def test_own_tokens_and_the_cache_name_the_cheapest_exact_mask():
+    """One new token: "all"; a prompt with nothing cached before it: "causal" (built by the
+    kernel itself), or a tensor when a sliding window is shorter than the prompt; tokens after
+    cached ones: a tensor from their positions."""
+    assert own_tokens_mask(torch.arange(1)) == "all"
+    assert own_tokens_mask(torch.arange(5)) == own_tokens_mask(torch.arange(5), 5) == "causal"
+    windowed = causal_mask(torch.arange(5), torch.arange(5), 3)
+    assert torch.equal(own_tokens_mask(torch.arange(5), 3), windowed)
+
+    def masks(window):  # a prompt of 5 tokens, one new token, then two more
+        cache, kv = LayerCache(1, 1, 2, 2, 12, window), torch.zeros(1, 1, 5, 2)
+        return [
+            cache.update(kv[:, :, :n], kv[:, :, :n], torch.arange(start, start + n), start)[2]
+            for start, n in ((0, 5), (5, 1), (6, 2))
+        ]
+
+    prompt, token, two = masks(window=0)
+    assert (prompt, token) == ("causal", "all")
+    assert torch.equal(two, causal_mask(torch.arange(6, 8), torch.arange(8)))
+    prompt, token, two = masks(window=3)  # a ring of 3 slots: keys at 3, 4, 5, then 6 and 7
+    assert torch.equal(prompt, windowed) and token == "all"
+    assert torch.equal(two, causal_mask(torch.arange(6, 8), torch.tensor([3, 4, 5, 6, 7]), 3))
 
 
 def test_the_blocks_import_neither_the_bridge_nor_transformers():

@@ -1,9 +1,10 @@
 """Pure-PyTorch decoder blocks, written for reading next to transformers' modeling files."""
 
-from .attention import Attention, attend, causal_mask, group_kv
+from .attention import Attention, attend, group_kv
 from .block import Block
 from .cache import KVCache, LayerCache
 from .ffn import MLP, GatedMLP
+from .masks import causal_mask, own_tokens_mask
 from .mla import LatentAttention
 from .model import DecoderLM
 from .moe import Experts, MoE, Router
@@ -33,5 +34,6 @@ __all__ = [
     "group_kv",
     "inverse_frequencies",
     "llama3_scaled",
+    "own_tokens_mask",
     "rotate_half",
 ]

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cache import LayerCache
+from .masks import own_tokens_mask
 from .norms import RMSNorm
 from .rope import apply_rotary
 
@@ -35,28 +36,18 @@ def group_kv(x: torch.Tensor, group: int, grouping: str = "interleave") -> torch
     return x.reshape(B, kv_heads * group, T, width)
 
 
-def causal_mask(qpos: torch.Tensor, kpos: torch.Tensor, window: int = 0) -> torch.Tensor:
-    """[T, S] booleans, True where query at qpos may see key at kpos (inside the window if any)."""
-    mask = kpos[None, :] <= qpos[:, None]
-    if window:
-        mask &= kpos[None, :] > qpos[:, None] - window
-    return mask
-
-
-def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 0.0):
-    """softmax(q k^T * scale) v over the keys each query may see.
+def attend(q, k, v, mask, scale: float, softcap: float = 0.0):
+    """softmax(q k^T * scale) v over the keys each query may see, as `mask` says (`masks.py`):
+    "causal", "all", or a boolean tensor [T, S], True where query t may see key s.
 
     q [batch, heads, T, dq], k [batch, kv_heads, S, dq], v [batch, kv_heads, S, dv]
     -> [batch, heads, T, dv]. kv_heads divides heads; with G = heads // kv_heads, query head i
     reads key-value head i // G (the "interleave" grouping).
-    `kpos is None` means every key is visible; `kpos is qpos` means the keys are the queries'
-    own tokens, so the mask is plain causal. A single query is a new token against its cache,
-    which holds no later key: it needs a mask only when the keys outnumber its window.
     """
     T, group = q.shape[2], q.shape[1] // k.shape[1]
-    causal = T > 1 and kpos is qpos and not (window and window < T)
-    sees_all = kpos is None or (T == 1 and (not window or k.shape[2] <= window))
-    mask = None if sees_all or causal else causal_mask(qpos, kpos, window)
+    causal = isinstance(mask, str) and mask == "causal"
+    if isinstance(mask, str):  # "causal" or "all": no mask tensor
+        mask = None
     if not softcap:  # the fused kernel computes exactly this, reading shared heads in place
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal, scale=scale, enable_gqa=group > 1
@@ -65,7 +56,7 @@ def attend(q, k, v, qpos, kpos, scale: float, window: int = 0, softcap: float = 
     scores = (q @ k.transpose(-2, -1)) * scale  # [batch, heads, T, S]
     scores = softcap * torch.tanh(scores / softcap)  # Gemma 2: bounded to (-softcap, softcap)
     if causal:
-        mask = causal_mask(qpos, kpos)
+        mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
@@ -127,11 +118,12 @@ class Attention(nn.Module):
         if self.rotary:
             q = apply_rotary(q, cos, sin, self.rope_layout)
             k = apply_rotary(k, cos, sin, self.rope_layout)
-        kpos = qpos
-        if cache is not None:
-            k, v, kpos = cache.update(k, v, qpos, start)  # [batch, kv_heads, S, head_dim]
+        if cache is None:  # the keys are the new tokens' own
+            mask = own_tokens_mask(qpos, self.window)
+        else:
+            k, v, mask = cache.update(k, v, qpos, start)  # [batch, kv_heads, S, head_dim]
         if self.kv_grouping == "tile":  # the porting bug: query head i reads i % kv_heads
             k = group_kv(k, self.group, "tile")  # [batch, heads, S, head_dim]
             v = group_kv(v, self.group, "tile")
-        y = attend(q, k, v, qpos, kpos, self.scale, self.window, self.softcap)
+        y = attend(q, k, v, mask, self.scale, self.softcap)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # [batch, T, d]

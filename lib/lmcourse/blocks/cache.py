@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from .masks import causal_mask, own_tokens_mask
+
 
 class LayerCache:
     """Two tensors per layer, [batch, heads, slots, width]: keys and values.
@@ -41,8 +43,8 @@ class LayerCache:
     def update(self, k: torch.Tensor, v: torch.Tensor, qpos: torch.Tensor, start: int):
         """Store k, v [batch, heads, T, width] for positions start..start+T-1.
 
-        Returns (keys, values, kpos): everything the new queries may attend to, with the
-        sequence position of each key (`kpos is qpos` when the keys are exactly the new ones).
+        Returns (keys, values, mask): everything the new queries may attend to, and which of
+        those keys each query may see, as `attend` takes it (`masks.py`).
         """
         T = k.shape[2]
         if not self.window:  # full attention: slot == position
@@ -51,8 +53,13 @@ class LayerCache:
                 raise ValueError(f"cache holds {self.keys.shape[2]} tokens, got position {end - 1}")
             self.keys[:, :, start:end] = k
             self.values[:, :, start:end] = v
-            kpos = qpos if start == 0 else torch.arange(end, device=k.device)
-            return self.keys[:, :, :end], self.values[:, :, :end], kpos
+            if start == 0:  # nothing cached before: the keys are the new tokens' own
+                mask = own_tokens_mask(qpos)
+            elif T == 1:  # one new token sees every key before it
+                mask = "all"
+            else:  # new tokens after cached ones
+                mask = causal_mask(qpos, torch.arange(end, device=k.device))
+            return self.keys[:, :, :end], self.values[:, :, :end], mask
         slots = self.keys.shape[2]
         if T == 1:  # decoding: every filled slot lies inside the window of the new token
             slot = start % slots
@@ -60,22 +67,23 @@ class LayerCache:
             self.values[:, :, slot] = v[:, :, 0]
             self.positions[slot] = start
             filled = min(start + 1, slots)
-            return self.keys[:, :, :filled], self.values[:, :, :filled], None
+            return self.keys[:, :, :filled], self.values[:, :, :filled], "all"
         # several tokens at once: attend to the previous window plus the new ones, then keep
         # the newest `slots` of them
         filled = min(start, slots)
         if filled:
             keys = torch.cat((self.keys[:, :, :filled], k), dim=2)
             values = torch.cat((self.values[:, :, :filled], v), dim=2)
-            kpos = torch.cat((self.positions[:filled], qpos))
+            kpos = torch.cat((self.positions[:filled], qpos))  # the position of each key
+            mask = causal_mask(qpos, kpos, self.window)
         else:
-            keys, values, kpos = k, v, qpos
+            keys, values, mask = k, v, own_tokens_mask(qpos, self.window)
         keep = min(T, slots)
         index = qpos[-keep:] % slots
         self.keys.index_copy_(2, index, k[:, :, -keep:])
         self.values.index_copy_(2, index, v[:, :, -keep:])
         self.positions.index_copy_(0, index, qpos[-keep:])
-        return keys, values, kpos
+        return keys, values, mask
 
 
 class KVCache:

@@ -18,6 +18,7 @@ from torch import nn
 
 from .attention import attend
 from .cache import LayerCache
+from .masks import own_tokens_mask
 from .norms import RMSNorm
 from .rope import apply_rotary
 
@@ -61,13 +62,14 @@ class LatentAttention(nn.Module):
         k_rot = k_rot.unsqueeze(1)  # [batch, 1, T, rope]: one rotary key shared by all heads
         q_rot = apply_rotary(q_rot, cos, sin, self.rope_layout)
         k_rot = apply_rotary(k_rot, cos, sin, self.rope_layout)
-        kpos = qpos
-        if cache is not None:  # cache the latent and the rotary key, nothing per head
-            latent, k_rot, kpos = cache.update(latent, k_rot, qpos, start)
+        if cache is None:  # the keys are the new tokens' own
+            mask = own_tokens_mask(qpos)
+        else:  # cache the latent and the rotary key, nothing per head
+            latent, k_rot, mask = cache.update(latent, k_rot, qpos, start)
         S = latent.shape[2]
         kv = self.kv_b_proj(latent.squeeze(1)).view(B, S, self.heads, self.nope + self.v_dim)
         k_nope, v = kv.transpose(1, 2).split([self.nope, self.v_dim], dim=-1)
         k = torch.cat((k_nope, k_rot.expand(B, self.heads, S, self.rope)), dim=-1)
         q = torch.cat((q_nope, q_rot), dim=-1)
-        y = attend(q, k, v, qpos, kpos, self.scale)  # [batch, heads, T, v_dim]
+        y = attend(q, k, v, mask, self.scale)  # [batch, heads, T, v_dim]
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # [batch, T, d]
