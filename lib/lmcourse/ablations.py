@@ -1,8 +1,9 @@
 """Undo one design decision of a trained model, keeping every weight it has.
 
 Each function returns a NEW `DecoderLM` (the argument is left untouched) that differs from
-its input in exactly one place: the spec (via `dataclasses.replace`), a block option, or a
-reshaped copy of some weights. The lessons measure what each change costs.
+its input in exactly one place: the spec (via `dataclasses.replace`), a module of each block
+swapped for one that computes something else from the same weights (`TiledAttention`,
+`UngatedMLP`), or a reshaped copy of some weights. The lessons measure what each change costs.
 """
 
 from __future__ import annotations
@@ -10,19 +11,60 @@ from __future__ import annotations
 import dataclasses
 
 import torch
+from torch import nn
 
 from . import evaluate
-from .blocks.ffn import ACTIVATIONS
+from .blocks.attention import Attention, group_kv
+from .blocks.ffn import ACTIVATIONS, GatedMLP
 from .blocks.model import DecoderLM
 from .spec import divisors
 
 
-def _rebuild(model: DecoderLM, state: dict | None = None, spec=None, **options) -> DecoderLM:
-    """A DecoderLM with `spec` (default: the model's) and `options`, loaded from `state`."""
-    kwargs = {"kv_grouping": model.kv_grouping, "ffn_gate": model.ffn_gate} | options
-    new = DecoderLM(spec or model.spec, **kwargs).to(model.embed.weight.dtype)
+class TiledAttention(Attention):
+    """The silent porting bug: query head i reads key-value head i % kv_heads, not i // group
+    (the key-value heads tiled, `x.repeat(...)`, where they should be interleaved)."""
+
+    def attend_heads(self, q, k, v, mask):
+        k = group_kv(k, self.group, "tile")  # [batch, heads, S, head_dim]: heads 0,1,..,0,1,..
+        v = group_kv(v, self.group, "tile")
+        return super().attend_heads(q, k, v, mask)
+
+
+class UngatedMLP(nn.Module):
+    """A gated feed-forward with its gate taken out: down(up(x)), no activation at all, a
+    linear map. It keeps the gate's matrix, unused, so that it loads the model's weights."""
+
+    def __init__(self, d: int, hidden: int, bias: bool = False):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, hidden, bias=bias)  # never used
+        self.up_proj = nn.Linear(d, hidden, bias=bias)
+        self.down_proj = nn.Linear(hidden, d, bias=bias)
+
+    def forward(self, x):  # [..., d] -> [..., hidden] -> [..., d]
+        return self.down_proj(self.up_proj(x))
+
+
+def _rebuild(
+    model: DecoderLM, state: dict | None = None, spec=None, tile: bool = False, ungate: bool = False
+) -> DecoderLM:
+    """A DecoderLM with `spec` (default: the model's), loaded from `state` (default: the
+    model's weights). Modules an earlier ablation swapped in stay swapped; `tile` and `ungate`
+    swap in a `TiledAttention` for each `Attention` and an `UngatedMLP` for each `GatedMLP`."""
+    spec = spec or model.spec
+    new = DecoderLM(spec)
+    for layer, (old, block) in enumerate(zip(model.blocks, new.blocks, strict=True)):
+        if isinstance(block.attn, Attention) and (tile or isinstance(old.attn, TiledAttention)):
+            block.attn = TiledAttention(spec, layer)
+        if isinstance(block.ffn, GatedMLP) and (ungate or isinstance(old.ffn, UngatedMLP)):
+            block.ffn = UngatedMLP(spec.d, spec.hidden, spec.ffn_bias)
+    new = new.to(model.embed.weight.dtype)
     new.load_state_dict(model.state_dict() if state is None else state)  # strict: every tensor
     return new.train(model.training)
+
+
+def _tiled(model: DecoderLM) -> bool:
+    """Whether the model's key-value heads are tiled (`tile_kv_heads`)."""
+    return any(isinstance(block.attn, TiledAttention) for block in model.blocks)
 
 
 def expand_kv_heads(model: DecoderLM) -> DecoderLM:
@@ -42,9 +84,9 @@ def expand_kv_heads(model: DecoderLM) -> DecoderLM:
     for name, tensor in state.items():
         if ".attn.k_proj." in name or ".attn.v_proj." in name:
             heads = tensor.view(spec.kv_heads, spec.head_dim, *tensor.shape[1:])
-            if model.kv_grouping == "interleave":  # heads 0,0,0,1,1,1,...
+            if not _tiled(model):  # heads 0,0,0,1,1,1,...
                 heads = heads.repeat_interleave(group, dim=0)
-            else:  # 'tile': heads 0,1,...,0,1,...
+            else:  # tiled: heads 0,1,...,0,1,...
                 heads = heads.repeat(group, *[1] * (heads.dim() - 1))
             state[name] = heads.reshape(spec.heads * spec.head_dim, *tensor.shape[1:])
     return _rebuild(model, state, dataclasses.replace(spec, kv_heads=spec.heads))
@@ -80,8 +122,9 @@ def mean_pool_kv_heads(model: DecoderLM, kv_heads: int) -> DecoderLM:
 
 
 def tile_kv_heads(model: DecoderLM) -> DecoderLM:
-    """The silent porting bug: query head i reads kv head i % kv_heads instead of i // group."""
-    return _rebuild(model, kv_grouping="tile")
+    """The silent porting bug: query head i reads kv head i % kv_heads instead of i // group
+    (every `Attention` swapped for a `TiledAttention`)."""
+    return _rebuild(model, tile=True)
 
 
 def with_rope_base(model: DecoderLM, base: float) -> DecoderLM:
@@ -140,13 +183,14 @@ def with_activation(model: DecoderLM, name: str) -> DecoderLM:
 
 
 def without_gate(model: DecoderLM) -> DecoderLM:
-    """Drop the gate: each gated feed-forward becomes down(up(x)), with no activation at all."""
+    """Drop the gate: each gated feed-forward becomes down(up(x)), with no activation at all
+    (every dense `GatedMLP` swapped for an `UngatedMLP`)."""
     if model.spec.ffn not in ("swiglu", "geglu"):
         raise ValueError(
             f"without_gate needs a gated feed-forward ('swiglu' or 'geglu'), "
             f"got ffn={model.spec.ffn!r}"
         )
-    return _rebuild(model, ffn_gate=False)
+    return _rebuild(model, ungate=True)
 
 
 # ---- Every change undone at once (lesson LM10-T6) ---------------------------------------------
@@ -226,7 +270,7 @@ def run_all(model: DecoderLM, input_ids: torch.Tensor) -> list[Result]:
             ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.act != "silu"),
             (
                 "grouped key-value heads, interleaved",
-                not spec.heads > spec.kv_heads or model.kv_grouping != "interleave",
+                not spec.heads > spec.kv_heads or _tiled(model),
             ),
         )
         if bad
@@ -276,6 +320,8 @@ def table_rows(results: list[Result]) -> list[dict]:
 
 
 __all__ = [
+    "TiledAttention",
+    "UngatedMLP",
     "expand_kv_heads",
     "mean_pool_kv_heads",
     "tile_kv_heads",

@@ -13,8 +13,8 @@ this module removes:
     matrices is concatenated once, at construction, into one matrix read by one product;
   - the grouped-query reads: the G query heads that share a key-value head are stacked as G
     rows of one query against that head's cached keys (as the reference path's fused kernel
-    does with `enable_gqa`), and the tile ablation and soft-capped scores are grouped the same
-    way, so no cached key or value is ever copied;
+    does with `enable_gqa`), and soft-capped scores are grouped the same way, so no cached key
+    or value is ever copied;
   - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
     [in, out] and multiplied as `x @ W`, and the output matrix, read by the reference path as
     the table [vocab, d] through `F.linear`, is copied into the same layout [d, vocab];
@@ -42,8 +42,9 @@ fast path takes from the model itself (`DecoderLM.embed_tokens`, `DecoderLM.fini
 `Block.stages`), so those are written once (docs/ADDING_A_FAMILY.md, step 3, says what a new
 block feature needs here).
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
-blocks this module has no fast form for (latent attention, mixtures of experts) are called as
-they are: every family decodes, the common ones quickly. tests/lib/test_fastdecode.py checks the
+modules this module has no fast form for (latent attention, mixtures of experts, and the modules
+an ablation swaps in, `lmcourse.ablations.TiledAttention` and `UngatedMLP`) are called as they
+are: every family decodes, the common ones quickly. tests/lib/test_fastdecode.py checks the
 tokens and logits against `DecoderLM` on every family of the parity tests.
 """
 
@@ -199,12 +200,9 @@ class _FastAttention:
             cache.keys.index_copy_(2, pos, k)
             cache.values.index_copy_(2, pos, v)
             keys, values = cache.keys[:, :, : start + 1], cache.values[:, :, : start + 1]
-        # Query head h reads key-value head h // G ('interleave') or h % K ('tile'): stack the
-        # G query heads of each key-value head as G rows of one [G, S] score matrix.
-        if a.kv_grouping == "interleave":
-            q = q.view(B, K, G, D)
-        else:
-            q = q.view(B, G, K, D).transpose(1, 2)
+        # Query head h reads key-value head h // G: stack the G query heads of each key-value
+        # head as G rows of one [G, S] score matrix.
+        q = q.view(B, K, G, D)
         if a.softcap:
             scores = (q @ keys.transpose(-2, -1)) * a.scale
             scores = a.softcap * torch.tanh(scores / a.softcap)
@@ -216,8 +214,6 @@ class _FastAttention:
             y = (probs.unsqueeze(-1) * values.unsqueeze(2)).sum(-2)  # [batch, K, G, D]
         else:
             y = F.scaled_dot_product_attention(q, keys, values, scale=a.scale)
-        if a.kv_grouping != "interleave":
-            y = y.transpose(1, 2)
         return y.reshape(B, H * D)
 
 
@@ -226,7 +222,7 @@ class _FastMLP:
 
     def __init__(self, ffn, layout: dict):
         self.ffn = ffn
-        self.gated = isinstance(ffn, GatedMLP) and ffn.gated
+        self.gated = isinstance(ffn, GatedMLP)
         ups = (ffn.gate_proj, ffn.up_proj) if self.gated else (ffn.up_proj,)
         self.up = _Weights(*ups, **layout)
         self.out = _Weights(ffn.down_proj, **layout)
@@ -236,7 +232,7 @@ class _FastMLP:
         if self.gated:
             gate, up = h.chunk(2, dim=-1)
             return self.ffn.act(gate) * up
-        return self.ffn.act(h) if isinstance(self.ffn, MLP) else h
+        return self.ffn.act(h)
 
 
 @contextlib.contextmanager
@@ -285,13 +281,13 @@ class FastDecoder:
         else:
             layout = {"layout": "blocks", "parts": parts} if parts > 1 else {"layout": "columns"}
         self.model = model
-        with torch.no_grad():
+        with torch.no_grad():  # a fast form for a module of exactly the type it rewrites
             self.attention = [
-                _FastAttention(b.attn, layout) if isinstance(b.attn, Attention) else b.attn
+                _FastAttention(b.attn, layout) if type(b.attn) is Attention else b.attn
                 for b in model.blocks
             ]
             self.ffn = [
-                _FastMLP(b.ffn, layout) if isinstance(b.ffn, (MLP, GatedMLP)) else b.ffn
+                _FastMLP(b.ffn, layout) if type(b.ffn) in (MLP, GatedMLP) else b.ffn
                 for b in model.blocks
             ]
             # the output matrix too, the largest of a small model (for tied embeddings, a copy

@@ -9,6 +9,8 @@ from lmcourse import ModelSpec, evaluate
 from lmcourse.ablations import (
     ESSAY,
     Result,
+    TiledAttention,
+    UngatedMLP,
     expand_kv_heads,
     mean_pool_kv_heads,
     rope_pairs_side_by_side,
@@ -125,6 +127,34 @@ def test_identity_settings_change_nothing(model):
         )
 
 
+def test_tiled_attention_reads_kv_head_i_mod_kv_heads(model):
+    # the tiled model computes what full heads compute when query head i's key-value head is a
+    # copy of head i % kv_heads (kv heads repeated whole: 0, 1, 0, 1, ...)
+    tiled = tile_kv_heads(model)
+    assert all(type(block.attn) is TiledAttention for block in tiled.blocks)
+    state = model.state_dict()
+    for name, tensor in state.items():
+        if ".attn.k_proj." in name or ".attn.v_proj." in name:
+            heads = tensor.view(SPEC.kv_heads, SPEC.head_dim, SPEC.d)
+            state[name] = heads.repeat(SPEC.heads // SPEC.kv_heads, 1, 1).view(-1, SPEC.d)
+    full = DecoderLM(ModelSpec(**{**SPEC.__dict__, "kv_heads": SPEC.heads}))
+    full.load_state_dict(state)
+    torch.testing.assert_close(
+        logits(tiled),
+        logits(full.eval()),
+        rtol=0,
+        atol=1e-5,
+        msg=lambda m: f"tiled heads differ from heads copied in tiles: {m}",
+    )
+
+
+def test_a_later_ablation_keeps_the_modules_an_earlier_one_swapped_in(model):
+    both = with_rope_base(without_gate(tile_kv_heads(model)), 10000.0)
+    kinds = {(type(block.attn), type(block.ffn)) for block in both.blocks}
+    assert kinds == {(TiledAttention, UngatedMLP)}, kinds
+    assert all(type(block.attn) is not TiledAttention for block in model.blocks)
+
+
 def test_tiling_is_harmless_without_grouping():
     mha = DecoderLM(ModelSpec(**{**SPEC.__dict__, "kv_heads": SPEC.heads})).eval()
     tiled = tile_kv_heads(mha)
@@ -133,6 +163,7 @@ def test_tiling_is_harmless_without_grouping():
 
 def test_without_gate_is_down_of_up(model):
     ffn = without_gate(model).blocks[0].ffn
+    assert type(ffn) is UngatedMLP
     x = torch.randn(3, SPEC.d)
     with torch.no_grad():
         expected = ffn.down_proj(ffn.up_proj(x))

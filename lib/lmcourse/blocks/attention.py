@@ -3,7 +3,8 @@
 The number of key-value heads decides which: `kv_heads == heads` is MHA, `kv_heads == 1` is
 MQA, anything between is GQA. With G = heads // kv_heads, query head i reads key-value head
 i // G ("interleave", what every checkpoint is trained with). Tiling the key-value heads
-instead (query head i reads i % kv_heads) is the silent porting bug studied in the lessons.
+instead (query head i reads i % kv_heads) is the silent porting bug studied in the lessons
+(`lmcourse.ablations.TiledAttention`).
 """
 
 from __future__ import annotations
@@ -64,13 +65,10 @@ def attend(q, k, v, mask, scale: float, softcap: float = 0.0):
 
 
 class Attention(nn.Module):
-    def __init__(self, spec, layer: int, kv_grouping: str = "interleave"):
+    def __init__(self, spec, layer: int):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, spec.head_dim
         self.group = spec.heads // spec.kv_heads
-        if kv_grouping not in ("interleave", "tile"):
-            raise ValueError(f"kv_grouping must be 'interleave' or 'tile', got {kv_grouping!r}")
-        self.kv_grouping = kv_grouping
         self.q_proj = nn.Linear(spec.d, spec.heads * spec.head_dim, bias=spec.qkv_bias)
         self.k_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
         self.v_proj = nn.Linear(spec.d, spec.kv_heads * spec.head_dim, bias=spec.qkv_bias)
@@ -122,8 +120,10 @@ class Attention(nn.Module):
             mask = own_tokens_mask(qpos, self.window)
         else:
             k, v, mask = cache.update(k, v, qpos, start)  # [batch, kv_heads, S, head_dim]
-        if self.kv_grouping == "tile":  # the porting bug: query head i reads i % kv_heads
-            k = group_kv(k, self.group, "tile")  # [batch, heads, S, head_dim]
-            v = group_kv(v, self.group, "tile")
-        y = attend(q, k, v, mask, self.scale, self.softcap)
+        y = self.attend_heads(q, k, v, mask)  # [batch, heads, T, head_dim]
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # [batch, T, d]
+
+    def attend_heads(self, q, k, v, mask):
+        """Each query head against its key-value head: head i reads head i // group. A module
+        that pairs them otherwise overrides this (`lmcourse.ablations.TiledAttention`)."""
+        return attend(q, k, v, mask, self.scale, self.softcap)

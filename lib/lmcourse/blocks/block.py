@@ -22,7 +22,7 @@ from .norms import make_norm
 
 
 class Block(nn.Module):
-    def __init__(self, spec, layer: int, kv_grouping: str = "interleave", ffn_gate: bool = True):
+    def __init__(self, spec, layer: int):
         super().__init__()
         before = not spec.norms_after  # norms before each stage (all but OLMo 2)
         after = spec.norms_per_block == 4 or spec.norms_after  # norms after each stage
@@ -30,12 +30,12 @@ class Block(nn.Module):
         if spec.kv_lora_rank:
             self.attn = LatentAttention(spec, layer)
         else:
-            self.attn = Attention(spec, layer, kv_grouping)
+            self.attn = Attention(spec, layer)
         self.ffn_norm = make_norm(spec) if before else nn.Identity()
         if spec.experts and layer >= spec.dense_layers:
             self.ffn = MoE(spec)
         else:
-            self.ffn = make_ffn(spec, spec.hidden, ffn_gate)
+            self.ffn = make_ffn(spec, spec.hidden)
         self.attn_post_norm = make_norm(spec) if after else nn.Identity()
         self.ffn_post_norm = make_norm(spec) if after else nn.Identity()
 

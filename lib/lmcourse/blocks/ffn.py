@@ -59,24 +59,19 @@ class MLP(nn.Module):
 
 
 class GatedMLP(nn.Module):
-    """`gated=False` drops the gate branch entirely: down(up(x)), a linear map (an ablation)."""
-
-    def __init__(self, d: int, hidden: int, act: str, bias: bool = False, gated: bool = True):
+    def __init__(self, d: int, hidden: int, act: str, bias: bool = False):
         super().__init__()
         self.gate_proj = nn.Linear(d, hidden, bias=bias)
         self.up_proj = nn.Linear(d, hidden, bias=bias)
         self.down_proj = nn.Linear(hidden, d, bias=bias)
         self.act = activation(act)
-        self.gated = gated
 
     def forward(self, x):  # [..., d] -> [..., hidden] -> [..., d]
-        if not self.gated:
-            return self.down_proj(self.up_proj(x))
         return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
 
 
-def make_ffn(spec, hidden: int, gated: bool = True) -> nn.Module:
+def make_ffn(spec, hidden: int) -> nn.Module:
     if spec.ffn == "gelu":
         return MLP(spec.d, hidden, spec.act or "gelu_new", spec.ffn_bias)
     default = "silu" if spec.ffn == "swiglu" else "gelu_pytorch_tanh"  # 'swiglu' | 'geglu'
-    return GatedMLP(spec.d, hidden, spec.act or default, spec.ffn_bias, gated)
+    return GatedMLP(spec.d, hidden, spec.act or default, spec.ffn_bias)

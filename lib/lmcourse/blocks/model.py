@@ -18,22 +18,15 @@ from .rope import RotaryEmbedding
 
 
 class DecoderLM(nn.Module):
-    """A decoder-only language model.
+    """A decoder-only language model."""
 
-    `kv_grouping` ('interleave' | 'tile') and `ffn_gate` exist for the ablations in
-    `lmcourse.ablations`; trained checkpoints need the defaults.
-    """
-
-    def __init__(self, spec, kv_grouping: str = "interleave", ffn_gate: bool = True):
+    def __init__(self, spec):
         super().__init__()
         self.spec = spec
-        self.kv_grouping, self.ffn_gate = kv_grouping, ffn_gate
         self.embed = nn.Embedding(spec.vocab, spec.d)
         self.pos_embed = LearnedPositions(spec) if spec.positions else None
         self.rotary = None if spec.positions else RotaryEmbedding(spec)
-        self.blocks = nn.ModuleList(
-            Block(spec, i, kv_grouping, ffn_gate) for i in range(spec.layers)
-        )
+        self.blocks = nn.ModuleList(Block(spec, i) for i in range(spec.layers))
         self.norm = make_norm(spec)
         self.head = nn.Linear(spec.d, spec.vocab, bias=False)
         if spec.tied:
