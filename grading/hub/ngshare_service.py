@@ -1,0 +1,241 @@
+"""ngshare, the course's exchange, started with the course's rules (the hub runs this).
+
+    python -m grading.hub.ngshare_service --state DIR --course LM10 --instructors NAME[,NAME]
+                                          [--max-request-mib 16] [--quota-mib 128]
+
+ngshare (PyPI `ngshare`) keeps nbgrader's releases, submissions and feedback in a database and a
+folder of its own and hands them out over a REST API to whoever JupyterHub says is calling, so
+no student writes anywhere another student or the instructor reads. JupyterHub starts it as a
+managed service under a system user of its own (grading/hub/jupyterhub_config.py). This module
+runs ngshare's own application (`ngshare.ngshare.MyApplication`: its handlers, database and
+permission checks unchanged) with what the course needs and ngshare 0.6.0's `python -m ngshare`
+does not do:
+
+- Who is calling is JupyterHub's answer, through JupyterHub's own `HubAuth`: a token in the
+  Authorization header (never a cookie, which a page the instructor opens could make the browser
+  send; never the URL, which logs keep), of a hub *user* (not a service), carrying the scope
+  JupyterHub's services require, `access:services!service=<this service>` (the hub's `user` role
+  grants it and every server's token carries it: jupyterhub_config.py). ngshare itself accepts
+  any token of any audience (a token the student gave another service would do) and answers a
+  request without a valid one with a 500 on half its endpoints; here every such request gets a
+  403 before any handler runs.
+- Size: a request carries at most --max-request-mib MiB (tornado's default is 100 MB; a bigger
+  one is cut off with "400 Bad Request" before it is read), and a student's stored submissions,
+  every lab together, at most --quota-mib MiB: past that, a submission is refused with a 413
+  that says so (ngshare keeps every submission).
+- The course exists with exactly its instructors before the first request: created at start if
+  missing, its instructors set to --instructors (the hub passes its instructors' group).
+  ngshare creates courses only for its admins, and this service has none. Students are enrolled
+  by an instructor (`ngshare-course-management add_students`).
+- Its folder (database and stored files) must belong to the service's user and be closed to
+  everyone else (mode 0700), or it does not start; nor does it start as root. New files get
+  umask 077.
+- New releases and submissions are stored. ngshare 0.6.0 relies on SQLAlchemy 1's backref
+  cascade, which SQLAlchemy 2 removed (the course's environment has SQLAlchemy 2, as
+  JupyterHub 5 and nbgrader 0.9 allow): an `Assignment` or a `Submission` it makes joins the
+  database session only through its course or assignment, so under SQLAlchemy 2 ngshare answers
+  a release or a submission with success and stores nothing ("Object of type <Assignment> not
+  in session" in its log). `restore_backref_cascade` brings back exactly that step for those
+  two attributes.
+- It listens on the address of $JUPYTERHUB_SERVICE_URL (the loopback on one machine) instead of
+  every interface; no debug mode (ngshare's debug pages print its environment, hub token
+  included) and no autoreload.
+"""
+
+import argparse
+import contextlib
+import os
+import stat
+import sys
+from collections import namedtuple
+from pathlib import Path
+from urllib.parse import urlparse
+
+from jupyterhub.services.auth import HubAuth
+from ngshare import dbutil
+from ngshare.database import Assignment, Course, Submission, User
+from ngshare.ngshare import MyApplication, MyRequestHandler, SubmitAssignment
+from sqlalchemy import event
+from sqlalchemy.orm import configure_mappers, object_session
+from tornado.httpserver import HTTPServer
+from tornado.ioloop import IOLoop
+from tornado.log import enable_pretty_logging
+
+MIB = 1 << 20
+
+
+class CourseRules:
+    """Mixed in front of every ngshare handler: the caller is a hub user, through a token with
+    this service's access scope, or the request ends with 403; a submission past the student's
+    quota ends with 413. Replaces ngshare's own `prepare`, which asks the hub about any token."""
+
+    async def prepare(self):
+        self.db = self.application.db_session()  # ngshare's handlers use these two
+        self.user = None
+        auth = self.settings["lm10_hub_auth"]
+        header = self.request.headers.get("Authorization", "").strip()
+        found = auth.auth_header_pat.fullmatch(header)
+        model = await auth.user_for_token(found[1], sync=False) if found else None
+        if not model:
+            self.json_error(
+                403, "Permission denied: a JupyterHub token in the Authorization header"
+            )
+        if model.get("kind") != "user":
+            self.json_error(403, "Permission denied: only JupyterHub users use the exchange")
+        if not auth.check_scopes(auth.access_scopes, model):
+            self.json_error(
+                403, f"Permission denied: the token lacks {' or '.join(sorted(auth.access_scopes))}"
+            )
+        self.current_user = model
+        self.user = User.from_jupyterhub_user(model, self.db)
+        if isinstance(self, SubmitAssignment) and self.request.method == "POST":
+            self.check_quota()
+
+    def check_quota(self):
+        quota = self.settings["lm10_quota"]
+        stored = sum(
+            f.size or 0
+            for s in self.db.query(Submission).filter(Submission.student == self.user)
+            for f in s.files
+        )
+        if stored + len(self.request.body) > quota:
+            self.json_error(
+                413,
+                f"Submission refused: your submissions take {stored / MIB:.1f} MiB and this one "
+                f"{len(self.request.body) / MIB:.1f} MiB; the exchange keeps at most "
+                f"{quota / MIB:.0f} MiB per student. Ask your instructor.",
+            )
+
+
+def join_parent_session(target, value, oldvalue, initiator):
+    """An object set to belong to one in a session joins that session, as SQLAlchemy 1's
+    backref cascade did."""
+    session = object_session(value) if value is not None else None
+    if session is not None and target not in session:
+        session.add(target)
+
+
+def restore_backref_cascade():
+    """A new release (Assignment, set to its course) and a new submission (Submission, set to
+    its assignment) join the session of what they are set to, so ngshare's commit stores them."""
+    configure_mappers()  # Assignment.course is the backref of Course.assignments
+    for attribute in (Assignment.course, Submission.assignment):
+        if not event.contains(attribute, "set", join_parent_session):
+            event.listen(attribute, "set", join_parent_session)
+
+
+def with_course_rules(app):
+    """Put CourseRules in front of every ngshare handler of `app` (its health check stays open
+    for Kubernetes' probes). Returns how many routes it changed."""
+    changed = 0
+    for rule in app.wildcard_router.rules:
+        target = rule.target
+        if isinstance(target, type) and issubclass(target, MyRequestHandler):
+            rule.target = type(target.__name__, (CourseRules, target), {})
+            changed += 1
+    return changed
+
+
+def private_folder(path):
+    """`path` (made if missing), refused unless a folder of this user closed to others."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise SystemExit(f"ngshare: {path} is not a folder")
+    if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise SystemExit(
+            f"ngshare: {path} must belong to this service's user (uid {os.geteuid()}) and be "
+            f"closed to everyone else; it is mode {stat.S_IMODE(info.st_mode):o}, owner uid "
+            f"{info.st_uid}: chown it to the service's user and chmod 700 it"
+        )
+    return path
+
+
+def set_instructors(app, course_id, instructors):
+    """The course `course_id` exists, and its instructors are exactly `instructors`."""
+    db = app.db_session()
+    try:
+        course = db.query(Course).filter(Course.id == course_id).one_or_none()
+        if course is None:
+            course = Course(course_id)
+            db.add(course)
+        wanted = []
+        for name in instructors:
+            user = db.query(User).filter(User.id == name).one_or_none() or User(name)
+            if user in course.students:
+                course.students.remove(user)
+            wanted.append(user)
+        for user in [u for u in course.instructors if u not in wanted]:
+            course.instructors.remove(user)
+        for user in wanted:
+            if user not in course.instructors:
+                course.instructors.append(user)
+        db.commit()
+    finally:
+        db.close()
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m grading.hub.ngshare_service", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--state", required=True, help="folder of its database and files (0700)")
+    parser.add_argument("--course", required=True, help="the course id (nbgrader's course_id)")
+    parser.add_argument(
+        "--instructors", required=True, help="comma-separated hub user names of the instructors"
+    )
+    parser.add_argument("--max-request-mib", type=float, default=16)
+    parser.add_argument("--quota-mib", type=float, default=128)
+    parser.add_argument(
+        "--ip", help="address to listen on (default: the host of $JUPYTERHUB_SERVICE_URL)"
+    )
+    args = parser.parse_args(argv)
+    args.instructors = [n.strip() for n in args.instructors.split(",") if n.strip()]
+    if not args.instructors:
+        parser.error("--instructors: name at least one instructor")
+    if args.max_request_mib <= 0 or args.quota_mib <= 0:
+        parser.error("--max-request-mib and --quota-mib must be positive")
+    for name in ("JUPYTERHUB_SERVICE_URL", "JUPYTERHUB_SERVICE_PREFIX", "JUPYTERHUB_API_TOKEN"):
+        if not os.environ.get(name):
+            parser.error(f"${name} is not set: JupyterHub starts this as a service")
+    return args
+
+
+def main(argv=None):
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if os.geteuid() == 0:
+        raise SystemExit("ngshare: refusing to run as root; give the service a user of its own")
+    os.umask(0o077)
+    state = private_folder(args.state)
+    database = f"sqlite:///{state / 'ngshare.db'}"
+    storage = str(state / "files")
+    enable_pretty_logging()
+    # ngshare's own migrations, as `python -m ngshare` runs them
+    options = namedtuple("Options", ["x"])(["data=true", f"storage={storage}"])
+    dbutil.upgrade(database, cmd_opts=options)
+    app = MyApplication(
+        os.environ["JUPYTERHUB_SERVICE_PREFIX"],
+        database,
+        storage,
+        debug=False,
+        admin=(),
+        autoreload=False,
+    )
+    restore_backref_cascade()
+    if not with_course_rules(app):
+        raise SystemExit("ngshare: found none of its handlers to guard (a new ngshare release?)")
+    auth = HubAuth(allow_token_in_url=False)
+    if not auth.access_scopes:
+        raise SystemExit("ngshare: no access scope ($JUPYTERHUB_SERVICE_NAME is not set)")
+    app.settings.update(lm10_hub_auth=auth, lm10_quota=int(args.quota_mib * MIB))
+    set_instructors(app, args.course, args.instructors)
+    url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
+    server = HTTPServer(app, max_body_size=int(args.max_request_mib * MIB))
+    server.listen(url.port, args.ip or url.hostname)
+    with contextlib.suppress(KeyboardInterrupt):  # the hub stops its services with SIGINT
+        IOLoop.current().start()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+"""nbgrader configuration of a student's server on the course's JupyterHub, read before
+`../config/` (the exchange): only what the Validate button needs, as in the student edition.
+
+Validate runs a lab's tests in a new kernel. A test cell may name what it compares against
+("# Off limits while graded: ..."); the course's IPython extension stops the student's code
+from calling those while that test runs, as the grader does (lmcourse/offlimits.py).
+"""
+
+c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+c.Execute.extra_arguments = ["--IPKernelApp.extensions=lmcourse.offlimits"]
