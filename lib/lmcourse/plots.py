@@ -1,7 +1,8 @@
 """Matplotlib figures used by the lessons and the widgets: every figure of the course is drawn
 here, and nothing else. Each plot_* function returns the figure it draws; what a figure shows is
 computed where its concern lives (`count.parameter_shares`, `zoo.block_layout`,
-`blocks.rope.rope_rotate_pairs`, `configs.declared_context`).
+`configs.declared_context`), and the rotary figures turn their vectors with the model's own
+`blocks.rope.apply_rotary` (`rope_rotate_pairs`).
 
 Units: memory sizes of the T5 figures are in GiB (2**30 bytes), as GPU memory is built and
 reported (a card sold as "80 GB" holds about 80 GiB: an A100 80GB reports 80 GiB, an H100 80GB
@@ -216,6 +217,26 @@ def plot_rope_wavelengths(wavelengths: dict, marks: dict | None = None, title: s
     return fig
 
 
+def rope_rotate_pairs(x, inv_freq, positions):
+    """A head vector x [head_dim] ('half' layout) turned at each of `positions` by the model's own
+    `rotary_cos_sin` and `apply_rotary`, returned as its pairs: [len(positions), head_dim/2, 2],
+    for the figures below, which show one pair at a time."""
+    import torch
+
+    from .blocks.rope import apply_rotary, rotary_cos_sin
+
+    if x.dim() != 1 or x.shape[0] != 2 * inv_freq.shape[-1]:
+        raise ValueError(
+            f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
+            f"got shape {tuple(x.shape)}"
+        )
+    position_ids = torch.as_tensor(positions)[None]  # [1, T]
+    cos, sin = rotary_cos_sin(position_ids, inv_freq)  # [1, 1, T, head_dim]
+    x = x.expand(1, 1, position_ids.shape[1], -1)  # [batch, heads, T, head_dim]
+    out = apply_rotary(x, cos, sin)[0, 0]  # [T, head_dim]
+    return torch.stack(out.chunk(2, dim=-1), dim=-1)  # pair i is (x[i], x[i + head_dim/2])
+
+
 def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), pairs=()):
     """For a fixed query and key, against the offset m - n: the score q̃·k̃ (left) and the cosine
     between a few chosen `pairs` (right), once per shift of both positions (dashed: shifted).
@@ -224,8 +245,6 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
     """
     import numpy as np
     import torch
-
-    from .blocks.rope import rope_rotate_pairs
 
     offsets = np.asarray(offsets)
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True, dpi=80)
@@ -272,8 +291,6 @@ def plot_rope_score_at(
     (right)."""
     import numpy as np
     import torch
-
-    from .blocks.rope import rope_rotate_pairs
 
     m = query_position + shift
     keys = np.arange(query_position - window, query_position + 1) + shift  # candidate n

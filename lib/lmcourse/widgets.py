@@ -115,14 +115,49 @@ def kv_heads_widget(
 # ---- LM10-T4: RMSNorm, SwiGLU and mixture of experts -----------------------------------------
 
 
+def toy_moe(experts: int = 8, k: int = 2, d: int = 64, expert_hidden: int = 32, seed: int = 0):
+    """A small mixture-of-experts layer (`blocks.moe.MoE`: softmax router, top-k weights
+    renormalised to sum to one) with random weights drawn from `seed`: the layer the router
+    widget routes through, and lesson T4 takes apart.
+
+    Every weight matrix ~ N(0, 1/fan_in), so a unit-variance token gets router logits of
+    variance about one.
+    """
+    import torch
+
+    from .blocks.moe import MoE
+    from .spec import ModelSpec
+
+    spec = ModelSpec(
+        d=d,
+        layers=1,
+        vocab=1,
+        heads=1,
+        kv_heads=1,
+        head_dim=d,
+        ffn="swiglu",
+        hidden=expert_hidden,
+        norm="rms",
+        experts=experts,
+        experts_per_token=k,
+        expert_hidden=expert_hidden,
+        norm_topk=True,
+    )
+    moe = MoE(spec)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in moe.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator) * p.shape[-1] ** -0.5)
+    return moe.eval()
+
+
 def router_load_widget(tokens: int = 512, d: int = 64, seed: int = 0, token_seed: int = 1):
-    """Choose the number of experts E and the top-k: a random router (`blocks.moe.toy_moe`,
+    """Choose the number of experts E and the top-k: a random router (`toy_moe`,
     weights from `seed`) sends `tokens` random tokens (from `token_seed`; a seed of their own, so
     that no token copies a router row); the bars show each expert's load, the title the share of
     expert parameters one token uses (k / E). The static twin is `plots.plot_expert_load`."""
     import torch
 
-    from .blocks.moe import toy_moe
     from .plots import plot_expert_load
 
     x = torch.randn(tokens, d, generator=torch.Generator().manual_seed(token_seed))  # [tokens, d]

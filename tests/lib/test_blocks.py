@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import transformers
-from conftest import random_model, spec, turned_pairs
+from conftest import random_model, spec
 from lmcourse import ModelSpec, as_spec
 from lmcourse.blocks import (
     DecoderLM,
@@ -21,8 +21,7 @@ from lmcourse.blocks import (
     llama3_scaled,
     own_tokens_mask,
 )
-from lmcourse.blocks.moe import toy_moe
-from lmcourse.blocks.rope import rope_amplitude, rope_frequencies, rope_rotate_pairs
+from lmcourse.blocks.rope import rope_amplitude, rope_frequencies
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.gemma2.modeling_gemma2 import Gemma2RMSNorm
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -383,29 +382,3 @@ def test_the_blocks_import_neither_the_bridge_nor_transformers():
     import lmcourse
 
     assert lmcourse.from_transformers is bridge.from_transformers
-
-
-def test_rope_rotate_pairs_turns_each_pair_by_position_times_its_frequency():
-    inv_freq = inverse_frequencies(10000.0, 16)
-    x = torch.randn(16, generator=torch.Generator().manual_seed(0))
-    positions = [0, 1, 7, 300]
-    got = rope_rotate_pairs(x, inv_freq, positions)
-    assert got.shape == (4, 8, 2)
-    torch.testing.assert_close(got[0], torch.stack(x.chunk(2), -1))  # position 0: unturned
-    for row, position in zip(got, positions, strict=True):
-        torch.testing.assert_close(
-            row.double(), turned_pairs(x, inv_freq, position), rtol=1e-5, atol=1e-5
-        )
-    with pytest.raises(ValueError, match="x must be a vector of 16 numbers"):
-        rope_rotate_pairs(torch.zeros(15), inv_freq, positions)
-
-
-def test_toy_moe_is_seeded_and_routes_each_token_to_k_experts():
-    a, b, other = toy_moe(seed=0), toy_moe(seed=0), toy_moe(seed=1)
-    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
-        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=f"{name} differs under one seed")
-    assert not torch.equal(a.router.weight, other.router.weight)
-    x = torch.randn(10, 64, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        weights, chosen = a.router(x)
-    assert chosen.shape == (10, 2) and weights.sum(-1).allclose(torch.ones(10))

@@ -95,6 +95,23 @@ def _close_figures():
     matplotlib.pyplot.close("all")
 
 
+def test_rope_rotate_pairs_turns_each_pair_by_position_times_its_frequency():
+    from lmcourse.blocks.rope import inverse_frequencies
+
+    inv_freq = inverse_frequencies(10000.0, 16)
+    x = torch.randn(16, generator=torch.Generator().manual_seed(0))
+    positions = [0, 1, 7, 300]
+    got = plots.rope_rotate_pairs(x, inv_freq, positions)
+    assert got.shape == (4, 8, 2)
+    torch.testing.assert_close(got[0], torch.stack(x.chunk(2), -1))  # position 0: unturned
+    for row, position in zip(got, positions, strict=True):
+        torch.testing.assert_close(
+            row.double(), turned_pairs(x, inv_freq, position), rtol=1e-5, atol=1e-5
+        )
+    with pytest.raises(ValueError, match="x must be a vector of 16 numbers"):
+        plots.rope_rotate_pairs(torch.zeros(15), inv_freq, positions)
+
+
 def test_rope_score_at_plots_the_score_of_every_key_and_marks_the_chosen_one():
     from lmcourse.blocks.rope import inverse_frequencies
 

@@ -77,6 +77,17 @@ def test_kv_heads_widget_offers_the_divisors_of_the_chosen_models_heads(capsys):
     assert "group size 32: query head i reads kv head i // 32" in printed
 
 
+def test_toy_moe_is_seeded_and_routes_each_token_to_k_experts():
+    a, b, other = widgets.toy_moe(seed=0), widgets.toy_moe(seed=0), widgets.toy_moe(seed=1)
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=f"{name} differs under one seed")
+    assert not torch.equal(a.router.weight, other.router.weight)
+    x = torch.randn(10, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        weights, chosen = a.router(x)
+    assert chosen.shape == (10, 2) and weights.sum(-1).allclose(torch.ones(10))
+
+
 def test_router_load_widget_draws_each_experts_load_for_several_settings():
     w = widgets.router_load_widget(tokens=64, d=16)
     assert sliders(w) == {"experts E": (2, 64, 8), "experts per token k": (1, 8, 2)}

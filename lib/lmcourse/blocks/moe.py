@@ -26,7 +26,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..spec import ModelSpec
 from .ffn import GatedMLP, activation
 from .precision import KeepFloat32
 
@@ -108,33 +107,3 @@ class MoE(nn.Module):
         weights, chosen = self.router(flat)
         y = self.experts(flat, weights, chosen).view_as(x)
         return y + self.shared(x) if self.shared is not None else y
-
-
-def toy_moe(experts: int = 8, k: int = 2, d: int = 64, expert_hidden: int = 32, seed: int = 0):
-    """A small mixture-of-experts layer (`MoE`: softmax router, top-k weights renormalised to
-    sum to one) with random weights drawn from `seed`, for demonstrations.
-
-    Every weight matrix ~ N(0, 1/fan_in), so a unit-variance token gets router logits of
-    variance about one.
-    """
-    spec = ModelSpec(
-        d=d,
-        layers=1,
-        vocab=1,
-        heads=1,
-        kv_heads=1,
-        head_dim=d,
-        ffn="swiglu",
-        hidden=expert_hidden,
-        norm="rms",
-        experts=experts,
-        experts_per_token=k,
-        expert_hidden=expert_hidden,
-        norm_topk=True,
-    )
-    moe = MoE(spec)
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in moe.parameters():
-            p.copy_(torch.randn(p.shape, generator=generator) * p.shape[-1] ** -0.5)
-    return moe.eval()

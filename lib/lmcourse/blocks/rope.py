@@ -198,19 +198,3 @@ def apply_rotary(
         even, odd = x[..., 0::2], x[..., 1::2]
         return torch.stack((even * c - odd * s, odd * c + even * s), dim=-1).flatten(-2)
     raise ValueError(f"rope layout must be 'half' or 'pairs', got {layout!r}")
-
-
-def rope_rotate_pairs(x, inv_freq, positions):
-    """A head vector x [head_dim] ('half' layout) turned at each of `positions` by the model's own
-    `rotary_cos_sin` and `apply_rotary`, returned as its pairs: [len(positions), head_dim/2, 2]
-    (for figures that show one pair at a time)."""
-    if x.dim() != 1 or x.shape[0] != 2 * inv_freq.shape[-1]:
-        raise ValueError(
-            f"x must be a vector of {2 * inv_freq.shape[-1]} numbers (two per pair), "
-            f"got shape {tuple(x.shape)}"
-        )
-    position_ids = torch.as_tensor(positions)[None]  # [1, T]
-    cos, sin = rotary_cos_sin(position_ids, inv_freq)  # [1, 1, T, head_dim]
-    x = x.expand(1, 1, position_ids.shape[1], -1)  # [batch, heads, T, head_dim]
-    out = apply_rotary(x, cos, sin)[0, 0]  # [T, head_dim]
-    return torch.stack(out.chunk(2, dim=-1), dim=-1)  # pair i is (x[i], x[i + head_dim/2])
