@@ -557,25 +557,16 @@ def played(hub, machine):
         ), listed
     blank = hub.read_notebook(ATTACKER)
 
-    # mallory hands in the blank release first, then alice and bob their answers.
-    hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
-    for student, answer in HONEST.items():
-        hub.write_notebook(student, answer(hub.read_notebook(student)))
+    # mallory hands in the blank release first, then alice her answers; bob, the next
+    # classmate, hands in his after mallory's attempts on the exchange (3 below).
+    def hand_in(student):
+        hub.write_notebook(student, HONEST[student](hub.read_notebook(student)))
         hub.nbgrader(student, "assignments/submit", **COURSE)
-    handed_in = {s: (home[s] / LAB / f"{LAB}.ipynb").read_bytes() for s in HONEST}
+        return (home[student] / LAB / f"{LAB}.ipynb").read_bytes()
 
-    # The deadline passes.
-    due = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=1)
-    hub.call(
-        "PUT",
-        f"/user/{INSTRUCTOR}/formgrader/api/assignment/{LAB}",
-        data=json.dumps({"duedate_notimezone": due.isoformat(), "duedate_timezone": "UTC"}),
-    )
-    time.sleep(1.5)
-    out["due"] = due
-
+    hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
+    handed_in = {"lm10-alice": hand_in("lm10-alice")}
     mine = token[ATTACKER]
-    before = len(submissions_of(hub, mine, ATTACKER))
 
     # 1. Submitting as a classmate: ngshare with her token, naming alice; her own server,
     # configured with alice's id; no token, a made-up one, the hub's service token, and a token
@@ -631,9 +622,11 @@ def played(hub, machine):
             ["link it to the solution", "symlink", str(link), str(solution)],
         ],
     )
+    before = submissions_of(hub, mine, ATTACKER)
     out["submit through the link"] = hub.nbgrader(
         ATTACKER, "assignments/submit", expect=False, **COURSE
     )
+    out["stored through the link"] = len(submissions_of(hub, mine, ATTACKER)) - len(before)
     as_user(ATTACKER, ["rm", link], env[ATTACKER], home[ATTACKER])
     hub.write_notebook(ATTACKER, blank)
 
@@ -709,6 +702,17 @@ def played(hub, machine):
         mine, "GET", f"/submissions/{COURSE_ID}/{LAB}/{ATTACKER}"
     ).json()
 
+    # bob hands in after all that; then the deadline passes.
+    handed_in["lm10-bob"] = hand_in("lm10-bob")
+    due = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=1)
+    hub.call(
+        "PUT",
+        f"/user/{INSTRUCTOR}/formgrader/api/assignment/{LAB}",
+        data=json.dumps({"duedate_notimezone": due.isoformat(), "duedate_timezone": "UTC"}),
+    )
+    time.sleep(1.5)
+    out["due"] = due
+
     # 4. A submission that breaks collect: a file inside her notebook, as if it were a folder.
     # ngshare_exchange's own collect stops there (the control, into a scratch folder); the
     # course's collects everyone else and names her.
@@ -770,7 +774,6 @@ def played(hub, machine):
     out["release after the attacks"] = release_checksums(hub, token[INSTRUCTOR]) == release
     out["submitted by alice"] = submissions_of(hub, token[INSTRUCTOR], "lm10-alice")
     out["submitted by mallory"] = submissions_of(hub, token[INSTRUCTOR], ATTACKER)
-    out["mallory before"] = before
 
     # Grading and feedback; a feedback folder left without timestamp.txt (a student who was
     # never collected) must not stop anyone else's.
@@ -843,16 +846,18 @@ def played(hub, machine):
     out["submit past the size from her server"] = hub.nbgrader(
         ATTACKER, "assignments/submit", expect=False, **COURSE
     )
-    try:
+    stored = len(submissions_of(hub, mine, ATTACKER))
+    try:  # tornado answers 400 and closes; the client may see either
         big = hub.ngshare(
             mine,
             "POST",
             f"/submission/{COURSE_ID}/{LAB}",
             data=files_body({"big.bin": os.urandom(3 << 19)}),
         ).status_code
-    except requests.ConnectionError as error:
-        big = type(error).__name__
+    except requests.RequestException as error:
+        big = f"connection ended: {type(error).__name__}"
     out["request past the size"] = big
+    out["stored past the size"] = len(submissions_of(hub, mine, ATTACKER)) - stored
     kept = []
     for _ in range(5):
         answer = hub.ngshare(
@@ -942,6 +947,7 @@ def test_no_solution_through_a_symlink(played):
     assert played["link"]["link it to the solution"] == "done"
     failed = played["submit through the link"]
     assert "Permission denied" in answer_text(failed), failed
+    assert played["stored through the link"] == 0
     collected = nbformat.reads(played["collected"][ATTACKER].decode(), as_version=4)
     solutions = solution_answers(LAB)
     assert not [g for g, cell in answer_cells(collected).items() if cell.source == solutions[g]]
@@ -1007,7 +1013,8 @@ def test_no_one_fills_the_exchange(played):
     failed = answer_text(played["submit past the size from her server"])
     assert "the exchange accepts at most 1 MiB" in failed, failed
     big = played["request past the size"]
-    assert big in (400, 413) or big == "ConnectionError", big
+    assert big in (400, 413) or str(big).startswith("connection ended"), big
+    assert played["stored past the size"] == 0
     kept = played["past the quota"]
     assert [status for status, _ in kept] == [200, 200, 413], kept
     assert "MiB per student" in kept[-1][1]

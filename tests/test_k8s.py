@@ -150,3 +150,15 @@ def test_a_student_gets_none_of_it():
 @pytest.mark.parametrize("path", sorted(K8S.glob("*.yaml")))
 def test_every_values_file_is_a_mapping(path):
     assert isinstance(yaml.safe_load(path.read_text()), dict)
+
+
+def test_jupyterhub_md_quotes_the_files_as_they_are():
+    """A block under `<!-- quoted from PATH -->` in grading/JUPYTERHUB.md is PATH's text."""
+    text = (ROOT / "grading" / "JUPYTERHUB.md").read_text()
+    quotes = re.findall(r"<!-- quoted from (\S+) -->\n\s*```\w*\n(.*?)\n\s*```", text, re.S)
+    assert len(quotes) >= 3, quotes
+    for path, block in quotes:
+        lines = [line.strip() for line in block.splitlines()]
+        source = [line.strip() for line in (ROOT / path).read_text().splitlines()]
+        starts = [i for i, line in enumerate(source) if line == lines[0]]
+        assert any(source[i : i + len(lines)] == lines for i in starts), (path, block)
