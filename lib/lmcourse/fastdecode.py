@@ -15,9 +15,9 @@ this module removes:
     rows of one query against that head's cached keys (as the reference path's fused kernel
     does with `enable_gqa`), and soft-capped scores are grouped the same way, so no cached key
     or value is ever copied;
-  - a matrix layout that the matrix-vector kernel streams: fused weights are stored as
-    [in, out] and multiplied as `x @ W`, and the output matrix, read by the reference path as
-    the table [vocab, d] through `F.linear`, is copied into the same layout [d, vocab];
+  - matrices stored the way the matrix-vector kernel streams them: fused weights are stored
+    as [in, out] and multiplied as `x @ W`, and the output matrix, read by the reference path as
+    the table [vocab, d] through `F.linear`, is copied into the same form [d, vocab];
   - products of the weights on one thread: torch's matrix-vector product ran on one thread
     on the CPUs measured (MKL's kernel: as fast on two threads as on one), so on a CPU each
     matrix is cut into as many blocks of columns as there are threads and multiplied by one
@@ -42,9 +42,9 @@ fast path takes from the model itself (`DecoderLM.embed_tokens`, `DecoderLM.fini
 `Block.stages`), so those are written once (docs/ADDING_A_FAMILY.md, step 3, says what a new
 block feature needs here).
 The prompt itself (the prefill) runs through the reference path into the same `KVCache`, and
-modules this module has no fast form for (latent attention, mixtures of experts, and the modules
-an ablation swaps in, `lmcourse.ablations.TiledAttention` and `UngatedMLP`) are called as they
-are: every family decodes, the common ones quickly. tests/lib/test_fastdecode.py checks the
+the modules without a fast form (latent attention, mixtures of experts, and what an ablation
+swaps in, `lmcourse.ablations.TiledAttention` and `UngatedMLP`) are called as they are: every
+family decodes, the common ones quickly. tests/lib/test_fastdecode.py checks the
 tokens and logits against `DecoderLM` on every family of the parity tests.
 """
 
@@ -68,9 +68,9 @@ from .spec import check_int
 class _Weights:
     """One nn.Linear, or several with the same input side by side (their outputs concatenated),
     stored for a decoding step's product x [batch, in] -> x @ W.T + b [batch, out] in one of
-    three layouts:
+    three ways (`storage`):
 
-    - "columns": W.T [in, out], multiplied as x @ W.T, the layout in which torch's
+    - "columns": W.T [in, out], multiplied as x @ W.T, the form in which torch's
       matrix-vector kernel read the weights faster than in nn.Linear's where the course
       measured it (T5 times both);
     - "blocks": the same columns cut into `parts` blocks, stored [parts, in, out / parts] (zero
@@ -83,14 +83,14 @@ class _Weights:
       on some CPUs than the matrix-vector kernel; several sequences take `F.linear`.
     """
 
-    def __init__(self, *linears, layout: str = "columns", parts: int = 1):
+    def __init__(self, *linears, storage: str = "columns", parts: int = 1):
         weight = torch.cat([linear.weight for linear in linears], dim=0)  # [out, in]
         biases = [linear.bias for linear in linears]
         self.bias = None if biases[0] is None else torch.cat(biases).contiguous()
-        self.layout, self.width = layout, weight.shape[0]
-        if layout == "rows":
+        self.storage, self.width = storage, weight.shape[0]
+        if storage == "rows":
             self.weight = weight.contiguous()
-        elif layout == "columns":
+        elif storage == "columns":
             self.weight = weight.t().contiguous()
         else:  # "blocks"
             block = -(-self.width // parts)  # columns per block, rounded up
@@ -98,11 +98,11 @@ class _Weights:
             self.weight = weight.view(-1, parts, block).transpose(0, 1).contiguous()
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.layout == "columns":
+        if self.storage == "columns":
             return x @ self.weight if self.bias is None else torch.addmm(self.bias, x, self.weight)
-        if self.layout == "rows" and x.shape[0] == 1:  # one sequence: a loop of its own
+        if self.storage == "rows" and x.shape[0] == 1:  # one sequence: a loop of its own
             y = (x * self.weight).sum(-1).view(1, -1)
-        elif self.layout == "rows":
+        elif self.storage == "rows":
             y = F.linear(x, self.weight)
         else:
             parts = self.weight.shape[0]
@@ -113,9 +113,9 @@ class _Weights:
         return y if self.bias is None else y + self.bias
 
     def add_to(self, x: torch.Tensor, h: torch.Tensor, post_norm=None) -> torch.Tensor:
-        """x + post_norm(h @ W.T + b) -> [batch, d]. In the "columns" layout without a bias or
+        """x + post_norm(h @ W.T + b) -> [batch, d]. Stored as "columns", without a bias or
         a post norm (most families), the product and the residual sum are one `torch.addmm`."""
-        if self.layout == "columns" and self.bias is None and post_norm is None:
+        if self.storage == "columns" and self.bias is None and post_norm is None:
             return torch.addmm(x, h, self.weight)
         y = self(h)
         return x + (post_norm(y) if post_norm else y)
@@ -133,10 +133,10 @@ def _norm(module):
 
 
 def rotation_matrix(
-    cos: torch.Tensor, sin: torch.Tensor, head_dim: int, layout: str
+    cos: torch.Tensor, sin: torch.Tensor, head_dim: int, rope_layout: str
 ) -> torch.Tensor:
     """The rotary embedding of one position as a [head_dim, head_dim] matrix R: x @ R ==
-    apply_rotary(x, cos, sin, layout) for every head vector x.
+    apply_rotary(x, cos, sin, rope_layout) for every head vector x.
 
     The rotation is linear in x, so row j of R is the rotation of the j-th unit vector: the
     reference function, applied once per step to the identity, builds R for either pair
@@ -146,30 +146,32 @@ def rotation_matrix(
     a product and a sum).
     """
     eye = torch.eye(head_dim, dtype=cos.dtype, device=cos.device).view(1, 1, head_dim, head_dim)
-    return apply_rotary(eye, cos[:1], sin[:1], layout)[0, 0]
+    return apply_rotary(eye, cos[:1], sin[:1], rope_layout)[0, 0]
 
 
 class _FastAttention:
     """One `Attention` block's decoding step: one fused projection, one product for the
     rotation, keys and values written straight into the cache, no grouped copy.
 
-    In a compiled step (the "rows" layout) the attention of the new token is written out as
-    its two reductions, the scores over head_dim and the weighted values over the positions,
+    In a compiled step (matrices stored as "rows") the attention of the new token is written
+    out as its two reductions, the scores over head_dim and the weighted values over the positions,
     which inductor fuses into loops of its own. torch.compile would otherwise call the CPU's
     flash-attention kernel, made for many queries: with one query per head it was the slower
     of the two on the CPU measured, by 1.8 to 3.1 ms of SmolLM2-135M's step (30 layers, 544
     cached positions) in three runs on 2 cores. The scores differ from the kernel's by
     rounding only (1.4e-5 in those logits)."""
 
-    def __init__(self, attn: Attention, layout: dict):
+    def __init__(self, attn: Attention, plan: dict):
         self.attn = attn
-        self.reduced = layout["layout"] == "rows"  # a compiled step
+        self.reduced = plan["storage"] == "rows"  # a compiled step
         # the score scale as a tensor of its own: a Python float multiplied into a tensor
         # becomes an input that torch.compile wraps in a new tensor at every call
         weight = attn.q_proj.weight
-        self.scale = torch.tensor(attn.scale, dtype=weight.dtype, device=weight.device)
-        self.qkv = _Weights(attn.q_proj, attn.k_proj, attn.v_proj, **layout)
-        self.out = _Weights(attn.o_proj, **layout)
+        self.attn_scale_tensor = torch.tensor(
+            attn.attn_scale, dtype=weight.dtype, device=weight.device
+        )
+        self.qkv = _Weights(attn.q_proj, attn.k_proj, attn.v_proj, **plan)
+        self.out = _Weights(attn.o_proj, **plan)
 
     def __call__(self, x, rotation, pos, cache, start):  # x [batch, d] -> heads [batch, H * D]
         a = self.attn
@@ -181,14 +183,14 @@ class _FastAttention:
         # product, which stays on one thread; the same product on 4-D heads becomes a batched
         # one (`bmm`) split across threads, which waits on every other busy core
         qk, v = qkv.split(((H + K) * D, K * D), dim=-1)
-        if a.qk_norm == "all_heads":  # OLMo 2: one norm across the query heads, one across keys
+        if a.qk_norm_kind == "all_heads":  # OLMo 2: one norm across query heads, one across keys
             q, k = qk.split((H * D, K * D), dim=-1)
             qk = torch.cat((a.q_norm(q), a.k_norm(k)), dim=-1)
         qk = qk.reshape(B * (H + K), D)  # a view for one sequence, a copy for several
-        if a.qk_norm == "per_head":  # each head normalised on its own
+        if a.qk_norm_kind == "per_head":  # each head normalised on its own
             q, k = qk.view(B, H + K, D).split((H, K), dim=1)
             qk = torch.cat((a.q_norm(q), a.k_norm(k)), dim=1).view(B * (H + K), D)
-        if a.rotary:  # every query and key head rotated by one product
+        if a.rotates:  # every query and key head rotated by one product
             qk = qk @ rotation
         q, k = qk.view(B, H + K, 1, D).split((H, K), dim=1)
         v = v.view(B, K, 1, D)
@@ -204,28 +206,29 @@ class _FastAttention:
         # head as G rows of one [G, S] score matrix.
         q = q.view(B, K, G, D)
         if a.softcap:
-            scores = (q @ keys.transpose(-2, -1)) * a.scale
+            scores = (q @ keys.transpose(-2, -1)) * a.attn_scale
             scores = a.softcap * torch.tanh(scores / a.softcap)
             probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
             y = probs @ values  # [batch, K, G, D]
         elif self.reduced:  # compiled: two reductions over head_dim and over the positions
-            scores = (q.unsqueeze(-2) * keys.unsqueeze(2)).sum(-1) * self.scale  # [batch, K, G, S]
+            scores = (q.unsqueeze(-2) * keys.unsqueeze(2)).sum(-1)  # [batch, K, G, S]
+            scores = scores * self.attn_scale_tensor
             probs = torch.softmax(scores, dim=-1)
             y = (probs.unsqueeze(-1) * values.unsqueeze(2)).sum(-2)  # [batch, K, G, D]
         else:
-            y = F.scaled_dot_product_attention(q, keys, values, scale=a.scale)
+            y = F.scaled_dot_product_attention(q, keys, values, scale=a.attn_scale)
         return y.reshape(B, H * D)
 
 
 class _FastMLP:
     """A feed-forward block's step: gate and up as one product for the gated kinds."""
 
-    def __init__(self, ffn, layout: dict):
+    def __init__(self, ffn, plan: dict):
         self.ffn = ffn
         self.gated = isinstance(ffn, GatedMLP)
         ups = (ffn.gate_proj, ffn.up_proj) if self.gated else (ffn.up_proj,)
-        self.up = _Weights(*ups, **layout)
-        self.out = _Weights(ffn.down_proj, **layout)
+        self.up = _Weights(*ups, **plan)
+        self.out = _Weights(ffn.down_proj, **plan)
 
     def __call__(self, x):  # x [batch, d] -> hidden [batch, hidden], before the down projection
         h = self.up(x)
@@ -276,23 +279,26 @@ class FastDecoder:
                 "on every thread (leave parts out, or set compiled=False)"
             )
         self.parts = parts
+        # how every fused matrix is stored (`_Weights`)
         if compiled:
-            layout = {"layout": "rows"}
+            plan = {"storage": "rows"}
         else:
-            layout = {"layout": "blocks", "parts": parts} if parts > 1 else {"layout": "columns"}
+            plan = {"storage": "blocks", "parts": parts} if parts > 1 else {"storage": "columns"}
         self.model = model
-        with torch.no_grad():  # a fast form for a module of exactly the type it rewrites
+        # A fast form only for a module of exactly the type it rewrites: any other, a subclass
+        # such as an ablation's TiledAttention included, may compute otherwise and runs as it is.
+        with torch.no_grad():
             self.attention = [
-                _FastAttention(b.attn, layout) if type(b.attn) is Attention else b.attn
+                _FastAttention(b.attn, plan) if type(b.attn) is Attention else b.attn
                 for b in model.blocks
             ]
             self.ffn = [
-                _FastMLP(b.ffn, layout) if type(b.ffn) in (MLP, GatedMLP) else b.ffn
+                _FastMLP(b.ffn, plan) if type(b.ffn) in (MLP, GatedMLP) else b.ffn
                 for b in model.blocks
             ]
             # the output matrix too, the largest of a small model (for tied embeddings, a copy
-            # of the table in the chosen layout)
-            self.head = _Weights(model.head, **layout)
+            # of the table, stored as the plan says)
+            self.head = _Weights(model.head, **plan)
         # per block: (norm before attention, after it, before the feed-forward, after it),
         # from the block's own list of stages (Block.stages)
         self.norms = [
@@ -300,9 +306,11 @@ class FastDecoder:
             for b in model.blocks
         ]
         self.final_norm = _norm(model.norm)
-        rotary = [a.attn for a in self.attention if isinstance(a, _FastAttention) and a.attn.rotary]
-        self.rope_layout = rotary[0].rope_layout if rotary else None
-        self.head_dim = rotary[0].head_dim if rotary else None
+        rotating = [
+            a.attn for a in self.attention if isinstance(a, _FastAttention) and a.attn.rotates
+        ]
+        self.rope_layout = rotating[0].rope_layout if rotating else None
+        self.head_dim = rotating[0].head_dim if rotating else None
         self.compiled = compiled
         self._decode = self._compiled_step() if compiled else self._step
         self._no_grad = _outside_inference_mode if compiled else torch.inference_mode
@@ -314,7 +322,7 @@ class FastDecoder:
         fused = [self.head] + [part for a in attention for part in (a.qkv, a.out)]
         fused += [part for f in self.ffn if isinstance(f, _FastMLP) for part in (f.up, f.out)]
         own = [t for w in fused for t in (w.weight, w.bias) if t is not None]
-        return own + [a.scale for a in attention]
+        return own + [a.attn_scale_tensor for a in attention]
 
     def _compiled_step(self):
         """`_step` compiled for this decoder alone, without guards on its own matrices.

@@ -81,7 +81,11 @@ def _check_batch(model: DecoderLM, input_ids, position_ids, layer: int) -> torch
             isinstance(b.attn, Attention)
             and b.attn.group == 1
             and not (
-                b.attn.rotary or b.attn.qk_norm or b.attn.clip or b.attn.softcap or b.attn.window
+                b.attn.rotates
+                or b.attn.qk_norm_kind
+                or b.attn.clip
+                or b.attn.softcap
+                or b.attn.window
             )
             for b in model.blocks
         )
@@ -145,7 +149,7 @@ def _attention_weights(
     B, T, _ = h.shape
     q = attn.q_proj(h).view(B, T, attn.heads, attn.head_dim).transpose(1, 2)
     k = attn.k_proj(h).view(B, T, attn.heads, attn.head_dim).transpose(1, 2)
-    scores = (q @ k.transpose(-2, -1)) * attn.scale  # [batch, heads, T, T]
+    scores = (q @ k.transpose(-2, -1)) * attn.attn_scale  # [batch, heads, T, T]
     later = torch.ones(T, T, dtype=torch.bool).triu(1)  # keys after the query
     return scores.masked_fill(later, float("-inf")).softmax(-1)
 

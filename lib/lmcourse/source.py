@@ -1,7 +1,7 @@
 """The library's own code, printed in the lessons, so that a lesson and the library never drift.
 
     print(excerpt(norms.RMSNorm.forward))                                   # a whole function
-    print(excerpt(Attention.forward, "if self.rotary", "k = apply_rotary"))  # some of its lines
+    print(excerpt(Attention.forward, "if self.rotates", "k = apply_rotary"))  # some of its lines
 
 Each excerpt starts with a header naming the file (relative to the installed library) and the
 function, so a student can open the file and read on. The header gives no line numbers: a lesson's

@@ -251,7 +251,7 @@ def test_sliding_layers_cache_only_the_window():
         model(torch.randint(0, 64, (1, 1)), cache=cache)
     slots = [layer.keys.shape[2] for layer in cache.layers]
     assert slots == [3, 20], f"cache slots per layer {slots}, expected [window, max_tokens]"
-    held = sorted(cache.layers[0].positions.tolist())
+    held = sorted(cache.layers[0].slot_positions.tolist())
     assert held == [4, 5, 6], f"sliding layer holds positions {held}, expected the last 3"
 
 
@@ -304,7 +304,7 @@ def test_bad_input_raises_value_error():
     model = random_model(spec())
     with pytest.raises(ValueError, match="input_ids"):
         model(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="kv_grouping"):
+    with pytest.raises(ValueError, match="grouping must be 'interleave' or 'tile', got 'shuffle'"):
         group_kv(torch.zeros(1, 2, 1, 1), 2, "shuffle")
     with pytest.raises(ValueError, match="cache holds 4"):
         model(torch.zeros(1, 5, dtype=torch.long), cache=model.new_cache(1, 4))

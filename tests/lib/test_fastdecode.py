@@ -89,18 +89,18 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     assert set(second._unguarded) == {own}, second._unguarded
 
 
-@pytest.mark.parametrize("layout", ["columns", "blocks", "rows"])
+@pytest.mark.parametrize("storage", ["columns", "blocks", "rows"])
 @pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("bias", [False, True])
-def test_fused_weights_give_each_linear_its_own_output(layout, batch, bias):
-    """Two nn.Linear side by side, in each layout (widths 5 and 6 cut into 4 blocks: padded),
+def test_fused_weights_give_each_linear_its_own_output(storage, batch, bias):
+    """Two nn.Linear side by side, stored each way (widths 5 and 6 cut into 4 blocks: padded),
     give the two outputs concatenated, and add_to adds them to the residual."""
     from lmcourse.fastdecode import _Weights
 
     torch.manual_seed(0)
     linears = [torch.nn.Linear(7, width, bias=bias) for width in (5, 6)]
     x, residual = torch.randn(batch, 7), torch.randn(batch, 11)
-    fused = _Weights(*linears, layout=layout, parts=4)
+    fused = _Weights(*linears, storage=storage, parts=4)
     with torch.no_grad():
         expected = torch.cat([linear(x) for linear in linears], dim=-1)
         torch.testing.assert_close(fused(x), expected, rtol=0, atol=1e-6)
@@ -113,7 +113,7 @@ def test_fused_weights_give_each_linear_its_own_output(layout, batch, bias):
             rtol=0,
             atol=1e-6,
         )
-    stored = {"columns": (7, 11), "blocks": (4, 7, 3), "rows": (11, 7)}[layout]
+    stored = {"columns": (7, 11), "blocks": (4, 7, 3), "rows": (11, 7)}[storage]
     assert fused.weight.shape == stored
 
 

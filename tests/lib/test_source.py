@@ -19,10 +19,10 @@ def test_a_whole_function_with_its_file_and_name():
 
 
 def test_first_and_last_select_the_lines_between_them():
-    text = source.excerpt(Attention.forward, "if self.rotary", "k = apply_rotary")
+    text = source.excerpt(Attention.forward, "if self.rotates", "k = apply_rotary")
     header, *body = text.splitlines()
     assert body == [
-        "if self.rotary:",
+        "if self.rotates:",
         "    q = apply_rotary(q, cos, sin, self.rope_layout)",
         "    k = apply_rotary(k, cos, sin, self.rope_layout)",
     ]
@@ -31,7 +31,7 @@ def test_first_and_last_select_the_lines_between_them():
 
 def test_moving_the_code_within_its_file_changes_no_excerpt(monkeypatch):
     """Stored lesson outputs print excerpts: lines added above a function must not change them."""
-    before = source.excerpt(Attention.forward, "if self.rotary", "k = apply_rotary")
+    before = source.excerpt(Attention.forward, "if self.rotates", "k = apply_rotary")
     real = inspect.getsourcelines
 
     def moved(obj):
@@ -39,7 +39,7 @@ def test_moving_the_code_within_its_file_changes_no_excerpt(monkeypatch):
         return lines, start + 40  # as if 40 lines had been added above it
 
     monkeypatch.setattr(inspect, "getsourcelines", moved)
-    assert source.excerpt(Attention.forward, "if self.rotary", "k = apply_rotary") == before
+    assert source.excerpt(Attention.forward, "if self.rotates", "k = apply_rotary") == before
 
 
 def test_a_decorated_method_is_shown_without_its_decorator_wrapper():

@@ -33,7 +33,7 @@ def group_kv(x: torch.Tensor, group: int, grouping: str = "interleave") -> torch
     elif grouping == "tile":  # [B, group, kv_heads, T, width]: query head i -> i % kv_heads
         x = x[:, None].expand(B, group, kv_heads, T, width)
     else:
-        raise ValueError(f"kv_grouping must be 'interleave' or 'tile', got {grouping!r}")
+        raise ValueError(f"grouping must be 'interleave' or 'tile', got {grouping!r}")
     return x.reshape(B, kv_heads * group, T, width)
 
 
@@ -80,11 +80,13 @@ class Attention(nn.Module):
                 q_width, k_width = spec.heads * spec.head_dim, spec.kv_heads * spec.head_dim
             self.q_norm = RMSNorm(q_width, spec.norm_eps, spec.norm_offset)
             self.k_norm = RMSNorm(k_width, spec.norm_eps, spec.norm_offset)
-        self.qk_norm = "all_heads" if spec.qk_norm_all_heads else "per_head" if spec.qk_norm else ""
+        self.qk_norm_kind = (
+            "all_heads" if spec.qk_norm_all_heads else "per_head" if spec.qk_norm else ""
+        )
         self.clip = spec.qkv_clip  # OLMo: clamp queries, keys and values to [-clip, clip]
-        self.rotary = spec.positions == 0
+        self.rotates = spec.positions == 0  # rotary positions (no learned table)
         self.rope_layout = spec.rope_layout
-        self.scale = spec.attn_scale
+        self.attn_scale = spec.attn_scale
         self.softcap = spec.attn_softcap
         sliding = spec.layer_types[layer] == "sliding_attention"
         self.window = spec.sliding_window if sliding else 0
@@ -104,16 +106,16 @@ class Attention(nn.Module):
     def forward(self, x, cos, sin, qpos, cache: LayerCache | None = None, start: int = 0):
         B, T, _ = x.shape  # x [batch, T, d]
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # [batch, T, heads * head_dim]
-        if self.qk_norm == "all_heads":
+        if self.qk_norm_kind == "all_heads":
             q, k = self.q_norm(q), self.k_norm(k)
         q = q.view(B, T, self.heads, self.head_dim).transpose(1, 2)
         k = k.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
         if self.clip:
             q, k, v = (t.clamp(-self.clip, self.clip) for t in (q, k, v))
-        if self.qk_norm == "per_head":
+        if self.qk_norm_kind == "per_head":
             q, k = self.q_norm(q), self.k_norm(k)
-        if self.rotary:
+        if self.rotates:
             q = apply_rotary(q, cos, sin, self.rope_layout)
             k = apply_rotary(k, cos, sin, self.rope_layout)
         if cache is None:  # the keys are the new tokens' own
@@ -126,4 +128,4 @@ class Attention(nn.Module):
     def attend_heads(self, q, k, v, mask):
         """Each query head against its key-value head: head i reads head i // group. A module
         that pairs them otherwise overrides this (`lmcourse.ablations.TiledAttention`)."""
-        return attend(q, k, v, mask, self.scale, self.softcap)
+        return attend(q, k, v, mask, self.attn_scale, self.softcap)

@@ -38,7 +38,9 @@ class LayerCache:
         slots = min(max_tokens, window) if window else max_tokens
         self.keys = torch.zeros(batch, heads, slots, k_width, dtype=dtype, device=device)
         self.values = torch.zeros(batch, heads, slots, v_width, dtype=dtype, device=device)
-        self.positions = torch.full((slots,), -1, dtype=torch.long, device=device)  # per slot
+        # the sequence position each slot holds (-1: none yet); a ring's slots hold positions
+        # out of order
+        self.slot_positions = torch.full((slots,), -1, dtype=torch.long, device=device)
 
     def update(self, k: torch.Tensor, v: torch.Tensor, qpos: torch.Tensor, start: int):
         """Store k, v [batch, heads, T, width] for positions start..start+T-1.
@@ -65,7 +67,7 @@ class LayerCache:
             slot = start % slots
             self.keys[:, :, slot] = k[:, :, 0]
             self.values[:, :, slot] = v[:, :, 0]
-            self.positions[slot] = start
+            self.slot_positions[slot] = start
             filled = min(start + 1, slots)
             return self.keys[:, :, :filled], self.values[:, :, :filled], "all"
         # several tokens at once: attend to the previous window plus the new ones, then keep
@@ -74,7 +76,7 @@ class LayerCache:
         if filled:
             keys = torch.cat((self.keys[:, :, :filled], k), dim=2)
             values = torch.cat((self.values[:, :, :filled], v), dim=2)
-            kpos = torch.cat((self.positions[:filled], qpos))  # the position of each key
+            kpos = torch.cat((self.slot_positions[:filled], qpos))  # the position of each key
             mask = causal_mask(qpos, kpos, self.window)
         else:
             keys, values, mask = k, v, own_tokens_mask(qpos, self.window)
@@ -82,7 +84,7 @@ class LayerCache:
         index = qpos[-keep:] % slots
         self.keys.index_copy_(2, index, k[:, :, -keep:])
         self.values.index_copy_(2, index, v[:, :, -keep:])
-        self.positions.index_copy_(0, index, qpos[-keep:])
+        self.slot_positions.index_copy_(0, index, qpos[-keep:])
         return keys, values, mask
 
 

@@ -46,7 +46,7 @@ class LatentAttention(nn.Module):
         self.kv_b_proj = nn.Linear(self.rank, spec.heads * (self.nope + self.v_dim), bias=False)
         self.o_proj = nn.Linear(spec.heads * self.v_dim, spec.d, bias=spec.out_bias)
         self.rope_layout = spec.rope_layout
-        self.scale = spec.attn_scale
+        self.attn_scale = spec.attn_scale
         self.q_lora = bool(spec.q_lora_rank)
 
     def new_cache(self, batch: int, max_tokens: int, dtype, device) -> LayerCache:
@@ -71,5 +71,5 @@ class LatentAttention(nn.Module):
         k_nope, v = kv.transpose(1, 2).split([self.nope, self.v_dim], dim=-1)
         k = torch.cat((k_nope, k_rot.expand(B, self.heads, S, self.rope)), dim=-1)
         q = torch.cat((q_nope, q_rot), dim=-1)
-        y = attend(q, k, v, mask, self.scale)  # [batch, heads, T, v_dim]
+        y = attend(q, k, v, mask, self.attn_scale)  # [batch, heads, T, v_dim]
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # [batch, T, d]

@@ -44,7 +44,7 @@ class Router(KeepFloat32):
             self.register_buffer("correction_bias", torch.zeros(spec.experts))
             self.keep_float32 = ("weight", "correction_bias")
         self.n_group, self.topk_group = spec.n_group, spec.topk_group
-        self.norm_topk, self.scale = spec.norm_topk, spec.routed_scale
+        self.norm_topk, self.routed_scale = spec.norm_topk, spec.routed_scale
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [N, d] -> (weights [N, k], expert indices [N, k])."""
@@ -63,7 +63,7 @@ class Router(KeepFloat32):
             weights = scores.gather(1, chosen)
         if self.norm_topk:
             weights = weights / (weights.sum(-1, keepdim=True) + (1e-20 if self.sigmoid else 0.0))
-        weights = weights * self.scale  # float32
+        weights = weights * self.routed_scale  # float32
         return (weights.to(x.dtype) if self.weights_in_model_dtype else weights), chosen
 
 
