@@ -14,13 +14,16 @@ Measures, for both implementations on the same device and threads, interleaved r
     machine's load moves them all;
   - the operator calls of one cached decoding step on each side (torch.profiler): the per-step
     overhead above the floor, counted, which a busy machine cannot blur as it blurs times;
+  - how far each fast path's logits of one cached step are from the reference blocks'
+    (rounding), how long the compiled fast path takes to compile, and how many of its own
+    tensors its guards leave out (`FastDecoder._compiled_step`);
   - our model in bfloat16 (half the bytes, half the floor): its decoding step, its loss on the
     evaluation text and its greedy tokens against float32's;
 and prints each time and its ratio to transformers, then one cached decoding step of each side
 in milliseconds, as a multiple of the floor and in tokens per second against transformers, and
 whether the generated tokens are identical.
 
-    python benchmarks/forward.py                       # 2-core CPU: about 12 minutes
+    python benchmarks/forward.py                       # minutes on a CPU (it prints how many)
     python benchmarks/forward.py --device cuda
     python benchmarks/forward.py --tokens 64 --new-tokens 8 --repeats 1   # a quick look
     python benchmarks/forward.py --no-compile          # without the compiled fast path
@@ -38,6 +41,7 @@ import copy
 import os
 import shutil
 import sys
+import time
 
 import torch
 from lmcourse import cache_bytes, evaluate, from_transformers, text, timing
@@ -152,6 +156,22 @@ def step_operator_calls(theirs, ours, fast_paths, ids) -> dict[str, int]:
     return counts
 
 
+def step_logit_differences(ours, fast_paths, ids) -> dict[str, float]:
+    """Max |logit difference| of one cached decoding step after the context `ids`, each fast
+    path against the reference blocks: rounding only, from sums taken in another order."""
+    token = ids[:, -1:]
+    with torch.inference_mode():
+        cache = ours.new_cache(ids.shape[0], ids.shape[1] + 1)
+        ours(ids, cache=cache)
+        want = ours(token, cache=cache)
+    differences = {}
+    for side, fast in fast_paths.items():
+        cache = ours.new_cache(ids.shape[0], ids.shape[1] + 1)  # outside inference mode
+        fast.prefill(ids, cache)
+        differences[side] = (fast.step(token, cache) - want).abs().max().item()
+    return differences
+
+
 LABELS = {
     "transformers": "transformers",
     "ours": "ours, reference blocks",
@@ -177,9 +197,10 @@ def main() -> None:
         "--no-compile",
         action="store_true",
         help="leave out the compiled fast path (FastDecoder(compiled=True)), which compiles "
-        "for about a minute before timing and needs a C++ compiler on a CPU",
+        "before timing (the benchmark prints how long) and needs a C++ compiler on a CPU",
     )
     args = parser.parse_args()
+    started = time.perf_counter()
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
     if args.new_tokens < 2:
@@ -205,6 +226,10 @@ def main() -> None:
     read_matvec, _ = repeated(timing.matvec_reader, ours)
     ids = text.token_ids(load_tokenizer(), args.tokens).to(device)  # [1, tokens]
     n = args.new_tokens
+    if "compiled" in fast_paths:  # its first step compiles: timed here, before the rounds
+        start = time.perf_counter()
+        fast_paths["compiled"].generate(ids, 2)
+        compile_s = time.perf_counter() - start
     # Greedy, exactly n tokens: no end-of-sequence stop, so both sides produce the same count.
     greedy = GenerationConfig(
         do_sample=False,
@@ -328,6 +353,18 @@ def main() -> None:
         "operator calls in one cached decoding step (torch.profiler, outermost aten calls): "
         + ", ".join(f"{side} {count}" for side, count in calls.items())
     )
+    differences = step_logit_differences(ours, fast_paths, ids)
+    print(
+        "max |logit difference| of one cached step against the reference blocks: "
+        + ", ".join(f"{side} {difference:.1e}" for side, difference in differences.items())
+    )
+    if "compiled" in fast_paths:
+        compiled = fast_paths["compiled"]
+        print(
+            f"compiled fast path: its first step took {compile_s:.0f} s (compiling); its "
+            f"guards leave out {len(compiled._own_tensors())} tensors of its own, each a check "
+            "before every step"
+        )
     print(
         f"cache speed-up (no cache / cache): transformers "
         f"{plain['transformers'] / many['transformers']:.1f}x, "
@@ -346,6 +383,7 @@ def main() -> None:
         f"generated tokens identical (transformers, ours and our fast paths, with and without "
         f"cache): {same}"
     )
+    print(f"benchmark wall time: {time.perf_counter() - started:.0f} s")
     if not same:
         raise SystemExit("generated tokens differ")
 

@@ -23,20 +23,19 @@ this module removes:
     matrix is cut into as many blocks of columns as there are threads and multiplied by one
     batched product, which gives every thread its own block;
   - small operations, which cost more than their arithmetic when a step makes hundreds of
-    them (one cached step of SmolLM2-135M: 1,673 operator calls on the reference path, 693
-    here with one block per matrix, 1,116 with two): RMSNorm as one call of
-    `F.rms_norm` (the same numbers in float32); the
-    query and key heads rotated by one product with a [head_dim, head_dim] matrix built once
-    per step (`rotation_matrix`); the new key and value copied straight into their cache slot;
-    each residual sum folded into its output projection (`torch.addmm`); the hidden state kept
-    as [batch, d]; no calls to modules that do nothing;
+    them (`make bench` counts a step's operator calls on each path): RMSNorm as one call of
+    `F.rms_norm` (the same numbers in float32); the query and key heads rotated by one product
+    with a [head_dim, head_dim] matrix built once per step (`rotation_matrix`); the new key and
+    value copied straight into their cache slot; each residual sum folded into its output
+    projection (`torch.addmm`); the hidden state kept as [batch, d]; no calls to modules that
+    do nothing;
   - and, opt-in (`FastDecoder(model, compiled=True)`), `torch.compile` of the whole step, which
-    fuses the operations between the products into a few generated kernels per layer (33
-    operator calls in all) and turns each product of one sequence into a loop of its own
-    that streams the weights on every thread, and the attention of the new token into two
-    more; on CPUs where torch's matrix-vector kernel streams below the memory's speed, this
-    comes closest to the floor. What torch.compile checks before each call is kept to what
-    can change: not the decoder's own matrices (`FastDecoder._compiled_step`).
+    fuses the operations between the products into a few generated kernels per layer and
+    turns each product of one sequence into a loop of its own that streams the weights on
+    every thread, and the attention of the new token into two more; on CPUs where torch's
+    matrix-vector kernel streams below the memory's speed, this comes closest to the floor.
+    What torch.compile checks before each call is kept to what can change: not the decoder's
+    own matrices (`FastDecoder._compiled_step`).
 What a family does to its embeddings and logits, and which norms sit around each stage, the
 fast path takes from the model itself (`DecoderLM.embed_tokens`, `DecoderLM.finish_logits`,
 `Block.stages`), so those are written once (docs/ADDING_A_FAMILY.md, step 3, says what a new
@@ -154,12 +153,12 @@ class _FastAttention:
     rotation, keys and values written straight into the cache, no grouped copy.
 
     In a compiled step (matrices stored as "rows") the attention of the new token is written
-    out as its two reductions, the scores over head_dim and the weighted values over the positions,
-    which inductor fuses into loops of its own. torch.compile would otherwise call the CPU's
-    flash-attention kernel, made for many queries: with one query per head it was the slower
-    of the two on the CPU measured, by 1.8 to 3.1 ms of SmolLM2-135M's step (30 layers, 544
-    cached positions) in three runs on 2 cores. The scores differ from the kernel's by
-    rounding only (1.4e-5 in those logits)."""
+    out as its two reductions, the scores over head_dim and the weighted values over the
+    positions, which inductor fuses into loops of its own. torch.compile would otherwise call
+    the CPU's flash-attention kernel, which is made for many queries and was the slower of the
+    two with one query per head on the CPUs measured. The scores differ from the kernel's by
+    rounding only (`make bench` prints how far each fast path's logits are from the
+    reference's)."""
 
     def __init__(self, attn: Attention, plan: dict):
         self.attn = attn
@@ -261,9 +260,10 @@ class FastDecoder:
     compiled=True hands the step to `torch.compile` (inductor), which fuses the small
     operations between the matrix products into a few generated C++ kernels, and the product
     of one sequence with each matrix into a loop of its own (`_Weights`, "rows"; `parts` does
-    not apply). The first step compiles for about a minute on a 2-core CPU, later lengths reuse
-    it (dynamic shapes). A compiled step runs under `torch.no_grad`, not
-    `torch.inference_mode`: its cache must be made outside inference mode (`generate` does so).
+    not apply). The first step compiles, which takes far longer than a step (`make bench`
+    prints how long); later lengths reuse it (dynamic shapes). A compiled step runs under
+    `torch.no_grad`, not `torch.inference_mode`: its cache must be made outside inference mode
+    (`generate` does so).
     """
 
     def __init__(self, model: DecoderLM, compiled: bool = False, parts: int | None = None):
@@ -329,9 +329,9 @@ class FastDecoder:
 
         Before every call of a compiled function, torch.compile checks its guards: the type,
         dtype, shape and strides of every tensor the step reads, and more. This decoder's fused
-        tensors are its own, made once in __init__ and never replaced, so the guards on them
-        (151 tensors for SmolLM2-135M; 0.9 to 2.4 ms of a 27 to 31 ms step in three runs on a
-        2-core CPU) check what cannot change, and `guard_filter_fn` drops them; every other
+        tensors are its own, made once in __init__ and never replaced, so the guards on them,
+        one check per tensor before every step (`make bench` prints how many), check what
+        cannot change, and `guard_filter_fn` drops them; every other
         guard (the cache, the token, the model's own tensors and settings) stays. Nothing in
         the course changes those tensors in place; code that did (`resize_`, `requires_grad_`,
         a new dtype through `.data`) would need a new decoder. torch.compile keeps compiled graphs

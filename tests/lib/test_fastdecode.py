@@ -58,9 +58,9 @@ def test_fast_decoding_follows_the_ablated_model(ablate):
     assert_same_decoding(model, fast)
 
 
-@pytest.mark.slow  # torch.compile: about 40 s on 2 cores
+@pytest.mark.slow  # torch.compile compiles the step first
 def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
-    """torch.compile of the step (opt-in, about a minute to compile): the same tokens and
+    """torch.compile of the step (opt-in, slow to compile): the same tokens and
     logits for one sequence (each product a loop of its own) and for two (`F.linear`), with no
     new compilation as the cached length grows, and for a second decoder of another shape."""
     model = from_transformers(random_hf_model(PARITY["llama-smollm2"])).eval()
