@@ -12,6 +12,8 @@
     lms                 grades into Canvas and Moodle: `python -m grading.lms` (`make lms`)
     course_preprocessors, submission_checks, sandbox, trusted_tests, sanitise,
     grades_export, formgrader_csp: nbgrader's pipeline and the pages (see CONTRIBUTING.md)
+    hub/                the course on JupyterHub, a system user per student, and its exchange
+                        (ngshare with the course's rules): grading/JUPYTERHUB.md
 
 sandbox_exec.py and sandbox_agent.py also run inside the sandbox, as files, on the standard
 library alone; nothing else here does. nbgrader_config.py and jupyter_server_config.py are
