@@ -111,13 +111,15 @@ class _Weights:
                 y = y[:, : self.width]
         return y if self.bias is None else y + self.bias
 
-    def add_to(self, x: torch.Tensor, h: torch.Tensor, post_norm=None) -> torch.Tensor:
-        """x + post_norm(h @ W.T + b) -> [batch, d]. Stored as "columns", without a bias or
-        a post norm (most families), the product and the residual sum are one `torch.addmm`."""
-        if self.storage == "columns" and self.bias is None and post_norm is None:
+    def add_to(self, x: torch.Tensor, h: torch.Tensor, post_norm, block) -> torch.Tensor:
+        """block.join(x, post_norm(h @ W.T + b)) -> [batch, d]: the stage's output joins the
+        residual stream as the block joins it. Stored as "columns", without a bias, a post norm
+        or a residual scale (most families), the product and the sum are one `torch.addmm`."""
+        plain = self.bias is None and post_norm is None and block.residual_scale == 1.0
+        if self.storage == "columns" and plain:
             return torch.addmm(x, h, self.weight)
         y = self(h)
-        return x + (post_norm(y) if post_norm else y)
+        return block.join(x, post_norm(y) if post_norm else y)
 
 
 def _norm(module):
@@ -385,22 +387,22 @@ class FastDecoder:
             cos, sin = m.rotary(pos.expand(B, 1), x.dtype)
             if self.rope_layout is not None:  # one matrix for this position, for every layer
                 rotation = rotation_matrix(cos, sin, self.head_dim, self.rope_layout)
-        layers = zip(self.norms, self.attention, self.ffn, cache.layers, strict=True)
-        for norms, attn, ffn, layer in layers:
+        layers = zip(m.blocks, self.norms, self.attention, self.ffn, cache.layers, strict=True)
+        for block, norms, attn, ffn, layer in layers:
             attn_norm, attn_post, ffn_norm, ffn_post = norms
             x_attn = attn_norm(x) if attn_norm else x  # OLMo 2 has no norm before a stage
             if isinstance(attn, _FastAttention):
                 h = attn(x_attn, rotation, pos, layer, start)
-                x = attn.out.add_to(x, h, attn_post)
+                x = attn.out.add_to(x, h, attn_post, block)
             else:  # a block without a fast form, called as it is on [batch, 1, d]
                 y = attn(x_attn.unsqueeze(1), cos, sin, pos, layer, start).squeeze(1)
-                x = x + (attn_post(y) if attn_post else y)
+                x = block.join(x, attn_post(y) if attn_post else y)
             x_ffn = ffn_norm(x) if ffn_norm else x
             if isinstance(ffn, _FastMLP):
-                x = ffn.out.add_to(x, ffn(x_ffn), ffn_post)
+                x = ffn.out.add_to(x, ffn(x_ffn), ffn_post, block)
             else:
                 y = ffn(x_ffn.unsqueeze(1)).squeeze(1)
-                x = x + (ffn_post(y) if ffn_post else y)
+                x = block.join(x, ffn_post(y) if ffn_post else y)
         cache.length += 1
         return m.finish_logits(self.head(self.final_norm(x))).unsqueeze(1)
 

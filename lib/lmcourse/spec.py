@@ -80,6 +80,9 @@ class ModelSpec:
     score_scale: float = 0.0  # the score scale a family sets (Gemma 2, yarn); 0: 1/sqrt(head_dim)
     attn_softcap: float = 0.0  # tanh soft-cap of attention scores (0.0: none)
     final_softcap: float = 0.0  # tanh soft-cap of the logits (0.0: none)
+    # ---- multipliers on the residual stream and the logits
+    residual_scale: float = 1.0  # each stage's output is multiplied by this before the sum
+    logit_divisor: float = 1.0  # the logits are divided by this (Granite's logits_scaling)
     # ---- attention span
     sliding_window: int = 0  # keys a sliding-window layer sees (0: no such layers)
     layer_pattern: tuple = ()  # layer kinds, repeated over the layers; (): all one kind
@@ -337,7 +340,7 @@ _COUNTS = (
     "qk_rope_head_dim",
     "v_head_dim",
 )
-_POSITIVE = ("norm_eps", "embed_scale", "routed_scale")
+_POSITIVE = ("norm_eps", "embed_scale", "routed_scale", "residual_scale", "logit_divisor")
 _NON_NEGATIVE = (
     "score_scale",
     "attn_softcap",

@@ -26,6 +26,8 @@ FEATURES = (
     "router_bias",
     "routed_scale",
     "norm_topk",
+    "residual_scale",
+    "logit_divisor",
 )
 
 

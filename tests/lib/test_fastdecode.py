@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import spec
 from lmcourse import from_transformers
 from lmcourse.ablations import TiledAttention, UngatedMLP, tile_kv_heads, without_gate
 from lmcourse.fastdecode import FastDecoder
@@ -94,25 +95,27 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
 @pytest.mark.parametrize("bias", [False, True])
 def test_fused_weights_give_each_linear_its_own_output(storage, batch, bias):
     """Two nn.Linear side by side, stored each way (widths 5 and 6 cut into 4 blocks: padded),
-    give the two outputs concatenated, and add_to adds them to the residual."""
+    give the two outputs concatenated, and add_to adds them to the residual as a block joins a
+    stage's output: after a post norm, and times the block's residual scale (Granite)."""
+    from lmcourse.blocks import Block
     from lmcourse.fastdecode import _Weights
 
     torch.manual_seed(0)
     linears = [torch.nn.Linear(7, width, bias=bias) for width in (5, 6)]
     x, residual = torch.randn(batch, 7), torch.randn(batch, 11)
     fused = _Weights(*linears, storage=storage, parts=4)
+    plain, scaled = Block(spec(), 0), Block(spec(residual_scale=0.22), 0)
     with torch.no_grad():
         expected = torch.cat([linear(x) for linear in linears], dim=-1)
         torch.testing.assert_close(fused(x), expected, rtol=0, atol=1e-6)
-        torch.testing.assert_close(
-            fused.add_to(residual, x), residual + expected, rtol=0, atol=1e-6
-        )
-        torch.testing.assert_close(
-            fused.add_to(residual, x, torch.tanh),
-            residual + torch.tanh(expected),
-            rtol=0,
-            atol=1e-6,
-        )
+        for block, post, want in (
+            (plain, None, residual + expected),
+            (plain, torch.tanh, residual + torch.tanh(expected)),
+            (scaled, None, residual + 0.22 * expected),
+            (scaled, torch.tanh, residual + 0.22 * torch.tanh(expected)),
+        ):
+            got = fused.add_to(residual, x, post, block)
+            torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
     stored = {"columns": (7, 11), "blocks": (4, 7, 3), "rows": (11, 7)}[storage]
     assert fused.weight.shape == stored
 

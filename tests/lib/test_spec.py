@@ -378,6 +378,8 @@ CHANGES = {
     "qk_rope_head_dim": dict(_LATENT, qk_rope_head_dim=4, head_dim=20),
     "v_head_dim": dict(_LATENT, v_head_dim=8),
     "qkv_clip": dict(qkv_clip=0.5),
+    "residual_scale": dict(residual_scale=0.22),
+    "logit_divisor": dict(logit_divisor=16.0),
 }
 DERIVED = ("attn_scale", "rotary_dim", "layer_types", "moe_layers")
 

@@ -4,6 +4,7 @@ back to the residual stream, with norms before the stages, after them or both.
     pre-norm (2 norms):   x = x + attn(norm1(x));          x = x + ffn(norm2(x))
     reordered (2 norms):  x = x + post1(attn(x));          x = x + post2(ffn(x))          OLMo 2
     sandwich (4 norms):   x = x + post1(attn(norm1(x)));  x = x + post2(ffn(norm2(x)))   Gemma 2
+    scaled stages:        x = x + s * attn(norm1(x));      x = x + s * ffn(norm2(x))      Granite
 
 (OLMo 2's reordered norm normalises the stage's output before it joins the residual stream,
 which is itself never normalised. The post-norm of the original Transformer and OPT-350m,
@@ -38,17 +39,23 @@ class Block(nn.Module):
             self.ffn = make_ffn(spec, spec.hidden)
         self.attn_post_norm = make_norm(spec) if after else nn.Identity()
         self.ffn_post_norm = make_norm(spec) if after else nn.Identity()
+        self.residual_scale = spec.residual_scale  # Granite: 0.22; 1.0 for the other families
 
     def stages(self):
         """(norm before, stage, norm after) of attention, then of the feed-forward layer; an
         absent norm is nn.Identity. `forward` is this list applied in order, each stage's
-        output joining the residual stream by a sum; FastDecoder walks the same list."""
+        output joining the residual stream through `join`; FastDecoder walks the same list."""
         return (
             (self.attn_norm, self.attn, self.attn_post_norm),
             (self.ffn_norm, self.ffn, self.ffn_post_norm),
         )
 
+    def join(self, x, y):
+        """The residual stream x after a stage's output y joins it: x + y, with y multiplied
+        by residual_scale first where a family scales it (Granite). FastDecoder calls it too."""
+        return x + (y * self.residual_scale if self.residual_scale != 1.0 else y)
+
     def forward(self, x, cos, sin, qpos, cache=None, start: int = 0):  # [batch, T, d] -> same
         (attn_norm, attn, attn_post), (ffn_norm, ffn, ffn_post) = self.stages()
-        x = x + attn_post(attn(attn_norm(x), cos, sin, qpos, cache, start))
-        return x + ffn_post(ffn(ffn_norm(x)))
+        x = self.join(x, attn_post(attn(attn_norm(x), cos, sin, qpos, cache, start)))
+        return self.join(x, ffn_post(ffn(ffn_norm(x))))

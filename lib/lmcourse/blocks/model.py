@@ -1,6 +1,6 @@
 """`DecoderLM`: token table, (learned positions), blocks, final norm, output head.
 
-    logits = head(norm(blocks(embed(ids) * embed_scale [+ pos_embed(positions)])))
+    logits = head(norm(blocks(embed(ids) * embed_scale [+ pos_embed(positions)]))) / divisor
 
 Built from a `ModelSpec` only; a transformers model's weights come in through `lmcourse.bridge`.
 """
@@ -99,8 +99,10 @@ class DecoderLM(nn.Module):
 
     def finish_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """What a family does to the output head's products (FastDecoder calls it too)."""
+        if self.spec.logit_divisor != 1.0:  # Granite divides them
+            logits = logits / self.spec.logit_divisor
         cap = self.spec.final_softcap
-        return cap * torch.tanh(logits / cap) if cap else logits  # Gemma 2 caps the logits
+        return cap * torch.tanh(logits / cap) if cap else logits  # Gemma 2 caps them
 
     @torch.inference_mode()
     def generate(self, input_ids, max_new_tokens: int, use_cache: bool = True) -> torch.Tensor:

@@ -25,6 +25,7 @@ from . import (
     deepseek_v3,
     gemma2,
     gpt2,
+    granite,
     llama,
     mistral,
     mixtral,
@@ -57,6 +58,7 @@ FAMILIES: dict[str, Family] = {
         olmo,
         olmo2,
         deepseek_v3,
+        granite,
     )
 }
 
