@@ -267,7 +267,7 @@ def run_all(model: DecoderLM, input_ids: torch.Tensor) -> list[Result]:
             ("rotary positions", not spec.rope_theta or spec.positions),
             ("rotary pairs in halves (rope_layout='half')", spec.rope_layout != "half"),
             ("RMSNorm", spec.norm != "rms"),
-            ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.act != "silu"),
+            ("a gated SiLU feed-forward", spec.ffn != "swiglu" or spec.activation != "silu"),
             (
                 "grouped key-value heads, interleaved",
                 not spec.heads > spec.kv_heads or _tiled(model),

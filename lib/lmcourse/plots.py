@@ -550,7 +550,7 @@ def plot_gated_ffn_and_router(gated, moe):
             "and moe must have experts"
         )
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6), dpi=80)
-    act = g.act or ("silu" if g.ffn == "swiglu" else "gelu_pytorch_tanh")
+    act = g.activation
     _box(left, 0.5, 0.06, f"x  (width d = {g.d:,})")
     _box(left, 0.25, 0.3, f"W_gate: d -> {g.hidden:,}")
     _box(left, 0.75, 0.3, f"W_up: d -> {g.hidden:,}")

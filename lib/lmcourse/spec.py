@@ -19,11 +19,14 @@ import math
 from dataclasses import dataclass
 
 FFN_KINDS = ("gelu", "swiglu", "geglu")
+# the activation of each feed-forward kind when a spec names none (`ModelSpec.activation`)
+DEFAULT_ACTIVATION = {"gelu": "gelu_new", "swiglu": "silu", "geglu": "gelu_pytorch_tanh"}
 NORM_KINDS = ("layer", "rms")
 LAYER_KINDS = ("full_attention", "sliding_attention")
 ROPE_LAYOUTS = ("half", "pairs")
 
 __all__ = [
+    "DEFAULT_ACTIVATION",
     "FFN_KINDS",
     "LAYER_KINDS",
     "NORM_KINDS",
@@ -107,6 +110,12 @@ class ModelSpec:
     qkv_clip: float = 0.0  # clamp queries, keys and values to [-clip, clip] (0.0: none)
 
     # ---- what follows from the fields ---------------------------------------------------
+
+    @property
+    def activation(self) -> str:
+        """The feed-forward's activation as transformers spells it: `act`, or the default of
+        the feed-forward kind when the spec names none (DEFAULT_ACTIVATION)."""
+        return self.act or DEFAULT_ACTIVATION[self.ffn]
 
     @property
     def attn_scale(self) -> float:
@@ -302,7 +311,7 @@ class ModelSpec:
             head_dim=d // heads,
             ffn=c["ffn"],
             hidden=c.get("hidden", 4 * d) if gelu else c["hidden"],
-            act={"gelu": "gelu_new", "swiglu": "silu", "geglu": "gelu_pytorch_tanh"}[c["ffn"]],
+            act=DEFAULT_ACTIVATION[c["ffn"]],
             qkv_bias=bool(c["bias"]),
             out_bias=bool(c["bias"]),
             ffn_bias=gelu,

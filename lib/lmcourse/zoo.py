@@ -188,7 +188,7 @@ def attention_kind(config) -> str:
 
 def ffn_kind(config) -> str:
     s = as_spec(config)
-    name = {"gelu": f"MLP ({s.act})", "swiglu": "SwiGLU", "geglu": "GeGLU"}[s.ffn]
+    name = {"gelu": f"MLP ({s.activation})", "swiglu": "SwiGLU", "geglu": "GeGLU"}[s.ffn]
     if not s.experts:
         return name
     kind = f"MoE {name}: {s.experts_per_token} of {s.experts}"
@@ -229,7 +229,7 @@ def block_layout(config) -> list[tuple[str, str]]:
     elif s.ffn == "gelu":
         ffn = f"MLP: 2 matrices, width {s.hidden:,}, GELU"
     else:
-        ffn = f"gated: 3 matrices, width {s.hidden:,}, {s.act or 'SiLU'}"
+        ffn = f"gated: 3 matrices, width {s.hidden:,}, {s.activation}"
     parts = [("embed", f"token table {s.vocab:,} x {s.d}")]
     if s.positions:
         parts.append(("positions", f"+ learned position table, {s.positions:,} rows"))

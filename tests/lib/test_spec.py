@@ -410,3 +410,17 @@ def test_replace_recomputes_what_follows_from_the_fields():
     three = as_spec(configs.toy("Gemma-2-2B", num_hidden_layers=3, layer_types=None))
     assert dataclasses.replace(gemma, layers=3) == three
     assert three.layer_types == ("sliding_attention", "full_attention", "sliding_attention")
+
+
+@pytest.mark.parametrize(
+    "ffn, act, expected",
+    [
+        ("gelu", "", "gelu_new"),
+        ("swiglu", "", "silu"),
+        ("geglu", "", "gelu_pytorch_tanh"),
+        ("gelu", "relu", "relu"),
+        ("geglu", "gelu_new", "gelu_new"),
+    ],
+)
+def test_activation_is_the_named_one_or_the_kind_s_default(ffn, act, expected):
+    assert dataclasses.replace(LLAMA_7B, ffn=ffn, act=act).activation == expected

@@ -72,6 +72,5 @@ class GatedMLP(nn.Module):
 
 def make_ffn(spec, hidden: int) -> nn.Module:
     if spec.ffn == "gelu":
-        return MLP(spec.d, hidden, spec.act or "gelu_new", spec.ffn_bias)
-    default = "silu" if spec.ffn == "swiglu" else "gelu_pytorch_tanh"  # 'swiglu' | 'geglu'
-    return GatedMLP(spec.d, hidden, spec.act or default, spec.ffn_bias)
+        return MLP(spec.d, hidden, spec.activation, spec.ffn_bias)
+    return GatedMLP(spec.d, hidden, spec.activation, spec.ffn_bias)  # 'swiglu' | 'geglu'

@@ -76,7 +76,7 @@ class Experts(nn.Module):
         self.gate = nn.Parameter(torch.empty(E, h, d))
         self.up = nn.Parameter(torch.empty(E, h, d))
         self.down = nn.Parameter(torch.empty(E, d, h))
-        self.act = activation(spec.act or "silu")
+        self.act = activation(spec.activation)
 
     def forward(self, x, weights, chosen):
         """x [N, d], weights and chosen [N, k] -> sum over the k experts of weight * expert(x)."""
@@ -99,7 +99,7 @@ class MoE(nn.Module):
         self.shared = None
         if spec.shared_experts:  # one gated MLP as wide as all shared experts together
             self.shared = GatedMLP(
-                spec.d, spec.expert_hidden * spec.shared_experts, spec.act or "silu", spec.ffn_bias
+                spec.d, spec.expert_hidden * spec.shared_experts, spec.activation, spec.ffn_bias
             )
 
     def forward(self, x):  # [batch, T, d] -> [batch, T, d]
