@@ -4,8 +4,9 @@ grading/JUPYTERHUB.md sets it up, and every attack of issue 23 tried in it.
 It needs root (CI runs it as root): it makes system users and groups with the names
 grading/hub/jupyterhub_config.py expects (students lm10-alice, lm10-bob and lm10-mallory, the
 instructor lm10-instructor, the exchange's lm10-ngshare; each marked MARK in its comment field
-and removed afterwards, whatever happens), a folder they can pass through with a private home
-each and the instructor's course (lab LM10-L2) in ~/LM10, then starts `jupyterhub` on
+and removed afterwards, whatever happens), a folder they can pass through with a home each,
+open to all as Debian's useradd makes them (the hub must close them), and the instructor's course
+(lab LM10-L2) in ~/LM10, then starts `jupyterhub` on
 grading/hub/jupyterhub_config.py as it is, adding only free loopback ports, smaller exchange
 limits and a driver service: the test's hands, with the scopes of an admin. PAM logins, servers
 as each user (LocalProcessSpawner), ngshare as a hub service under its own user. Without root,
@@ -210,7 +211,8 @@ def remove_accounts():
 
 def make_accounts(homes):
     """The course's groups, the exchange's user, and each person with a password of their own
-    and a home (mode 0700) under `homes`. Returns the passwords."""
+    and a home (mode 0755, readable by all, as Debian's default made them) under `homes`.
+    Returns the passwords."""
     for group in (STUDENTS_GROUP, INSTRUCTORS_GROUP):
         run("groupadd", group)
     run(
@@ -227,7 +229,8 @@ def make_accounts(homes):
         )
         passwords[name] = secrets.token_urlsafe(12)
         run("chpasswd", input=f"{name}:{passwords[name]}\n")
-        home.mkdir(mode=0o700)
+        home.mkdir()
+        os.chmod(home, 0o755)  # as Debian's useradd made homes: the hub must close them
         os.chown(home, account(name).pw_uid, account(name).pw_gid)
     return passwords
 
@@ -318,8 +321,7 @@ def machine(hub_installed):
         )
         course = homes / INSTRUCTOR / COURSE_ID
         course_copy(course, [LAB])
-        give(course, INSTRUCTOR)
-        os.chmod(course, 0o700)
+        give(course, INSTRUCTOR)  # as a clone is, readable by all: her home is what closes it
         yield SimpleNamespace(base=base, homes=homes, course=course, passwords=passwords)
     finally:
         close_again(closed, bare, (*PEOPLE, NGSHARE_USER))
@@ -374,13 +376,16 @@ class Hub:
         self.log.flush()
         return Path(self.log.name).read_text()[-6000:]
 
-    def start_server(self, user):
-        self.call("POST", f"/hub/api/users/{user}/server")
-        wait_for(
-            f"{user}'s server",
-            lambda: self.model(user)["servers"].get("", {}).get("ready"),
-            300,
-        )
+    def start_servers(self, users):
+        """Start every user's server at once, then wait until each is ready."""
+        for user in users:
+            self.call("POST", f"/hub/api/users/{user}/server")
+        for user in users:
+            wait_for(
+                f"{user}'s server",
+                lambda user=user: self.model(user)["servers"].get("", {}).get("ready"),
+                300,
+            )
 
     def model(self, user):
         return self.call("GET", f"/hub/api/users/{user}").json()
@@ -393,9 +398,10 @@ class Hub:
 
     def nbgrader(self, user, path, expect=True, **body):
         """POST to an nbgrader endpoint of `user`'s server; nbgrader's answer, whose `success`
-        must be `expect` where it has one."""
+        must be `expect` where it has one (None: the caller checks; an attack's outcome is
+        recorded, and judged by the test that names it)."""
         answer = self.call("POST", f"/user/{user}/{path}", data=json.dumps(body)).json()
-        if isinstance(answer, dict) and "success" in answer:
+        if expect is not None and isinstance(answer, dict) and "success" in answer:
             assert answer["success"] == expect, (path, answer)
         return answer
 
@@ -522,8 +528,7 @@ def played(hub, machine):
         hub.url, "lm10-alice", machine.passwords[ATTACKER]
     )
 
-    for user in PEOPLE:
-        hub.start_server(user)
+    hub.start_servers(PEOPLE)
     env = {user: hub.environment(user) for user in PEOPLE}
     token = {user: env[user]["JUPYTERHUB_API_TOKEN"] for user in PEOPLE}
     pids = {user: hub.model(user)["servers"][""]["state"]["pid"] for user in PEOPLE}
@@ -593,7 +598,7 @@ def played(hub, machine):
         home[ATTACKER],
     )
     out["submit as alice from her server"] = hub.nbgrader(
-        ATTACKER, "assignments/submit", expect=False, **COURSE
+        ATTACKER, "assignments/submit", expect=None, **COURSE
     )
     as_user(ATTACKER, ["rm", jupyter / "nbgrader_config.py"], env[ATTACKER], home[ATTACKER])
     narrow = hub.call(
@@ -624,7 +629,7 @@ def played(hub, machine):
     )
     before = submissions_of(hub, mine, ATTACKER)
     out["submit through the link"] = hub.nbgrader(
-        ATTACKER, "assignments/submit", expect=False, **COURSE
+        ATTACKER, "assignments/submit", expect=None, **COURSE
     )
     out["stored through the link"] = len(submissions_of(hub, mine, ATTACKER)) - len(before)
     as_user(ATTACKER, ["rm", link], env[ATTACKER], home[ATTACKER])
@@ -742,7 +747,7 @@ def played(hub, machine):
         "collected": sorted(p.parent.parent.name for p in scratch.glob(f"*/{LAB}/{LAB}.ipynb")),
     }
     out["collect with a broken submission"] = hub.nbgrader(
-        INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect", expect=False
+        INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect", expect=None
     )
     out["collected first"] = sorted(
         p.parent.parent.name for p in (grading / "submitted").glob(f"*/{LAB}/{LAB}.ipynb")
@@ -789,7 +794,7 @@ def played(hub, machine):
     (ghost / f"{LAB}.html").write_text("<p>never collected</p>")
     give(grading / "feedback" / "lm10-ghost", INSTRUCTOR)
     out["release feedback"] = hub.nbgrader(
-        INSTRUCTOR, f"formgrader/api/assignment/{LAB}/release_feedback", expect=False
+        INSTRUCTOR, f"formgrader/api/assignment/{LAB}/release_feedback", expect=None
     )
     pages = {}
     for student in STUDENTS:
@@ -849,7 +854,7 @@ def played(hub, machine):
 
     data_file(1_200_000)
     out["submit past the size from her server"] = hub.nbgrader(
-        ATTACKER, "assignments/submit", expect=False, **COURSE
+        ATTACKER, "assignments/submit", expect=None, **COURSE
     )
     stored = len(submissions_of(hub, mine, ATTACKER))
     try:  # tornado answers 400 and closes; the client may see either
@@ -877,7 +882,7 @@ def played(hub, machine):
     out["past the quota"] = kept
     data_file(600_000)  # within the size, past what is left of her quota
     out["submit past the quota from her server"] = hub.nbgrader(
-        ATTACKER, "assignments/submit", expect=False, **COURSE
+        ATTACKER, "assignments/submit", expect=None, **COURSE
     )
     out["bob submits again"] = hub.nbgrader("lm10-bob", "assignments/submit", **COURSE)
     latest = hub.ngshare(
@@ -935,7 +940,7 @@ def test_no_one_submits_as_a_classmate(played):
     assert len(played["submitted by alice"]) == 1  # alice's own, and nothing else
     assert b"MALLORY" not in played["collected"]["lm10-alice"]
     failed = played["submit as alice from her server"]
-    assert "explicit student ID" in answer_text(failed), failed
+    assert failed["success"] is False and "explicit student ID" in answer_text(failed), failed
     assert played["forged tokens"] == {
         "no token": 403,
         "made-up token": 403,
@@ -951,7 +956,7 @@ def test_no_solution_through_a_symlink(played):
     assert played["link"]["read the solution"] in DENIED
     assert played["link"]["link it to the solution"] == "done"
     failed = played["submit through the link"]
-    assert "Permission denied" in answer_text(failed), failed
+    assert failed["success"] is False and "Permission denied" in answer_text(failed), failed
     assert played["stored through the link"] == 0
     collected = nbformat.reads(played["collected"][ATTACKER].decode(), as_version=4)
     solutions = solution_answers(LAB)
@@ -986,9 +991,11 @@ def test_a_broken_submission_stops_no_one_elses_collect_or_feedback(played):
     assert unfixed["returncode"] != 0, unfixed
     assert re.search(r"(NotADirectory|FileExists|IsADirectory)Error", unfixed["output"]), unfixed
     assert unfixed["collected"] == [ATTACKER], unfixed  # it stopped at mallory, the first
+    assert played["collect with a broken submission"]["success"] is False
     failed = answer_text(played["collect with a broken submission"])
     assert ATTACKER in failed and "inside a file" in failed, failed
     assert played["collected first"] == sorted(HONEST)
+    assert played["release feedback"]["success"] is False
     released = answer_text(played["release feedback"])
     assert "lm10-ghost" in released and "timestamp.txt" in released, released
     assert all(len(pages) == 1 for pages in played["pages"].values())
@@ -1014,6 +1021,7 @@ def test_no_one_reads_anothers_work(played):
 
 
 def test_no_one_fills_the_exchange(played):
+    assert played["submit past the size from her server"]["success"] is False
     failed = answer_text(played["submit past the size from her server"])
     assert "the exchange accepts at most 1 MiB" in failed, failed
     big = played["request past the size"]
@@ -1023,6 +1031,6 @@ def test_no_one_fills_the_exchange(played):
     assert [status for status, _ in kept] == [200, 200, 413], kept
     assert "MiB per student" in kept[-1][1]
     failed = played["submit past the quota from her server"]
-    assert "MiB per student" in answer_text(failed), failed
+    assert failed["success"] is False and "MiB per student" in answer_text(failed), failed
     assert played["bob submits again"]  # his own quota is untouched
     assert played["bob's files"] == [f"{LAB}.ipynb"]  # his feedback/ is not sent back
