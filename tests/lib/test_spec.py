@@ -424,3 +424,14 @@ def test_replace_recomputes_what_follows_from_the_fields():
 )
 def test_activation_is_the_named_one_or_the_kind_s_default(ffn, act, expected):
     assert dataclasses.replace(LLAMA_7B, ffn=ffn, act=act).activation == expected
+
+
+def test_spec_is_a_leaf_of_the_library():
+    """spec.py imports no other module of the course: the registry (lmcourse.families) builds on
+    it, never the other way round. A fresh interpreter, so that no other test's imports count."""
+    import subprocess
+    import sys
+
+    code = "import sys, lmcourse.spec; print(*(m for m in sys.modules if m[:8] == 'lmcourse'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert sorted(out.stdout.split()) == ["lmcourse", "lmcourse.spec"], out.stdout
