@@ -1,5 +1,6 @@
 """A class played through a real JupyterHub with one system user per student, as
-grading/JUPYTERHUB.md sets it up, and every attack of issue 23 tried in it.
+grading/JUPYTERHUB.md sets it up, and every attack on the file exchange that JUPYTERHUB.md lists
+tried in it.
 
 It needs root (CI runs it as root): it makes system users and groups with the names
 grading/hub/jupyterhub_config.py expects (students lm10-alice, lm10-bob and lm10-mallory, the
@@ -20,9 +21,9 @@ panel fetches it, the answer is written with the contents API and submitted; the
 collects, autogrades (the course's sandbox, as the instructor's user), generates and releases
 feedback; the students fetch it. alice hands in the solution, bob one mistake.
 
-The attacker, mallory, plays every attack of issue 23 with what a student has: her hub token
-(the one her own server holds), her own server's endpoints, and her shell (processes as her
-system user, with her server's environment). Each must fail, and alice's and bob's grades and
+The attacker, mallory, plays every attack on the file exchange with what a student has: her hub
+token (the one her own server holds), her own server's endpoints, and her shell (processes as
+her system user, with her server's environment). Each must fail, and alice's and bob's grades and
 feedback arrive intact. Where an attack used to work through something the course replaced
 (ngshare_exchange's own collect), the test shows that too, so that it cannot pass by accident.
 """
