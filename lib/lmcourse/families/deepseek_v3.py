@@ -64,7 +64,7 @@ def latent_attention(spec, b: str, a: str) -> Rules:
 
 def weights(spec) -> Rules:
     """Llama's names with latent attention's projections in place of q, k, v and o."""
-    return llama.llama_weights(spec, attention=latent_attention)
+    return llama.weights(spec, attention=latent_attention)
 
 
 def case(d, layers, heads, q_lora, n_experts, n_group, topk_group, interleave) -> dict:

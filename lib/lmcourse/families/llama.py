@@ -91,7 +91,7 @@ def experts_rules(spec, b: str, m: str) -> Rules:
     return rules
 
 
-def llama_weights(spec, attention=separate_qkv, gate_up=separate_gate_up) -> Rules:
+def weights(spec, attention=separate_qkv, gate_up=separate_gate_up) -> Rules:
     """model.layers.i.{self_attn,mlp}.*: Llama and every family written as a diff of it. A family
     whose attention or gate and up projections are laid out otherwise passes its own hook."""
     rules = {
@@ -209,7 +209,7 @@ FAMILY = Family(
     name="llama",
     parent=None,
     changes=changes,
-    weights=llama_weights,
+    weights=weights,
     toy=TOY,
     published={
         "SmolLM2-135M": _published(

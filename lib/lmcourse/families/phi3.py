@@ -31,7 +31,7 @@ def fused_gate_up(spec, b: str, m: str) -> Rules:
 
 def weights(spec) -> Rules:
     """Llama's names with q/k/v fused in qkv_proj and gate/up fused in gate_up_proj."""
-    return llama.llama_weights(spec, attention=fused_qkv, gate_up=fused_gate_up)
+    return llama.weights(spec, attention=fused_qkv, gate_up=fused_gate_up)
 
 
 FAMILY = Family(
