@@ -30,7 +30,6 @@ from a submission (ids, messages) is made plain (sanitise.plain) and HTML-escape
 
 import argparse
 import base64
-import csv
 import hashlib
 import html
 import io
@@ -47,7 +46,7 @@ from pathlib import Path
 
 import nbformat
 
-from grading import report, submission_checks
+from grading import csvout, report, submission_checks
 from grading.gradebook import course_paths
 from grading.results import STATUSES
 from grading.sanitise import plain
@@ -108,7 +107,7 @@ def autograde_rows(grading, lab):
     if not path.is_file():
         return {}
     with open(path, newline="") as handle:
-        return {row["student"]: row for row in csv.DictReader(handle) if row.get("student")}
+        return {row["student"]: row for row in csvout.DictReader(handle) if row.get("student")}
 
 
 def _seconds(value):
@@ -537,11 +536,7 @@ def lab_page(lab, table, images):
 
 
 def write_csv(path, table):
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["lab", "section", "key", "measure", "value"])
-        for row in table:
-            writer.writerow([plain(v) if isinstance(v, str) else v for v in row])
+    csvout.write(path, [["lab", "section", "key", "measure", "value"], *table])
 
 
 def build_lab(lab, grading=GRADING, out=None):

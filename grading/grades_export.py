@@ -9,7 +9,6 @@ writes that fact into the autograded notebook's metadata (`lm10.isolated`), so i
 submissions graded by `make autograde`, the formgrader and `nbgrader autograde` alike.
 """
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
+from grading import csvout
 from grading.sanitise import plain
 
 COLUMNS = [
@@ -67,7 +67,7 @@ class GradesExport(ExportPlugin):
         coursedir = self.parent.coursedir
         self.log.info("Exporting grades to %s", dest)
         with open(dest, "w", newline="") as handle:
-            writer = csv.writer(handle)
+            writer = csvout.writer(handle)
             writer.writerow(COLUMNS)
             for assignment in gradebook.assignments:
                 if assignments and assignment.name not in assignments:

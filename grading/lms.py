@@ -43,9 +43,10 @@ roster-only students stay in Canvas's file with empty scores. Exit status 0 with
 unknown lab, points that differ.
 
 Every text from a roster or the gradebook (names, e-mails, ids, sections) is made plain
-(sanitise.plain, no escape sequences or control characters) and put on one line, and one that
-starts with =, +, -, @ (after spaces), a tab or a carriage return gets a leading ' so that a
-spreadsheet shows it as text instead of running it as a formula (OWASP ASVS 5.0, 1.2.10).
+(sanitise.plain, no escape sequences or control characters) and put on one line, and the
+course's CSV writer (grading/csvout.py) gives one that starts with =, +, -, @ (after spaces) or
+a tab a leading ' so that a spreadsheet shows it as text instead of running it as a formula
+(OWASP ASVS 5.0, 1.2.10; one that starts with ' gets one more).
 Canvas finds students by the numeric ID first, so a guarded name never stops a match; a Moodle
 username or e-mail that starts with one of those characters would not be found by the import
 (which then stops and names it). Scores are plain numbers.
@@ -58,6 +59,7 @@ import re
 import sys
 from pathlib import Path
 
+from grading import csvout
 from grading.gradebook import course_paths
 from grading.grades_export import field
 from grading.sanitise import plain
@@ -77,10 +79,9 @@ HIDDEN_ROW = re.compile(r"\s*(Muted|Manual Posting.*)?\s*", re.IGNORECASE)
 
 
 def text(value):
-    """One CSV field from a roster or the gradebook: plain, on one line, never a formula."""
-    value = field(value)
-    formula = value[:1] in ("\t", "\r") or value.lstrip()[:1] in ("=", "+", "-", "@")
-    return "'" + value if formula else value
+    """One CSV field from a roster or the gradebook: plain, on one line (the course's CSV
+    writer, csvout, then guards a formula)."""
+    return field(value)
 
 
 def number(value):
@@ -242,7 +243,7 @@ def export(lms, roster, db_url, course_id, out, labs=None, match_on=None):
     out.parent.mkdir(parents=True, exist_ok=True)
     for path, content in ((out, table), (mismatch_path(out), mismatches)):
         with open(path, "w", newline="", encoding="utf-8") as handle:
-            csv.writer(handle).writerows(content)
+            csvout.writer(handle).writerows(content)
     return len(table) - 1 - (lms == "canvas"), len(matched), mismatches[1:], notes
 
 

@@ -3,7 +3,6 @@ terminal, a progress line on stderr, and grading/autograde-LAB.csv, merged so th
 student again never loses the batch's rows. Every text from a submission is made plain
 (sanitise.plain) before it is printed or written."""
 
-import csv
 import json
 import sys
 import time
@@ -12,7 +11,7 @@ from dataclasses import fields
 import nbformat
 from lmcourse import slips
 
-from grading import submission_checks
+from grading import csvout, submission_checks
 from grading.results import Result
 from grading.sanitise import first_line, plain
 
@@ -83,20 +82,14 @@ def write_report(path, results):
     rows = {}
     if path.is_file():
         with open(path, newline="") as handle:
-            for row in csv.DictReader(handle):
+            for row in csvout.DictReader(handle):
                 if row.get("student"):
                     rows[row["student"]] = [row.get(name, "") for name in names]
     for r in results:
-        rows[r.student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f) for f in names]
-    rows = {
-        plain(s): [plain(v) if isinstance(v, str) else v for v in row] for s, row in rows.items()
-    }
+        student = plain(r.student)  # as the file holds it
+        rows[student] = [round(r.seconds, 1) if f == "seconds" else getattr(r, f) for f in names]
     scratch = path.with_suffix(".csv.tmp")
-    with open(scratch, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(names)
-        for student in sorted(rows):
-            writer.writerow(rows[student])
+    csvout.write(scratch, [names] + [rows[student] for student in sorted(rows)])
     scratch.replace(path)
 
 
