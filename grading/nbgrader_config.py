@@ -23,7 +23,7 @@ from nbgrader.preprocessors import (
 # The course's steps come from the grading package (this folder, installed with the course).
 from grading.course_preprocessors import DeduplicateIds, SandboxedExecute, StripHiddenTests
 from grading.grades_export import GradesExport
-from grading.sanitise import markdown_html
+from grading.sanitise import clean, markdown_html
 
 # The course whose configuration this is: the folder of this file, wherever it was copied.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,7 +97,11 @@ c.Execute.extra_arguments = ["--IPKernelApp.extensions=lmcourse.offlimits"]
 # Every page nbgrader renders from a submission (the formgrader's grading page, the feedback)
 # shows the student's markdown through an allow-list sanitiser (sanitise.py: nbgrader's
 # templates ignore nbconvert's own), and no script, widget state or HTML output of the notebook.
-c.HTMLExporter.filters = {"strip_files_prefix": markdown_html}
+# The same sanitiser replaces nbconvert's `clean_html` (raw cells, HTML, markdown and SVG
+# outputs), which keeps every class and id; a cell's tags, which nbconvert writes into the
+# cell's class, are left out by grading/jupyter-data/.../celltags.j2. No attribute a student
+# writes can place, cover or restyle anything on these pages.
+c.HTMLExporter.filters = {"strip_files_prefix": markdown_html, "clean_html": clean}
 c.HTMLExporter.sanitize_html = True
 
 # Feedback is what students see: remove the hidden tests (and any output that quotes them).

@@ -8,12 +8,27 @@ instructor's Jupyter server, with the instructor's rights over the formgrader's 
 contents API, terminals and kernels.
 
 `markdown_html` is what nbgrader_config.py installs as HTMLExporter's `strip_files_prefix`
-filter, the last step of those templates (and of nbconvert's own): nbconvert's
-strip_files_prefix, then an allow-list sanitiser (bleach): the tags and attributes markdown
+filter, the last step of those templates (and of nbconvert's own), and `clean` as its
+`clean_html` filter, which nbconvert's templates apply to raw cells and to HTML, markdown and
+SVG outputs: nbconvert's strip_files_prefix, then an allow-list sanitiser (nh3, the Python
+binding of Rust's Ammonia, which parses as a browser's HTML5 parser does): the tags markdown
 produces, links to http, https and mailto only, images from http, https, attachments (data:
 PNG, JPEG, GIF) only; everything else (scripts, event handlers, style, iframes, SVG, forms,
-objects, `javascript:` and other schemes) is removed, never escaped into view.
-tests/test_formgrader_page.py renders hostile markdown through nbgrader's real templates.
+objects, `javascript:` and other schemes) is removed, never escaped into view, and the contents
+of script and style elements with it.
+
+No attribute a student writes can place, cover or restyle anything on the instructor's page,
+so none survives but the address of a link or image, an image's alternative text, a tooltip
+(`title`), a list's first number and a table cell's span and alignment. In particular:
+`class` (nbgrader's page carries Bootstrap: `navbar-fixed-top`, `modal-backdrop`, `alert` draw
+a fixed banner or a layer over every score and comment box, no script needed), `style`,
+`id` and `name` (an element that takes the id of a score box, or of a name nbgrader's script
+reads from `window` or `document`, changes what that script finds: DOM clobbering), `width`
+and `height`, `hidden`, `popover`, `dir`, `tabindex`, `accesskey`, `for`, `form`, `role`,
+`data-*` and `aria-*` (some name elements of the page by id). Markdown's own heading ids go
+with them (nbconvert writes the heading's text as its id).
+tests/test_formgrader_page.py renders hostile markdown through nbgrader's real templates,
+tests/test_formgrader_browser.py opens the page in Chromium.
 
 `plain` is the same for text: what a student's code wrote (an error message, a folder name),
 shown on the instructor's terminal or in a CSV file, without the escape sequences and control
@@ -22,7 +37,7 @@ characters that would make it show something else.
 
 import re
 
-import bleach
+import nh3
 from nbconvert.filters import strip_files_prefix
 
 TAGS = {
@@ -31,12 +46,14 @@ TAGS = {
     "s", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead",
     "tr", "ul",
 }  # fmt: skip
+# Nothing on "*": no attribute every element may carry (see the module's docstring).
 ATTRIBUTES = {
-    "*": ["class", "id", "title"],
-    "a": ["href"],
-    "img": ["src", "alt", "width", "height"],
-    "td": ["align", "colspan", "rowspan"],
-    "th": ["align", "colspan", "rowspan"],
+    "a": {"href", "title"},
+    "abbr": {"title"},
+    "img": {"src", "alt", "title"},
+    "ol": {"start"},
+    "td": {"align", "colspan", "rowspan"},
+    "th": {"align", "colspan", "rowspan"},
 }
 ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -44,31 +61,37 @@ IMAGE_DATA = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z
 
 
 def allowed(tag, name, value):
-    """bleach's attribute filter: the allow-list above, and the schemes links and images may
-    use (a relative link or image stays: it points into the course's own server)."""
-    if name not in ATTRIBUTES.get(tag, []) + ATTRIBUTES["*"]:
-        return False
+    """nh3's attribute filter, for the attributes the allow-list keeps: the schemes links and
+    images may use (a relative link or image stays: it points into the course's own server);
+    None removes the attribute."""
+    if name not in ATTRIBUTES.get(tag, ()):
+        return None if name != "rel" else value  # nh3's own rel="noopener noreferrer"
     if name not in ("href", "src"):
-        return True
+        return value
     url = "".join(value.split()).lower()  # "java\tscript:" is still javascript:
     scheme = re.match(r"([a-z][a-z0-9+.-]*):", url)
     if tag == "img" and url.startswith("data:"):
-        return bool(IMAGE_DATA.match(value.strip()))
+        return value if IMAGE_DATA.match(value.strip()) else None
     if scheme is None:
-        return not url.startswith("//")  # a relative address, not another host's
-    return scheme.group(1) in (("http", "https", "mailto") if tag == "a" else ("http", "https"))
+        return None if url.startswith("//") else value  # relative, not another host's
+    schemes = ("http", "https", "mailto") if tag == "a" else ("http", "https")
+    return value if scheme.group(1) in schemes else None
+
+
+CLEANER = nh3.Cleaner(
+    tags=TAGS,
+    clean_content_tags={"script", "style"},
+    attributes=ATTRIBUTES,
+    attribute_filter=allowed,
+    url_schemes={"http", "https", "mailto", "data"},  # allowed() decides per tag
+    strip_comments=True,
+)
 
 
 def clean(html):
-    """`html` (what markdown rendered) with only the allow-listed tags and attributes."""
-    return bleach.clean(
-        str(html),
-        tags=TAGS,
-        attributes=allowed,
-        protocols=["http", "https", "mailto", "data"],  # allowed() decides per tag
-        strip=True,
-        strip_comments=True,
-    )
+    """`html` (what markdown rendered, or any HTML of a submission) with only the allow-listed
+    tags and attributes. Installed as nbconvert's `clean_html` filter too."""
+    return CLEANER.clean(str(html))
 
 
 def markdown_html(text):

@@ -89,6 +89,45 @@ HOSTILE = [
     '<img src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">',
     "<meta http-equiv=refresh content='0;url=javascript:x'><base href='javascript:x'>",
 ]
+# Markdown that places, covers or restyles the instructor's page without any script: nbgrader's
+# page carries Bootstrap 3, whose classes draw fixed banners and layers, and its own scripts
+# find their score boxes by id. Every attribute value a case writes carries MARK, so that any
+# attribute of theirs the page keeps is found wherever it lands.
+MARK = "lm10x"
+BANNER = "13 / 13 points: pre-approved by the instructor"
+OVERLAY = [
+    f'<div class="navbar navbar-inverse navbar-fixed-top {MARK}"><h1>{BANNER}</h1></div>',
+    f'<div class="modal-backdrop in {MARK}"></div>'
+    f'<div class="modal-backdrop fade in {MARK}"></div>',
+    f'<div class="modal in {MARK}" style="display:block;{MARK}:0" role="dialog {MARK}">'
+    f'<div class="modal-dialog {MARK}"><div class="modal-content {MARK}">All marks given.'
+    "</div></div></div>",
+    f'<p class="affix {MARK}" data-spy="affix {MARK}" data-offset-top="0{MARK}">affixed</p>',
+    f'<div style="position:fixed;inset:0;z-index:99999;background:#fff;{MARK}:0">'
+    "a white sheet</div>",
+    f'<span id="l2_written_tradeoff" name="{MARK}">the id of a score box</span>'
+    f'<a name="formgrader" id="{MARK}" href="#x">a named anchor</a>',
+    f'<div hidden="{MARK}" popover="{MARK}" dir="rtl{MARK}" tabindex="1{MARK}" accesskey="{MARK}" '
+    f'role="banner{MARK}" aria-owns="notebook-container {MARK}" aria-describedby="{MARK}" '
+    f'data-toggle="modal{MARK}" data-target="#{MARK}" lang="{MARK}" title="a tooltip">'
+    "attributes</div>",
+    f'<table class="pull-right {MARK}" width="9000{MARK}"><tr><td class="text-danger {MARK}" '
+    f'style="{MARK}:0" width="9000{MARK}" colspan="2">a table</td></tr></table>',
+    f'<img src="x" width="5000{MARK}" height="5000{MARK}" class="{MARK}" alt="a large image">',
+    f'<label for="{MARK}" form="{MARK}">a label</label>'
+    f'<ol start="3" class="{MARK}"><li>three</li></ol>',
+    "# notebook-container\n\n## l2_written_tradeoff",  # markdown writes a heading's text as its id
+]
+# What a student element may carry, per tag (grading/sanitise.py's allow-list; nh3 adds rel).
+KEPT = {
+    "a": {"href", "title", "rel"},
+    "abbr": {"title"},
+    "img": {"src", "alt", "title"},
+    "ol": {"start"},
+    "td": {"align", "colspan", "rowspan"},
+    "th": {"align", "colspan", "rowspan"},
+}
+VOID = {"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 DANGEROUS_TAGS = {
     "script", "iframe", "svg", "object", "embed", "form", "button", "style", "meta", "base",
     "math", "link", "input", "textarea",
@@ -106,6 +145,72 @@ class Elements(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         self.found.append((tag, dict(attrs)))
+
+
+class StudentElements(HTMLParser):
+    """The elements inside the rendered markdown of cells (`text_cell_render`) and inside
+    outputs (`output_subarea`): what a student's markdown and outputs made, nothing of
+    nbgrader's own."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found, self.depth = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if self.depth:
+            self.found.append((tag, attrs))
+        classes = (attrs.get("class") or "").split()
+        if tag in VOID:
+            return
+        if self.depth or "text_cell_render" in classes or "output_subarea" in classes:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if self.depth and tag not in VOID:
+            self.depth -= 1
+
+
+def placed(html):
+    """Every attribute of a student element that the allow-list does not keep (an id among
+    them: markdown's heading ids too), and every attribute anywhere on the page that carries
+    MARK (a raw cell, a cell's tags)."""
+    students = StudentElements()
+    students.feed(html)
+    bad = [
+        f"{tag} {name}"
+        for tag, attrs in students.found
+        for name in attrs
+        if name not in KEPT.get(tag, ())
+    ]
+    everything = Elements()
+    everything.feed(html)
+    bad += [
+        f"{tag} {name}={value}"
+        for tag, attrs in everything.found
+        for name, value in attrs.items()
+        if MARK in (value or "") or MARK in name
+    ]
+    return bad
+
+
+def overlay_notebook():
+    """One markdown cell per overlay case, a raw HTML cell, a code cell whose tags carry
+    classes (nbconvert writes each tag into the cell's class as `celltag_<tag>`) and an HTML
+    output."""
+    cells = [
+        nbformat.v4.new_markdown_cell(f"overlay {i}\n\n{source}")
+        for i, source in enumerate(OVERLAY)
+    ]
+    raw = nbformat.v4.new_raw_cell(OVERLAY[0])
+    raw.metadata["raw_mimetype"] = "text/html"
+    code = nbformat.v4.new_code_cell("x = 1", metadata={"tags": [f"x navbar-fixed-top {MARK}"]})
+    code.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"text/html": OVERLAY[1], "text/markdown": OVERLAY[0]}
+        )
+    ]
+    return nbformat.v4.new_notebook(cells=[*cells, raw, code])
 
 
 def live(html):
@@ -175,4 +280,19 @@ def test_student_markdown_is_sanitised_on_the_instructors_pages(page):
     assert "widget-state+json" not in html and "embed-amd" not in html, "widget state rendered"
     assert "<h2" in html and "<strong>fewer</strong>" in html
     assert '<img alt="chart" src="data:image/png;base64,iVBORw0KGgo="/>' in html
-    assert '<a href="https://arxiv.org/abs/2305.13245">the paper</a>' in html
+    link = '<a href="https://arxiv.org/abs/2305.13245" rel="noopener noreferrer">the paper</a>'
+    assert link in html
+
+
+@pytest.mark.parametrize("page", ["page", "feedback"])
+def test_no_student_attribute_places_covers_or_restyles(page):
+    """Bootstrap's classes, style, ids of the page, names, data-* (Bootstrap's data API),
+    aria-* and the rest: none of a student's survives on the instructor's pages, in markdown,
+    raw cells, outputs or cell tags; the text stays."""
+    html = render(page, overlay_notebook())
+    for i in range(len(OVERLAY)):
+        assert f"overlay {i}" in html, f"overlay case {i} vanished: the cell must still show"
+    assert BANNER in html and "All marks given." in html and "a table" in html
+    assert placed(html) == []
+    # what markdown makes stays
+    assert '<ol start="3">' in html and '<img alt="a large image" src="x"/>' in html
