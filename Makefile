@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report lms bench student-edition clean hub-proxy hub-exchange
+.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report lms bench student-edition clean hub-proxy hub-exchange book book-assets
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -36,7 +36,7 @@ format: setup
 # Strict nbval: re-execute every lesson and compare its stored outputs.
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-test: setup lint hub-proxy hub-exchange
+test: setup lint hub-proxy hub-exchange book-assets
 	$(RUN) $(BIN)/python -m pytest tests
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
@@ -138,6 +138,21 @@ $(NGSHARE_EXCHANGE): $(STAMP)
 # and Makefile; no solutions, hidden tests or grading tools (checked before it is written).
 student-edition:
 	$(PYTHON) tools/student_edition.py
+
+# The course as a book (tools/book.py): build/book/html/index.html, a static site of the lessons from
+# their stored outputs, offline. HUB=https://hub.example.edu REPO=<the student edition's git URL>
+# [BRANCH=main] add "Open on the hub" (nbgitpuller) links. MathJax and the widget manager come
+# from npm (book-assets, into .npm-book/, git-ignored): the site serves them itself.
+# (the stamp names the versions, so changing one reinstalls)
+BOOK_NPM := @jupyter-widgets/html-manager@1.0.15 mathjax@3.2.2
+BOOK_ASSETS := .npm-book/.installed-html-manager-1.0.15-mathjax-3.2.2
+book-assets: $(BOOK_ASSETS)
+$(BOOK_ASSETS):
+	@command -v npm >/dev/null || { echo "npm not found: the book serves MathJax and the widget manager from npm (apt-get install npm)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix .npm-book $(BOOK_NPM)
+	@touch $@
+book: setup book-assets
+	$(RUN) $(BIN)/python tools/book.py $(if $(HUB),--hub "$(HUB)") $(if $(REPO),--repo "$(REPO)") $(if $(BRANCH),--branch "$(BRANCH)")
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
