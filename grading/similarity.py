@@ -1,0 +1,445 @@
+"""Which submissions of a lab share their answer code: pairs and clusters, ranked, for the
+instructor's eyes only.
+
+    python -m grading.similarity LM10-L2 [--grading DIR] [--threshold 0.5]
+    (make similarity LAB=LM10-L2)
+
+writes grading/reports/LM10-L2-similarity.html (one file, opens from disk, requests nothing)
+and LM10-L2-similarity.csv (every pair with a share above zero) beside it. Nothing of it goes
+to students, the feedback or the gradebook; no grading run is needed: it reads
+grading/submitted/<student>/LAB/LAB.ipynb directly and labs/LAB/LAB.ipynb, the release.
+
+How a pair is scored:
+- Only the student's own answer code is compared: the code cells nbgrader marks as solution
+  cells, in notebook order. Setup and test cells are never read, and everything of the release
+  (the starter code of the answer cells, the setup and the tests) is boilerplate: a passage the
+  release holds counts for no one.
+- The matcher is copydetect (PyPI; winnowing, as MOSS does): its tokenizer replaces every name
+  by one letter and drops comments, whitespace and line breaks, so renaming, reformatting and
+  comments change nothing, and a fingerprint is a k-gram of those tokens, so reordered
+  functions or cells keep all but the fingerprints across their seams.
+- Fingerprints are weighted by how rare they are in the class: a fingerprint that d of the
+  class's n submissions hold weighs log2(n / (2 d)), and nothing when at least half the class
+  holds it. What every second student writes flags no one; what two students alone share
+  weighs most.
+- A pair's score is the weight the two share divided by the weight of the smaller of the two
+  (the share of its distinctive code that is also in the other). Pairs at or above the
+  threshold are linked; clusters are the groups they link.
+
+Similarity is evidence for a person to read, never a verdict: short formulas converge,
+students work together where the course allows it, and a shared source (a lesson, a book)
+makes honest answers alike. The page says so.
+"""
+
+import argparse
+import csv
+import html
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import numpy as np
+
+from grading import submission_checks
+from grading.sanitise import plain
+
+GRADING = Path(__file__).resolve().parent
+# A fingerprint is K characters of filtered code (a name is one character): copydetect's default
+# is 25; answers here are a few short lines, and 15 kept reordered statements recognisable while
+# honest pairs stayed lower (benchmarks/similarity.py, K = 12, 15, 25).
+K = 15
+THRESHOLD = 0.5
+SHOWN = 40  # pairs shown side by side on the page (all are in the CSV)
+
+
+@dataclass
+class Submission:
+    student: str
+    text: str  # the answer cells, each behind a comment line naming its grade_id
+    fingerprint: object = None  # copydetect.CodeFingerprint
+    hashes: set = field(default_factory=set)  # fingerprints left after the boilerplate
+    weight: float = 0.0  # summed rarity weight of its fingerprints
+
+
+@dataclass
+class Pair:
+    a: str
+    b: str
+    score: float  # shared weight / weight of the smaller submission
+    shared_weight: float
+    plain_share: float  # copydetect's unweighted share of the smaller submission
+    shared: int  # fingerprints in common (weighted above zero)
+    rarest: int  # fewest submissions holding one of the shared fingerprints
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def answer_text(nb):
+    """The solution code cells of a notebook, in order, each after a comment naming it."""
+    parts = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code" or not submission_checks.is_solution(cell):
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        grade_id = str(submission_checks.meta(cell).get("grade_id", "?"))
+        parts.append(f"# [{plain(grade_id)}]\n{source.rstrip()}\n")
+    return "\n".join(parts)
+
+
+def release_text(nb):
+    """Every code cell of the release: starter code, setup and tests are all boilerplate."""
+    sources = []
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            sources.append("".join(source) if isinstance(source, list) else str(source))
+    return "\n\n".join(sources)
+
+
+def starter_texts(release):
+    """Boilerplate: every code cell of the release, and its answer cells joined as a
+    submission's are (so that the seams between answer cells are the release's too)."""
+    return (release_text(release), answer_text(release))
+
+
+def notebook_of(folder, lab):
+    """The lab's notebook in a student's folder: LAB.ipynb, or the only notebook there."""
+    named = folder / f"{lab}.ipynb"
+    if named.is_file() and not named.is_symlink():
+        return named
+    found = [p for p in folder.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
+    if len(found) == 1:
+        return found[0]
+    raise ValueError("no notebook" if not found else f"{len(found)} notebooks and none named")
+
+
+def read_class(lab, grading=GRADING):
+    """(release texts, {student: answer text}, {student: why it was not read}): the release's
+    code cells joined, and its answer cells joined as a submission's are (both boilerplate)."""
+    grading = Path(grading)
+    root = grading.parent
+    release = root / "labs" / lab / f"{lab}.ipynb"
+    if not release.is_file():
+        raise ValueError(f"no released notebook {release}: run `make release LAB={lab}`")
+    starter = starter_texts(nbformat.read(release, as_version=4))
+    submitted = grading / "submitted"
+    folders = sorted(p / lab for p in submitted.glob("*") if (p / lab).is_dir())
+    if not folders:
+        raise ValueError(f"no submissions of {lab}: nothing in {submitted}/<student>/{lab}/")
+    texts, problems = {}, {}
+    for folder in folders:
+        student = folder.parent.name
+        try:
+            nb = nbformat.read(notebook_of(folder, lab), as_version=4)
+            texts[student] = answer_text(nb)
+        except Exception as error:  # noqa: BLE001 (a broken submission is reported, never fatal)
+            problems[student] = f"not read: {type(error).__name__}: {error}"[:300]
+    return starter, texts, problems
+
+
+# ------------------------------------------------------------------------------ matching
+
+
+def fingerprint(text, boilerplate=None, win_size=1):
+    from copydetect import CodeFingerprint
+
+    class Source:  # copydetect reads the code from a file object
+        def read(self):
+            return text
+
+    return CodeFingerprint(
+        "answer.py", K, win_size, boilerplate=boilerplate, language="python", fp=Source()
+    )
+
+
+def rarity_weights(counts, n):
+    """Weight of a fingerprint held by `counts` of n submissions: log2(n / (2 count)), zero
+    from half the class up."""
+    return np.maximum(0.0, np.log2(n / (2.0 * np.maximum(counts, 1))))
+
+
+def match(starter, texts):
+    """Fingerprint every submission (less the fingerprints of the texts in `starter`, the
+    release's code) and score every pair. Returns (submissions, pairs, df),
+    pairs sorted by score, highest first; df maps a fingerprint to how many hold it."""
+    boilerplate = set()
+    for text in starter:
+        boilerplate |= fingerprint(text).hashes
+    boilerplate = np.array(sorted(boilerplate), dtype=np.int64)
+    subs = {}
+    for student, text in texts.items():
+        fp = fingerprint(text, boilerplate)
+        subs[student] = Submission(student, text, fp, set(fp.hashes))
+    students = sorted(s for s in subs if subs[s].hashes)
+    n = len(subs)
+    index = {h: i for i, h in enumerate(sorted({h for s in students for h in subs[s].hashes}))}
+    held = np.zeros((len(students), len(index)), dtype=np.float32)
+    for row, student in enumerate(students):
+        held[row, [index[h] for h in subs[student].hashes]] = 1.0
+    counts = held.sum(axis=0)
+    weights = rarity_weights(counts, n).astype(np.float32)
+    df = {h: int(counts[i]) for h, i in index.items()}
+    own = held @ weights
+    for row, student in enumerate(students):
+        subs[student].weight = float(own[row])
+    shared_weight = (held * weights) @ held.T
+    weighted = held * (weights > 0)
+    shared_count = weighted @ weighted.T
+    shared_plain = held @ held.T
+    sizes = held.sum(axis=1)
+    pairs = []
+    for i in range(len(students)):
+        for j in range(i + 1, len(students)):
+            if shared_weight[i, j] <= 0:
+                continue
+            smaller = min(own[i], own[j])
+            common = subs[students[i]].hashes & subs[students[j]].hashes
+            rarest = min((df[h] for h in common if weights[index[h]] > 0), default=n)
+            pairs.append(
+                Pair(
+                    students[i],
+                    students[j],
+                    float(shared_weight[i, j] / smaller) if smaller > 0 else 0.0,
+                    float(shared_weight[i, j]),
+                    float(shared_plain[i, j] / min(sizes[i], sizes[j])),
+                    int(shared_count[i, j]),
+                    rarest,
+                )
+            )
+    pairs.sort(key=lambda p: (-p.score, -p.shared_weight, p.a, p.b))
+    return subs, pairs, {h: c for h, c in df.items()}, weights, index
+
+
+def clusters(pairs, threshold):
+    """Groups of students linked by pairs at or above the threshold, largest first."""
+    parent = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for p in pairs:
+        if p.score >= threshold:
+            parent[find(p.a)] = find(p.b)
+    groups = {}
+    for x in parent:
+        groups.setdefault(find(x), []).append(x)
+    return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g))
+
+
+def passages(sub, common, df, n):
+    """Shared passages of one submission as (start, end, fewest holders) in its raw text."""
+    from copydetect.utils import get_copied_slices
+
+    fp = sub.fingerprint
+    spans = []
+    for h in common:
+        for i in fp.hash_idx.get(h, []):
+            spans.append((int(i), df[h]))
+    if not spans:
+        return []
+    starts = np.array([i for i, _ in spans])
+    slices = get_copied_slices(starts, fp.k)
+    raw = slices.copy()
+    if len(fp.offsets) > 0:
+        raw = (
+            raw
+            + fp.offsets[:, 1][
+                np.clip(np.searchsorted(fp.offsets[:, 0], raw), 0, fp.offsets.shape[0] - 1)
+            ]
+        )
+    found = []
+    for (s, e), (rs, re_) in zip(slices.T, raw.T, strict=True):
+        fewest = min(c for i, c in spans if s <= i < e)
+        found.append((int(rs), int(re_), fewest))
+    return found
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def esc(value):
+    return html.escape(plain("" if value is None else str(value)), quote=True)
+
+
+def code_esc(text):
+    """Code as text: control characters out (tab and newline kept), then escaped."""
+    return html.escape(plain(text), quote=True)
+
+
+def marked(text, spans, n):
+    out, at = [], 0
+    for start, end, fewest in sorted(spans):
+        start = max(start, at)
+        if end <= start:
+            continue
+        out.append(code_esc(text[at:start]))
+        out.append(
+            f"<mark title='shared; its rarest part is in {fewest} of {n} submissions'>"
+            f"{code_esc(text[start:end])}</mark>"
+        )
+        at = end
+    out.append(code_esc(text[at:]))
+    return "".join(out)
+
+
+def pair_rows(pairs):
+    return [
+        (
+            p.a,
+            p.b,
+            round(p.score, 4),
+            round(p.shared_weight, 2),
+            round(p.plain_share, 4),
+            p.shared,
+            p.rarest,
+        )
+        for p in pairs
+    ]
+
+
+COLUMNS = ("student", "other", "score", "shared_weight", "plain_share", "shared", "rarest")
+
+
+def similarity_page(lab, subs, pairs, df, problems, threshold):
+    from grading.class_report import page
+
+    n = len(subs)
+    linked = [p for p in pairs if p.score >= threshold]
+    groups = clusters(pairs, threshold)
+    out = [f"<h1>{esc(lab)}: answer code that submissions share</h1>"]
+    out.append(
+        "<p><strong>Similarity is evidence for a person to read, never a verdict.</strong> "
+        "Short formulas converge, students may have worked together where the course allows "
+        "it, and a shared source (a lesson, a book, a forum answer) makes honest answers "
+        "alike. Read both notebooks, and talk with the students, before concluding anything. "
+        "This page is for the instructor: nothing of it reaches students, the feedback or the "
+        "gradebook.</p>"
+    )
+    out.append(
+        "<p class='note'>What is compared: each submission's answer cells only (nbgrader's "
+        "solution cells); the release's starter code, setup and tests count for no one. Names, "
+        "layout and comments are ignored, so renaming and reformatting hide nothing. Each "
+        "shared passage is weighted by how rare it is in the class: a passage in d of the "
+        f"{n} submissions weighs log2({n}/(2d)), and nothing when half the class or more "
+        "writes it. A pair's <em>score</em> is the weight the two share divided by the weight "
+        "of the smaller one: 1 means all of its distinctive code is in the other. "
+        "<em>Plain share</em> is the same without weights (copydetect's own measure), "
+        "<em>rarest</em> the fewest submissions that hold one of the shared passages.</p>"
+    )
+    out.append(
+        "<table><tr><th>submissions read</th><th>not read</th><th>pairs compared</th>"
+        f"<th>pairs at or above {esc(threshold)}</th><th>clusters</th></tr><tr>"
+        f"<td class='n'>{n}</td><td class='n'>{len(problems)}</td>"
+        f"<td class='n'>{n * (n - 1) // 2}</td><td class='n'>{len(linked)}</td>"
+        f"<td class='n'>{sum(len(g) > 1 for g in groups)}</td></tr></table>"
+    )
+    out.append("<h2>Clusters</h2>")
+    if groups:
+        out.append("<p class='note'>Students linked by pairs at or above the threshold.</p><ul>")
+        for g in groups:
+            out.append(f"<li>{esc(', '.join(g))}</li>")
+        out.append("</ul>")
+    else:
+        out.append(f"<p>No pair scores {esc(threshold)} or more.</p>")
+    out.append(
+        "<h2>Pairs, highest score first</h2><table class='sortable'><thead><tr><th>#</th>"
+        "<th>student</th><th>student</th><th>score</th><th>shared weight</th>"
+        "<th>plain share</th><th>shared passages</th><th>rarest (of "
+        f"{n})</th></tr></thead><tbody>"
+    )
+    for rank, p in enumerate(pairs[: max(SHOWN, len(linked))], 1):
+        out.append(
+            f"<tr><td class='n'>{rank}</td><td>{esc(p.a)}</td><td>{esc(p.b)}</td>"
+            f"<td class='n'>{p.score:.2f}</td><td class='n'>{p.shared_weight:.1f}</td>"
+            f"<td class='n'>{p.plain_share:.2f}</td><td class='n'>{p.shared}</td>"
+            f"<td class='n'>{p.rarest}</td></tr>"
+        )
+    out.append("</tbody></table>")
+    out.append(
+        "<h2>Side by side</h2><p class='note'>Marked: passages the two share that weigh "
+        "something (fewer than half the class writes them); hover a mark for how many "
+        "submissions hold it.</p>"
+    )
+    for rank, p in enumerate(pairs[:SHOWN], 1):
+        a, b = subs[p.a], subs[p.b]
+        common = {h for h in a.hashes & b.hashes if 2 * df[h] < n}
+        why = (
+            f"score {p.score:.2f}: {p.shared} shared passages, the rarest in {p.rarest} of "
+            f"{n} submissions; without weights they share {p.plain_share:.0%}"
+        )
+        out.append(
+            f"<details{' open' if rank <= 3 else ''}><summary>#{rank} {esc(p.a)} and "
+            f"{esc(p.b)}: {esc(why)}</summary><table><tr><th>{esc(p.a)}</th>"
+            f"<th>{esc(p.b)}</th></tr><tr>"
+            f"<td><pre>{marked(a.text, passages(a, common, df, n), n)}</pre></td>"
+            f"<td><pre>{marked(b.text, passages(b, common, df, n), n)}</pre></td>"
+            "</tr></table></details>"
+        )
+    if problems:
+        out.append("<h2>Not compared</h2><table><tr><th>student</th><th>why</th></tr>")
+        for student, why in sorted(problems.items()):
+            out.append(f"<tr><td>{esc(student)}</td><td>{esc(why)}</td></tr>")
+        out.append("</table>")
+    out.append(
+        f"<p class='note'>Every pair with a score above zero: {esc(lab)}-similarity.csv, "
+        "beside this page. Built by grading/similarity.py on copydetect's fingerprints.</p>"
+    )
+    return page(f"{lab}: similar answer code", "\n".join(out))
+
+
+def analyse(lab, grading=GRADING):
+    starter, texts, problems = read_class(lab, grading)
+    subs, pairs, df, _, _ = match(starter, texts)
+    return subs, pairs, df, problems
+
+
+def build(lab, grading=GRADING, out=None, threshold=THRESHOLD):
+    """Write the lab's similarity page and CSV; return (page path, pairs, problems)."""
+    grading = Path(grading)
+    out = Path(out or grading / "reports")
+    subs, pairs, df, problems = analyse(lab, grading)
+    out.mkdir(parents=True, exist_ok=True)
+    page_path = out / f"{lab}-similarity.html"
+    page_path.write_text(similarity_page(lab, subs, pairs, df, problems, threshold))
+    with open(out / f"{lab}-similarity.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
+        for row in pair_rows(pairs):
+            writer.writerow([plain(v) if isinstance(v, str) else v for v in row])
+    return page_path, pairs, problems
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("lab", help="the lab, such as LM10-L2")
+    parser.add_argument("--grading", type=Path, default=GRADING, help="the course's grading folder")
+    parser.add_argument(
+        "--threshold", type=float, default=THRESHOLD, help="score that links a pair (0 to 1)"
+    )
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    try:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", args.lab):
+            raise ValueError(f"lab must be a folder name such as LM10-L2, got {args.lab!r}")
+        if not 0 < args.threshold <= 1 or not math.isfinite(args.threshold):
+            raise ValueError(f"threshold must be above 0 and at most 1, got {args.threshold}")
+        path, pairs, problems = build(args.lab, args.grading.resolve(), threshold=args.threshold)
+    except ValueError as error:
+        parser.exit(2, f"similarity: {error}\n")
+    linked = sum(p.score >= args.threshold for p in pairs)
+    print(f"wrote {path}: {linked} pairs at or above {args.threshold}, {len(problems)} not read")
+    print(f"built in {time.monotonic() - start:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""The similarity report (grading/similarity.py, `make similarity LAB=...`) on a small class.
+
+A course copy holds the release of LM10-L2 and a class of tests/lab_cases/copying.py: twelve
+honest students who wrote their answers independently and one planted copy per kind of
+disguise (verbatim, renamed, reformatted and commented, reordered, one function changed, all at
+once, a copy of a copy), beside a student whose notebook is not JSON, one who handed in the
+release untouched, and a hostile pair (a student id and code that are HTML). The report is
+built by its command, and then: every planted pair scores at least the threshold and above
+every honest pair; a passage half the class writes weighs nothing; starter code counts for no
+one; the page escapes everything a submission holds and opens in Chromium from disk with no
+console error and no request; nothing outside the report is written; bad input is refused with
+a reason. The full measurement (25 honest students a lab, L1, L2 and L6) is
+benchmarks/similarity.py.
+"""
+
+import shutil
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+from lab_cases import copying
+from test_browser import VIEWPORT, browser  # noqa: F401 (browser: a fixture)
+
+from grading import similarity
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = "LM10-L2"
+HOSTILE = "<img src=x onerror=alert(1)>"
+SCRIPT = "</pre><script>alert(2)</script>"
+
+
+def run(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "grading.similarity", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def listing(root):
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    (root / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", root / "labs" / LAB)
+    students, planted, family = copying.build(LAB, honest=12, copies=1)
+    released = copying.release(LAB)
+    hostile = dict(students["honest-11"])
+    hostile["l2_serving"] += (
+        f"\n\n# {SCRIPT}\ndef spare_bytes(gpu, weights):\n    return gpu - weights\n"
+    )
+    students[HOSTILE] = hostile
+    students["copy-of-hostile"] = dict(hostile)
+    planted.append((HOSTILE, "copy-of-hostile", "verbatim"))  # both copied honest-11
+    family.update({"honest-11": "honest-11", HOSTILE: "honest-11", "copy-of-hostile": "honest-11"})
+    grading = root / "grading"
+    for student, answers in students.items():
+        folder = grading / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        nbformat.write(copying.notebook(LAB, answers, released), folder / f"{LAB}.ipynb")
+    for student in ("blank-0", "blank-1"):  # the release as it was handed out
+        (grading / "submitted" / student / LAB).mkdir(parents=True)
+        shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", grading / "submitted" / student / LAB)
+    (grading / "submitted" / "broken" / LAB).mkdir(parents=True)
+    (grading / "submitted" / "broken" / LAB / f"{LAB}.ipynb").write_text("{not json")
+    before = listing(root)
+    start = time.monotonic()
+    done = run(LAB, "--grading", str(grading), cwd=root)
+    seconds = time.monotonic() - start
+    assert done.returncode == 0, done.stderr[-3000:]
+    print(f"similarity report of {len(students) + 3} submissions in {seconds:.1f} s")
+    rows = (grading / "reports" / f"{LAB}-similarity.csv").read_text().splitlines()
+    return {
+        "root": root,
+        "grading": grading,
+        "students": students,
+        "planted": planted,
+        "family": family,
+        "new": listing(root) - before,
+        "page": grading / "reports" / f"{LAB}-similarity.html",
+        "csv": [r.split(",") for r in rows],
+        "stdout": done.stdout,
+    }
+
+
+def scores(report):
+    header, *rows = report["csv"]
+    assert tuple(header) == similarity.COLUMNS
+    return {frozenset(r[:2]): float(r[2]) for r in rows}
+
+
+def test_planted_copies_rank_above_every_honest_pair(report):
+    got = scores(report)
+    family = report["family"]
+    names = sorted(report["students"])
+    honest = {
+        frozenset((a, b)): got.get(frozenset((a, b)), 0.0)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if family.get(a, a) != family.get(b, b)
+    }
+    planted = {(a, b, kind): got.get(frozenset((a, b)), 0.0) for a, b, kind in report["planted"]}
+    kinds = {kind for _, _, kind in report["planted"]}
+    assert set(copying.DISGUISES) <= kinds | {"copy of a copy"}
+    assert min(planted.values()) >= similarity.THRESHOLD, planted
+    assert min(planted.values()) > max(honest.values()), (
+        min(planted.items(), key=lambda kv: kv[1]),
+        max(honest.items(), key=lambda kv: kv[1]),
+    )
+    assert f"at or above {similarity.THRESHOLD}" in report["stdout"]
+
+
+def test_starter_code_counts_for_no_one_and_broken_notebooks_are_listed(report):
+    got = scores(report)
+    assert not [pair for pair in got if pair & {"blank-0", "blank-1"}]
+    text = report["page"].read_text()
+    assert "broken" in text and "not read: " in text
+
+
+def test_a_passage_half_the_class_writes_weighs_nothing():
+    """Two honest students share one part; half the class then adds the same long helper. The
+    weight the pair shares stays what it was (to the seams where the helper meets each one's
+    own code) and its score does not grow, while copydetect's plain share grows."""
+    students, _, _ = copying.build(LAB, honest=12, copies=0)
+    starter = similarity.starter_texts(copying.release(LAB))
+    texts = {s: similarity.answer_text(copying.notebook(LAB, a)) for s, a in students.items()}
+    helper = (
+        "\n\ndef fits(free_bytes, request_bytes):\n"
+        "    assert request_bytes > 0, 'a request needs memory'\n"
+        "    whole = free_bytes // request_bytes if free_bytes > 0 else 0\n"
+        "    return whole\n"
+    )
+    common = dict(texts)
+    for s in sorted(texts)[: len(texts) // 2]:
+        common[s] += helper
+    pair = frozenset(("honest-00", "honest-05"))  # method 0 of the first part, both
+
+    def score(class_texts):
+        _, pairs, *_ = similarity.match(starter, class_texts)
+        found = {frozenset((p.a, p.b)): p for p in pairs}
+        return found.get(pair, similarity.Pair("", "", 0.0, 0.0, 0.0, 0, 0))
+
+    alone, shared = score(texts), score(common)
+    # only the seams where the helper meets each one's own code are new
+    assert shared.shared_weight == pytest.approx(alone.shared_weight, rel=0.05)
+    assert alone.shared_weight > 0
+    assert shared.score <= alone.score  # the helper's seams make each a little larger
+    assert shared.score < similarity.THRESHOLD
+    assert shared.plain_share > alone.plain_share
+    # and the weights themselves: nothing from half the class up, most for two alone
+    weights = similarity.rarity_weights([2, 5, 11, 12, 20], 22)
+    assert list(weights[2:]) == [0.0, 0.0, 0.0] and weights[0] > weights[1] > 0
+
+
+def test_renaming_reformatting_and_reordering_change_nothing_of_a_verbatim_copy():
+    students, _, _ = copying.build(LAB, honest=12, copies=0)
+    starter = similarity.starter_texts(copying.release(LAB))
+    texts = {s: similarity.answer_text(copying.notebook(LAB, a)) for s, a in students.items()}
+    original = students["honest-03"]
+    texts["renamed"] = similarity.answer_text(
+        copying.notebook(LAB, copying.disguise("renamed", original, LAB))
+    )
+    _, pairs, *_ = similarity.match(starter, texts)
+    found = {frozenset((p.a, p.b)): p.score for p in pairs}
+    assert found[frozenset(("honest-03", "renamed"))] == pytest.approx(1.0)
+
+
+class Page(HTMLParser):
+    def __init__(self, text):
+        super().__init__()
+        self.tags, self.attributes = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes += [(tag, name, value) for name, value in attrs]
+
+
+def test_the_page_explains_and_escapes(report):
+    text = report["page"].read_text()
+    page = Page(text)
+    assert page.tags.count("script") == 1  # the sorting script of the class report's pages
+    assert not [a for a in page.attributes if a[1].startswith("on")]
+    assert "img" not in page.tags
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in text
+    assert "never a verdict" in text and "nothing of it reaches students" in text
+    assert "weighs log2(" in text and "mark" in page.tags
+    clusters = text.split("<h2>Clusters</h2>")[1].split("<h2>")[0]
+    for a, b, _ in report["planted"]:
+        assert similarity.esc(a) in clusters and similarity.esc(b) in clusters
+
+
+def test_only_the_report_is_written(report):
+    assert report["new"] == {
+        "grading/reports",
+        f"grading/reports/{LAB}-similarity.html",
+        f"grading/reports/{LAB}-similarity.csv",
+    }
+
+
+def refused(capsys, *args):
+    """The command's exit status and what it wrote to stderr (run in this process)."""
+    with pytest.raises(SystemExit) as stopped:
+        similarity.main(list(args))
+    return stopped.value.code, capsys.readouterr().err
+
+
+def test_bad_input_is_refused_with_a_reason(report, tmp_path, capsys):
+    grading = str(report["grading"])
+    code, said = refused(capsys)
+    assert code == 2 and "lab" in said
+    code, said = refused(capsys, "LM10-L9", "--grading", grading)
+    assert code == 2 and "no released notebook" in said and "make release LAB=LM10-L9" in said
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    code, said = refused(capsys, LAB, "--grading", str(tmp_path / "grading"))
+    assert code == 2 and f"no submissions of {LAB}" in said
+    code, said = refused(capsys, "../x", "--grading", grading)
+    assert code == 2 and "folder name" in said
+    code, said = refused(capsys, LAB, "--threshold", "2", "--grading", grading)
+    assert code == 2 and "threshold" in said
+
+
+def test_the_page_opens_in_chromium_and_requests_nothing(report, browser):  # noqa: F811
+    page = browser.new_page(viewport=VIEWPORT)
+    requests, problems = [], []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: m.type in ("error", "warning") and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(report["page"].as_uri())
+    assert problems == []
+    assert [u for u in requests if not u.startswith("file://")] == []
+    assert page.locator("details[open] mark").count() > 0
+    assert page.evaluate("document.querySelectorAll('script').length") == 1
+    # the pairs table sorts by a click on a heading (the page's one script runs)
+    table = page.locator("table.sortable").first
+    table.locator("th", has_text="score").click()
+    shown = [float(v) for v in table.locator("tbody tr td:nth-child(4)").all_text_contents()]
+    assert shown == sorted(shown)
+    page.close()
