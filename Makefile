@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report lms bench student-edition clean hub-proxy hub-exchange book book-assets
+.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -99,6 +99,13 @@ grades: setup
 # course's, grading/reports/course.html. Single files: they open from disk, with no server.
 report: setup
 	$(RUN) $(BIN)/python -m grading.class_report $(LAB)
+
+# Which submissions of $(LAB) share their answer code (grading/similarity.py): pairs and clusters,
+# side by side, in grading/reports/$(LAB)-similarity.html and .csv. Needs no grading run; for the
+# instructor only (nothing reaches students or the gradebook).
+similarity: setup
+	$(NEED_LAB)
+	$(RUN) $(BIN)/python -m grading.similarity $(LAB)
 
 # Grades into Canvas or Moodle (grading/lms.py): the LMS's own export of the class as ROSTER,
 # grading/exports/<lms>-grades.csv to import, and <lms>-grades-mismatch.csv beside it.
