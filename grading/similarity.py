@@ -32,7 +32,6 @@ makes honest answers alike. The page says so.
 """
 
 import argparse
-import csv
 import html
 import math
 import re
@@ -44,7 +43,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from grading import submission_checks
+from grading import csvout, submission_checks
 from grading.sanitise import plain
 
 GRADING = Path(__file__).resolve().parent
@@ -411,12 +410,31 @@ def build(lab, grading=GRADING, out=None, threshold=THRESHOLD):
     out.mkdir(parents=True, exist_ok=True)
     page_path = out / f"{lab}-similarity.html"
     page_path.write_text(similarity_page(lab, subs, pairs, df, problems, threshold))
-    with open(out / f"{lab}-similarity.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(COLUMNS)
-        for row in pair_rows(pairs):
-            writer.writerow([plain(v) if isinstance(v, str) else v for v in row])
+    csvout.write(out / f"{lab}-similarity.csv", [COLUMNS, *pair_rows(pairs)])
     return page_path, pairs, problems
+
+
+def section(lab, grading=GRADING, out=None, threshold=THRESHOLD, top=5):
+    """The class report's section on similar code: writes the similarity page beside the lab's
+    page and returns a short summary that links to it (or says why there is none)."""
+    head = "<h2>Similar answer code</h2>"
+    try:
+        path, pairs, problems = build(lab, grading, out, threshold)
+    except ValueError as error:
+        return f"{head}<p class='note'>Not built: {esc(error)}</p>"
+    linked = [p for p in pairs if p.score >= threshold]
+    listed = "".join(
+        f"<li>{esc(p.a)} and {esc(p.b)}: score {p.score:.2f}, rarest shared passage in "
+        f"{p.rarest} submissions</li>"
+        for p in pairs[:top]
+    )
+    return (
+        f"{head}<p>{len(linked)} pairs of submissions score {esc(threshold)} or more on "
+        f"shared answer code (passages weighted by rarity in the class; starter code, setup "
+        f"and tests never count); {len(problems)} could not be read. Similarity is evidence "
+        f"for a person to read, never a verdict: <a href='{esc(path.name)}'>the pairs side by "
+        f"side</a>.</p><ul>{listed}</ul>"
+    )
 
 
 def main(argv=None):

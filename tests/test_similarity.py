@@ -25,7 +25,7 @@ import pytest
 from lab_cases import copying
 from test_browser import VIEWPORT, browser  # noqa: F401 (browser: a fixture)
 
-from grading import similarity
+from grading import csvout, similarity
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
@@ -78,7 +78,8 @@ def report(tmp_path_factory):
     seconds = time.monotonic() - start
     assert done.returncode == 0, done.stderr[-3000:]
     print(f"similarity report of {len(students) + 3} submissions in {seconds:.1f} s")
-    rows = (grading / "reports" / f"{LAB}-similarity.csv").read_text().splitlines()
+    with open(grading / "reports" / f"{LAB}-similarity.csv", newline="") as handle:
+        rows = list(csvout.DictReader(handle))
     return {
         "root": root,
         "grading": grading,
@@ -87,15 +88,14 @@ def report(tmp_path_factory):
         "family": family,
         "new": listing(root) - before,
         "page": grading / "reports" / f"{LAB}-similarity.html",
-        "csv": [r.split(",") for r in rows],
+        "csv": rows,
         "stdout": done.stdout,
     }
 
 
 def scores(report):
-    header, *rows = report["csv"]
-    assert tuple(header) == similarity.COLUMNS
-    return {frozenset(r[:2]): float(r[2]) for r in rows}
+    assert tuple(report["csv"][0]) == similarity.COLUMNS
+    return {frozenset((r["student"], r["other"])): float(r["score"]) for r in report["csv"]}
 
 
 def test_planted_copies_rank_above_every_honest_pair(report):
