@@ -293,8 +293,6 @@ def read_a_lesson(page, shots: bool) -> None:
     assert int(readout.inner_text()) == int(before) + 2
     if shots:
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.evaluate("() => window.scrollTo(0, 0)")
-        page.screenshot(path=str(SHOTS / "book-lesson.png"))
         widget.scroll_into_view_if_needed()
         page.evaluate("() => window.scrollBy(0, -120)")
         page.screenshot(path=str(SHOTS / "book-lesson-widget.png"))
