@@ -249,3 +249,18 @@ def test_the_page_opens_in_chromium_and_requests_nothing(report, browser):  # no
     shown = [float(v) for v in table.locator("tbody tr td:nth-child(4)").all_text_contents()]
     assert shown == sorted(shown)
     page.close()
+
+
+def test_the_class_report_s_section_links_the_page(report, tmp_path):
+    """What `make report` puts on the lab's page (grading/class_report.py calls it)."""
+    text = similarity.section(LAB, report["grading"], tmp_path)
+    page = Page(text)
+    assert ("a", "href", f"{LAB}-similarity.html") in page.attributes
+    assert (tmp_path / f"{LAB}-similarity.html").is_file()
+    linked = sum(float(r["score"]) >= similarity.THRESHOLD for r in report["csv"])
+    assert f"{linked} pairs of submissions score {similarity.THRESHOLD} or more" in text
+    assert "never a verdict" in text and "<img" not in text
+    empty = tmp_path / "empty"
+    (empty / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", empty / "labs" / LAB)
+    assert f"Not built: no submissions of {LAB}" in similarity.section(LAB, empty / "grading")
