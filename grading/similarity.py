@@ -275,6 +275,24 @@ def code_esc(text):
     return html.escape(plain(text), quote=True)
 
 
+HEADER = re.compile(r"^# \[(.*)\]$", re.MULTILINE)
+
+
+def parts_alike(text, spans):
+    """{grade_id: share of that answer cell's characters inside shared passages}."""
+    heads = list(HEADER.finditer(text))
+    found = {}
+    for i, head in enumerate(heads):
+        start, end = head.end(), heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        code = sum(1 for c in text[start:end] if not c.isspace())
+        inside = sum(
+            1 for s, e, _ in spans for c in text[max(s, start) : min(e, end)] if not c.isspace()
+        )
+        if code:
+            found[head.group(1)] = min(1.0, inside / code)
+    return found
+
+
 def marked(text, spans, n):
     out, at = [], 0
     for start, end, fewest in sorted(spans):
@@ -372,16 +390,19 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
     for rank, p in enumerate(pairs[:SHOWN], 1):
         a, b = subs[p.a], subs[p.b]
         common = {h for h in a.hashes & b.hashes if 2 * df[h] < n}
+        left, right = passages(a, common, df, n), passages(b, common, df, n)
+        alike = sorted(parts_alike(a.text, left).items(), key=lambda kv: (-kv[1], kv[0]))
         why = (
             f"score {p.score:.2f}: {p.shared} shared passages, the rarest in {p.rarest} of "
-            f"{n} submissions; without weights they share {p.plain_share:.0%}"
+            f"{n} submissions; without weights they share {p.plain_share:.0%}. Marked, of "
+            f"{p.a}'s answers: " + ", ".join(f"{grade_id} {share:.0%}" for grade_id, share in alike)
         )
         out.append(
             f"<details{' open' if rank <= 3 else ''}><summary>#{rank} {esc(p.a)} and "
             f"{esc(p.b)}: {esc(why)}</summary><table><tr><th>{esc(p.a)}</th>"
             f"<th>{esc(p.b)}</th></tr><tr>"
-            f"<td><pre>{marked(a.text, passages(a, common, df, n), n)}</pre></td>"
-            f"<td><pre>{marked(b.text, passages(b, common, df, n), n)}</pre></td>"
+            f"<td><pre>{marked(a.text, left, n)}</pre></td>"
+            f"<td><pre>{marked(b.text, right, n)}</pre></td>"
             "</tr></table></details>"
         )
     if problems:
