@@ -6,7 +6,9 @@ link (an nbgitpuller link whose parts are read back); the start page reaches eve
 labs; the labs page lists each lab with what it asks and the lesson it follows, and no file of
 the site holds a solution or a hidden test (the student edition's scan); no page loads anything
 from another machine; every image has alternative text; headings are in order; the figures'
-palette is held to book/ACCESSIBILITY.md. Bad hub addresses are refused with the reason.
+palette is held to book/ACCESSIBILITY.md. Bad hub addresses are refused with the reason. A
+lesson's hub link, against nbgitpuller in a student's JupyterLab server, clones the student
+edition's repository and later merges an update without losing the student's edits.
 
 In chromium, from a plain static file server and from disk (file://), with every request
 outside the site counted as a failure: a lesson's mathematics typeset, a figure loaded with its
@@ -26,11 +28,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_browser import CHROMIUM_ARGS, SHOTS, browser  # noqa: F401 - browser is a fixture
+from test_browser import CHROMIUM_ARGS, SHOTS, browser, jupyterlab  # noqa: F401 - a fixture
 
 from tools import book, colour_vision, student_edition
 
@@ -211,6 +214,74 @@ def test_make_book_refuses_a_bad_hub_before_building(tmp_path):
     alone = run([*tool, "--hub", "https://hub.example.edu"])
     assert alone.returncode == 2 and "--hub and --repo go together" in alone.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def git(repo: Path, *args: str) -> str:
+    who = ["-c", "user.name=LM10 instructor", "-c", "user.email=instructor@example.edu"]
+    done = subprocess.run(
+        ["git", *who, *args], cwd=repo, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def pull(lab, query: str) -> list[dict]:
+    """What nbgitpuller's API streams for a link's query, as the page the link opens asks it."""
+    request = urllib.request.Request(
+        f"{lab.url}/git-pull/api?{query}", headers={"Authorization": f"token {lab.token}"}
+    )
+    events = []
+    with urllib.request.urlopen(request, timeout=120) as stream:
+        for line in stream:
+            if line.startswith(b"data: "):
+                events.append(json.loads(line[6:]))
+    return events
+
+
+def test_open_on_the_hub_pulls_the_student_edition_and_merges_its_updates(tmp_path):
+    """The book's link against nbgitpuller in a student's server (the hub's part of the link,
+    /hub/user-redirect/, only sends the student to that server): the first click clones the
+    student edition's repository into ~/lm10, a later one merges the instructor's update and
+    keeps the student's edit, the student's line winning where both changed the same one."""
+    student_edition.build(tmp_path / "edition")
+    # named as a hosted repository is, .git at the end; the clone is ~/lm10 all the same
+    repo = (tmp_path / "edition" / student_edition.NAME).rename(tmp_path / "lm10.git")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the student edition")
+    lesson = LESSONS[1].name
+    link = urlsplit(book.Hub("https://hub.example.edu", repo.as_uri()).link(f"lessons/{lesson}"))
+    assert link.path == "/hub/user-redirect/git-pull"
+    home, scratch = tmp_path / "home", tmp_path / "scratch"
+    home.mkdir()
+    (scratch / "config").mkdir(parents=True)
+    with jupyterlab(home, scratch / "config", scratch) as lab:
+        first = pull(lab, link.query)
+        assert first[-1]["phase"] == "finished", first
+        clone = home / "lm10"
+        assert (clone / "lessons" / lesson).read_bytes() == (repo / "lessons" / lesson).read_bytes()
+        # the page the link opens sends the student on to the lesson, in JupyterLab
+        request = urllib.request.Request(
+            f"{lab.url}/git-pull?{link.query}", headers={"Authorization": f"token {lab.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as page:
+            assert f"lab/tree/lm10/lessons/{lesson}" in page.read().decode()
+        # the student edits the first line and one in the middle; the instructor changes the
+        # first line and the last, and adds a file
+        readme = (clone / "README.md").read_text().splitlines()
+        middle = len(readme) // 2
+        mine = ["# my notes on LM10", *readme[1:middle], "my note", *readme[middle + 1 :]]
+        (clone / "README.md").write_text("\n".join(mine) + "\n")
+        theirs = ["# LM10, updated", *readme[1:-1], "an instructor's update"]
+        (repo / "README.md").write_text("\n".join(theirs) + "\n")
+        (repo / "ERRATA.md").write_text("# Errata\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "an update")
+        second = pull(lab, link.query)
+        assert second[-1]["phase"] == "finished", second
+        merged = (clone / "README.md").read_text().splitlines()
+        assert merged[0] == "# my notes on LM10" and merged[middle] == "my note"
+        assert merged[-1] == "an instructor's update"
+        assert (clone / "ERRATA.md").read_text() == "# Errata\n"
 
 
 def accessibility_table() -> set[tuple[str, str, str]]:
