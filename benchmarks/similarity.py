@@ -13,7 +13,8 @@ lowest score of a planted pair, and the number of honest pairs (any two students
 copy from each other or from the same original) that score at least as high as that lowest
 planted pair; the same for copydetect's own unweighted share (what the rarity weights add) and,
 with --dolos DIR (a folder where `npm install @dodona/dolos-lib` ran), for Dolos's similarity
-on the same extracted answer code. Then the time for a class of 300 (the 41 students of each
+on the same extracted answer code (the release's answer cells as its template, fingerprints in
+more than half the files left out). Then the time for a class of 300 (the 41 students of each
 class and copies of them with other names and layout, so that rarity is computed over 300).
 """
 
@@ -37,9 +38,11 @@ from grading import similarity  # noqa: E402
 
 DOLOS_SCRIPT = """
 import { Dolos } from "@dodona/dolos-lib";
-const files = process.argv.slice(2);
-const dolos = new Dolos({ language: "python" });
-const report = await dolos.analyzePaths(files);
+const [ignore, ...files] = process.argv.slice(2);
+// the release's answer cells as its template, and what half the class writes left out, as
+// grading/similarity.py does with copydetect
+const dolos = new Dolos({ language: "python", maxFingerprintPercentage: 0.5 });
+const report = await dolos.analyzePaths(files, ignore);
 const out = [];
 for (const p of report.allPairs())
   out.push([p.leftFile.path, p.rightFile.path, p.similarity]);
@@ -60,9 +63,11 @@ def write_class(root, lab, students):
     return grading
 
 
-def dolos_scores(dolos_dir, texts, scratch):
+def dolos_scores(dolos_dir, texts, starter, scratch):
     folder = scratch / "dolos"
     folder.mkdir()
+    template = scratch / "release.py"
+    template.write_text(starter[1])  # the release's answer cells, joined as a submission's
     paths = {}
     for student, text in texts.items():
         path = folder / f"{student}.py"
@@ -71,7 +76,11 @@ def dolos_scores(dolos_dir, texts, scratch):
     script = Path(dolos_dir) / "similarity-benchmark.mjs"
     script.write_text(DOLOS_SCRIPT)
     done = subprocess.run(
-        ["node", str(script), *paths], cwd=dolos_dir, capture_output=True, text=True, check=True
+        ["node", str(script), str(template), *paths],
+        cwd=dolos_dir,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return {frozenset((paths[a], paths[b])): float(s) for a, b, s in json.loads(done.stdout)}
 
@@ -127,8 +136,9 @@ def main(argv=None):
             ours = judge(weighted, planted, family, students)
             theirs = judge(plain, planted, family, students)
             if args.dolos:
-                _, texts, _ = similarity.read_class(lab, grading)
-                dolos = judge(dolos_scores(args.dolos, texts, scratch), planted, family, students)
+                starter, texts, _ = similarity.read_class(lab, grading)
+                found = dolos_scores(args.dolos, texts, starter, scratch)
+                dolos = judge(found, planted, family, students)
         for kind, (mine, lowest, above, _) in ours.items():
             found = sum(s >= threshold for s in mine)
             line = (
