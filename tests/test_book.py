@@ -13,7 +13,7 @@ edition's repository and later merges an update without losing the student's edi
 In chromium, from a plain static file server and from disk (file://), with every request
 outside the site counted as a failure: a lesson's mathematics typeset, a figure loaded with its
 alt text, a stored widget drawn from its saved state whose slider moves, search finding the
-lesson, and no console error. Screenshots of two lesson pages go to build/screenshots/ (or
+lesson, every lesson's stored widgets drawn, and no console error. Screenshots of two lesson pages go to build/screenshots/ (or
 $LM10_SCREENSHOTS: `LM10_SCREENSHOTS=docs/screenshots` refreshes the README's).
 """
 
@@ -395,6 +395,15 @@ def test_the_book_in_chromium_from_a_static_server_and_from_disk(site, browser):
                 page.locator("img[src*='_images/']").nth(1).scroll_into_view_if_needed()
                 page.evaluate("() => window.scrollBy(0, -200)")
                 page.screenshot(path=str(SHOTS / "book-lesson-figure.png"))
+            if n == 0:  # every lesson: each stored widget drawn, and nothing else amiss
+                for path in LESSONS:
+                    page.goto(f"{base}lessons/{path.stem}.html", wait_until="load")
+                    views = page.locator(f"script[type='{book.WIDGET_VIEW}']").count()
+                    page.wait_for_function(
+                        "n => document.querySelectorAll('.widget-subarea > .jupyter-widgets')"
+                        ".length === n",
+                        arg=views,
+                    )
             page.goto(f"{base}index.html", wait_until="load")
             page.close()
             assert problems == [], f"{base}:\n" + "\n".join(problems)

@@ -50,7 +50,8 @@ VENDOR = {
     "mathjax": NPM / "mathjax" / "es5",
     "html-manager": NPM / "@jupyter-widgets" / "html-manager" / "dist",
 }
-VENDOR_SKIP = shutil.ignore_patterns("*.map", "*.LICENSE.txt", "node-main.js")
+# embed.js renders the widgets by itself: the AMD builds (for RequireJS pages) stay out
+VENDOR_SKIP = shutil.ignore_patterns("*.map", "*.LICENSE.txt", "node-main.js", "*embed-amd*.js")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 LAB_ROW = re.compile(r"^\|\s*(LM10-L\d+)\s*\|\s*(.+?)\s*\|\s*(.+?)\s*\|\s*$")
