@@ -66,7 +66,81 @@ SUSPICIOUS_MODULES = {
     "types",
     "atexit",
     "sysconfig",
+    "_thread",
+    "__main__",
+    "posix",
+    "_posixsubprocess",
+    "_io",
+    "faulthandler",
+    "linecache",
+    "copyreg",
+    "site",
+    "pydoc",
+    "webbrowser",
+    # the grader's own modules, which a kernel could import where they are on its path
+    "grading",
+    "sandbox_agent",
+    "sandbox_exec",
+    "trusted_tests",
 }
+# Modules reached as another module's attribute (`torch.os`, `np.sys`, `F.torch.multiprocessing`):
+# the names no honest answer reads as an attribute.
+MODULE_ATTRIBUTES = {
+    "os", "sys", "subprocess", "builtins", "importlib", "ctypes", "gc", "_thread", "threading",
+    "multiprocessing", "concurrent", "inspect", "socket", "shutil", "pickle", "marshal",
+    "sqlite3", "posix", "_posixsubprocess", "pty", "fcntl", "mmap", "runpy", "atexit",
+    "sysconfig", "asyncio", "tempfile", "pathlib", "urllib", "signal", "faulthandler",
+    "linecache", "IPython", "ipykernel", "zmq", "traitlets", "nbgrader", "nbformat", "nbclient",
+    "jupyter_client", "__main__", "grading", "sandbox_agent", "sandbox_exec", "trusted_tests",
+    "offlimits", "slips",
+}  # fmt: skip
+# What torch and the course keep past the off-limits guard: operator registries, the C layer,
+# torch's interception points and Python references of its operators, the guard itself and
+# the slips' rules. Imported, or reached as attributes (through any alias of torch).
+INTERNALS = {
+    "torch.ops", "torch._C", "torch._VF", "torch._ops", "torch.library", "torch.overrides",
+    "torch.utils._python_dispatch", "torch._dispatch", "torch._subclasses", "torch._refs",
+    "torch._prims", "torch._decomp", "torch._dynamo", "torch._functorch", "torch.multiprocessing",
+    "lmcourse.offlimits", "lmcourse.slips",
+}  # fmt: skip
+# Private parts of torch, under any name that reaches them.
+PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
+# torch's interception points: a mode or a tensor subclass sees every call of torch.
+TORCH_HOOKS = {
+    "__torch_function__", "__torch_dispatch__", "TorchFunctionMode", "TorchDispatchMode",
+    "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disable_torch_function",
+}  # fmt: skip
+# Frames, tracebacks, code objects and the tracer: another function's namespace, or a code
+# object given another file name.
+FRAMES = {
+    "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "_getframe",
+    "currentframe", "getouterframes", "getinnerframes", "settrace", "setprofile", "gettrace",
+    "getprofile", "_current_frames", "cell_contents", "co_code", "co_filename", "co_name",
+    "co_qualname", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars",
+    "co_firstlineno", "co_lnotab", "co_linetable", "co_flags", "co_argcount", "co_positions",
+    "co_lines", "co_exceptiontable", "co_stacksize", "co_nlocals",
+}  # fmt: skip
+# Calls that start a thread or a process, under whatever module reached them.
+STARTS = {
+    "Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process", "Pool",
+    "start_new_thread", "start_new", "fork", "forkpty", "spawn", "Popen", "system",
+    "posix_spawn", "spawnv", "execv",
+}  # fmt: skip
+# Names no submission binds at the notebook's top level, besides the setup cell's: the course's
+# packages and the grader's modules (a class or a loop variable named `torch` or `lmcourse`
+# stands in for the package where a test resolves a declared name).
+PACKAGES = {
+    "torch", "transformers", "lmcourse", "numpy", "safetensors", "accelerate", "math",
+    "functools", "operator", "builtins", "sys", "os", "grading", "sandbox_agent", "nbgrader",
+    "IPython",
+}  # fmt: skip
+# The grader's modules, named in a string (`sys.modules["sandbox_agent"]`, import_module(...)).
+GRADER_MODULES = {
+    "sandbox_agent", "sandbox_exec", "trusted_tests", "offlimits", "lmcourse.offlimits",
+    "lmcourse.slips", "grading.sandbox_agent", "grading.trusted_tests", "grading.sandbox_exec",
+}  # fmt: skip
+DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.M)
 SUSPICIOUS_CALLS = {
     "get_ipython": "uses get_ipython (IPython's hooks)",
     "exec": "runs code from a string (exec)",
@@ -75,6 +149,7 @@ SUSPICIOUS_CALLS = {
     "__import__": "imports by name (__import__)",
     "open": "opens a file",
     "globals": "reaches the notebook's globals()",
+    "locals": "reaches a namespace with locals()",
     "vars": "reaches a namespace with vars()",
     "setattr": "sets attributes by name (setattr)",
     "delattr": "deletes attributes by name",
@@ -113,6 +188,15 @@ DUNDER_DEFS = {
     "__contains__",
     "__del__",
 }
+# Dunders that reach past a value: namespaces, code objects, classes' innards, pickling hooks.
+DUNDERS = DUNDER_DEFS | {
+    "__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__closure__",
+    "__mro__", "__bases__", "__base__", "__func__", "__self__", "__wrapped__", "__loader__",
+    "__spec__", "__import__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__",
+    "__setattr__", "__delattr__", "__defaults__", "__kwdefaults__", "__init_subclass__",
+    "__set_name__", "__get__", "__set__", "__module__", "__qualname__", "__traceback__",
+    "__class_getitem__", "__torch_function__", "__torch_dispatch__",
+}  # fmt: skip
 
 
 def meta(cell):
@@ -182,19 +266,170 @@ def parse(source):
         return None
 
 
+def _declared_global(body):
+    """Names a function or class body declares `global` (not looking into nested scopes)."""
+    names, todo = set(), list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Global):
+            names |= set(node.names)
+        elif not isinstance(node, SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+class Bindings(ast.NodeVisitor):
+    """Every binding of a name in the notebook's namespace that a parsed cell makes, as
+    `found`: (line, name, how, path), `path` the module (or module.name) an import binds, None
+    for other forms. Every form Python has: assignment (plain, annotated, augmented, to a
+    target list), `for` and comprehension targets (comprehension targets only through `:=`,
+    the rest stays in the comprehension), `with ... as`, `:=`, `del`, `except ... as`, `import`
+    and `from ... import` (`as` or not, `*`), `def` and `class`, match-statement captures; at
+    the top level of the cell or in any block there, or in a function or class body that
+    declares the name `global`."""
+
+    def __init__(self):
+        self.found = []
+        self.scopes = [("module", frozenset())]
+        self.how = {}
+
+    def run(self, tree):
+        for node in ast.walk(tree):
+            label = None
+            if isinstance(node, ast.For | ast.AsyncFor):
+                targets, label = [node.target], "a for loop's target"
+            elif isinstance(node, ast.With | ast.AsyncWith):
+                targets, label = [i.optional_vars for i in node.items], "with ... as"
+            elif isinstance(node, ast.Assign):
+                targets, label = node.targets, "assignment"
+            elif isinstance(node, ast.AugAssign):
+                targets, label = [node.target], "augmented assignment"
+            elif isinstance(node, ast.AnnAssign):
+                targets, label = [node.target], "annotated assignment"
+            elif isinstance(node, ast.Delete):
+                targets, label = node.targets, "del"
+            if label:
+                for target in targets:
+                    for part in ast.walk(target) if target is not None else ():
+                        self.how.setdefault(id(part), label)
+        self.visit(tree)
+        return self.found
+
+    def bind(self, node, name, how, path=None, walrus=False):
+        scopes = self.scopes
+        if walrus:  # := binds in the scope around any comprehension it sits in
+            scopes = scopes[: max(i for i, s in enumerate(scopes) if s[0] != "comp") + 1]
+        kind, declared = scopes[-1]
+        if kind == "module" or name in declared:
+            self.found.append((getattr(node, "lineno", 0), name, how, path))
+
+    def _scope(self, kind, body, node=None):
+        self.scopes.append((kind, _declared_global(body) if kind != "comp" else frozenset()))
+        for part in body:
+            self.visit(part)
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node):
+        self.bind(node, node.name, "def")
+        for part in [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]:
+            self.visit(part)
+        self._scope("function", node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        self.visit(node.args)
+        self._scope("function", [node.body])
+
+    def visit_ClassDef(self, node):
+        self.bind(node, node.name, "class")
+        for part in [*node.decorator_list, *node.bases, *node.keywords]:
+            self.visit(part)
+        self._scope("class", node.body)
+
+    def _comprehension(self, node, results):
+        self.visit(node.generators[0].iter)  # evaluated outside the comprehension
+        parts = []
+        for i, generator in enumerate(node.generators):
+            parts += [generator.target, *([generator.iter] if i else []), *generator.ifs]
+        self._scope("comp", parts + results)
+
+    def visit_ListComp(self, node):
+        self._comprehension(node, [node.elt])
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node):
+        self._comprehension(node, [node.key, node.value])
+
+    def visit_NamedExpr(self, node):
+        self.visit(node.value)
+        self.bind(node.target, node.target.id, ":=", walrus=True)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            self.bind(node, node.id, self.how.get(id(node), "assignment"))
+
+    def visit_ExceptHandler(self, node):
+        if node.type:
+            self.visit(node.type)
+        if node.name:
+            self.bind(node, node.name, "except ... as")
+        for part in node.body:
+            self.visit(part)
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            root = alias.name.split(".")[0]
+            name, path = (alias.asname, alias.name) if alias.asname else (root, root)
+            how = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+            self.bind(node, name, how, path)
+
+    def visit_ImportFrom(self, node):
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            name = alias.asname or alias.name
+            how = f"from {module} import {alias.name}" + (
+                f" as {alias.asname}" if alias.asname else ""
+            )
+            self.bind(node, name, how, f"{module}.{alias.name}" if alias.name != "*" else module)
+
+    def visit_MatchAs(self, node):
+        if node.pattern:
+            self.visit(node.pattern)
+        if node.name:
+            self.bind(node, node.name, "a match pattern's capture")
+
+    def visit_MatchStar(self, node):
+        if node.name:
+            self.bind(node, node.name, "a match pattern's capture")
+
+    def visit_MatchMapping(self, node):
+        for part in [*node.keys, *node.patterns]:
+            self.visit(part)
+        if node.rest:
+            self.bind(node, node.rest, "a match pattern's capture")
+
+
+def bindings(tree):
+    """(line, name, how, path) for every name `tree` binds in the notebook's namespace
+    (Bindings)."""
+    return Bindings().run(tree)
+
+
 def bound_names(tree):
-    """Top-level names a module binds (imports, functions, classes, assignments)."""
-    names = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return names
+    """Names a cell binds in the notebook's namespace, in any form (Bindings)."""
+    return {name for _, name, _, _ in bindings(tree) if name != "*"}
+
+
+def imported(tree):
+    """name -> the module (or module.name) the cell's imports bind it to, in the notebook's
+    namespace."""
+    return {name: path for _, name, _, path in bindings(tree) if path and name != "*"}
 
 
 def free_names(source):
@@ -228,114 +463,206 @@ def setup_names(nb):
     return names
 
 
+def setup_imports(nb):
+    """name -> module path, for every name the setup cells bind by an import."""
+    found = {}
+    for cell in nb.cells:
+        if is_setup(cell) and (tree := parse(cell.source)):
+            found.update(imported(tree))
+    return found
+
+
+def declared_off_limits(nb):
+    """The first names of what the test cells declare off limits ("# Off limits while graded:
+    a.b, c", grading/README.md): a binding of one stands in for the reference."""
+    roots = set()
+    for cell in nb.cells:
+        if cell.cell_type == "code" and is_grade(cell) and not is_solution(cell):
+            for match in DECLARATION.finditer(cell.source):
+                for name in match.group(1).split(","):
+                    root = name.strip().split(".")[0]
+                    if root.isidentifier():
+                        roots.add(root)
+    return roots
+
+
 def root_name(node):
     while isinstance(node, ast.Attribute | ast.Subscript):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def cell_flags(tree, protected):
-    """(line, reason) for every suspicious construct in one parsed cell."""
+def dotted(node, aliases):
+    """`torch.ops.aten` for an attribute chain (through the names imports bound: `F.x` with
+    `import torch.nn.functional as F` is torch.nn.functional.x), or None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
+
+
+def _under(path, prefixes):
+    """The prefix of `prefixes` that dotted `path` is or is inside, or None."""
+    for prefix in prefixes:
+        if path == prefix or path.startswith(prefix + "."):
+            return prefix
+    return None
+
+
+def _attribute_name(call):
+    """The attribute name a getattr-like call reads, as an AST node, or None if `call` is not
+    one: getattr/setattr/delattr/hasattr(obj, NAME), inspect.getattr_static(obj, NAME),
+    operator.attrgetter(NAME), methodcaller(NAME), obj.__getattribute__(NAME),
+    object.__getattribute__(obj, NAME)."""
+    func, args = call.func, call.args
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    if name in ("getattr", "setattr", "delattr", "hasattr", "getattr_static"):
+        return args[1] if len(args) > 1 else None
+    if name in ("attrgetter", "methodcaller"):
+        return args[0] if args else None
+    if name in ("__getattribute__", "__getattr__", "__setattr__", "__delattr__"):
+        on_class = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+        if on_class and func.value.id in ("object", "type") and len(args) > 1:
+            return args[1]
+        return args[0] if args else None
+    return None
+
+
+def _attribute_reason(attr, aliases, base=None):
+    """Why reaching attribute `attr` (of `base`, dotted, if known) is flagged, or None."""
+    if attr in DUNDERS:
+        return f"uses {attr}"
+    if attr in MODULE_ATTRIBUTES:
+        return f"reaches the module {attr} through another module's attribute (.{attr})"
+    if attr in FRAMES:
+        return f"reaches frames or code objects (.{attr})"
+    if attr in TORCH_HOOKS:
+        return f"uses {attr} (torch's interception points)"
+    if attr in PRIVATE_TORCH or attr in ("ops", "library", "overrides"):
+        return f"reaches torch's {attr} (past the off-limits guard)"
+    if base is not None:
+        parts = f"{base}.{attr}".split(".")
+        for i in [0] + [i for i, part in enumerate(parts) if part in ("torch", "lmcourse")]:
+            if prefix := _under(".".join(parts[i:]), INTERNALS):
+                return f"reaches {prefix} (past the off-limits guard)"
+    return None
+
+
+def cell_flags(tree, protected, aliases=None, expected=None):
+    """(line, reason) for every suspicious construct in one parsed cell. `protected`: names the
+    student's cells must not bind (the setup cell's, the roots of what tests declare off
+    limits, the course's packages); `aliases`: name -> module path of every import of the
+    notebook; `expected`: name -> the module path the setup cell imports under that name (an
+    import that binds the same module again is no rebinding)."""
+    aliases, expected = aliases or {}, expected or {}
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import | ast.ImportFrom):
-            modules = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-            )
-            for module in modules:
+            if isinstance(node, ast.Import):
+                modules = [(a.name, a.name) for a in node.names]
+            else:  # from M import x: M is imported, and M.x may be a module
+                module = node.module or ""
+                modules = [(module, f"{module}.{a.name}") for a in node.names]
+            for module, path in modules:
                 if module.split(".")[0] in SUSPICIOUS_MODULES:
                     found.append((line, f"imports {module}"))
-            for alias in node.names:
-                if (alias.asname or "") in protected:
-                    found.append((line, f"rebinds {alias.asname}, defined by the setup cell"))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and (node.func.id in SUSPICIOUS_CALLS)
-        ):
-            found.append((line, SUSPICIOUS_CALLS[node.func.id]))
-        elif isinstance(node, ast.Name) and HISTORY.match(node.id):
-            found.append((line, f"reads {node.id} (the kernel's history or internals)"))
-        elif (
-            isinstance(node, ast.Attribute)
-            and node.attr.startswith("__")
-            and node.attr
-            in (
-                DUNDER_DEFS
-                | {
-                    "__dict__",
-                    "__globals__",
-                    "__code__",
-                    "__builtins__",
-                    "__subclasses__",
-                    "__closure__",
-                }
-            )
-        ):
-            found.append((line, f"uses {node.attr}"))
-        elif (
-            isinstance(node, ast.Attribute)
-            and node.attr in ("ops", "_C", "_VF")
-            and root_name(node) == "torch"
-        ):
-            found.append((line, f"reaches torch.{node.attr} (operators past the off-limits guard)"))
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
-            node.name in DUNDER_DEFS
-        ):
-            found.append((line, f"defines {node.name} (it can make a wrong answer compare equal)"))
+                elif prefix := _under(path, INTERNALS):
+                    found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else None
+            if name in SUSPICIOUS_CALLS:
+                found.append((line, SUSPICIOUS_CALLS[name]))
+            called = name or (func.attr if isinstance(func, ast.Attribute) else "a call")
+            if called in STARTS:
+                found.append((line, f"starts a thread or process ({called})"))
+            target = _attribute_name(node)
+            if target is not None:
+                if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                    reason = _attribute_reason(target.value, aliases)
+                    if reason:
+                        found.append((line, f"{reason}, by name through {called}()"))
+                else:
+                    found.append((line, f"{called}() with an attribute name computed at run time"))
+        elif isinstance(node, ast.Name):
+            if HISTORY.match(node.id):
+                found.append((line, f"reads {node.id} (the kernel's history or internals)"))
+            elif node.id in TORCH_HOOKS:
+                found.append((line, f"uses {node.id} (torch's interception points)"))
+            elif isinstance(node.ctx, ast.Load) and (
+                expected.get(node.id, "").split(".")[0] in SUSPICIOUS_MODULES
+            ):
+                path = expected[node.id]
+                found.append((line, f"uses {node.id} (the setup cell's import of {path})"))
+        elif isinstance(node, ast.Attribute):
+            reason = _attribute_reason(node.attr, aliases, dotted(node.value, aliases))
+            if reason:
+                found.append((line, reason))
+        elif isinstance(node, ast.Constant) and node.value in DUNDERS | GRADER_MODULES:
+            found.append((line, f"names {node.value} in a string"))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name in DUNDER_DEFS:
+                found.append(
+                    (line, f"defines {node.name} (it can make a wrong answer compare equal)")
+                )
+            elif node.name in TORCH_HOOKS:
+                found.append((line, f"defines {node.name} (torch's interception points)"))
         elif isinstance(node, ast.Global | ast.Nonlocal):
+            kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             for name in node.names:
                 if name in protected:
-                    found.append((line, f"rebinds {name}, defined by the setup cell"))
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
-            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
-            for target in targets:
-                for part in ast.walk(target):
-                    if isinstance(part, ast.Attribute | ast.Subscript) and (
-                        root_name(part) in protected
-                    ):
-                        found.append(
-                            (
-                                line,
-                                f"changes {ast.unparse(part)}, part of the "
-                                "setup cell's "
-                                f"{root_name(part)}",
-                            )
-                        )
-                        break
-    for node in tree.body:  # top-level definitions that replace a setup name
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
-            node.name in protected
+                    found.append((line, f"declares {name} {kind}, defined by the setup cell"))
+        elif isinstance(node, ast.Attribute | ast.Subscript) and isinstance(
+            node.ctx, ast.Store | ast.Del
         ):
-            found.append((node.lineno, f"redefines {node.name}, defined by the setup cell"))
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and target.id in protected:
-                    found.append((node.lineno, f"rebinds {target.id}, defined by the setup cell"))
+            root = root_name(node)
+            if root in protected:
+                found.append(
+                    (line, f"changes {ast.unparse(node)}, part of the setup cell's {root}")
+                )
+    for line, name, how, path in bindings(tree):
+        if name == "*":
+            found.append((line, f"{how} (it can rebind any name of the setup cell)"))
+        elif name in protected and not (path and path == expected.get(name, name)):
+            whose = (
+                "defined by the setup cell"
+                if name in expected or name not in PACKAGES
+                else ("a package's name")
+            )
+            found.append((line, f"redefines {name} ({how}), {whose}"))
     return found
 
 
 def flags(nb, release=None):
     """Suspicious constructs in the student's cells, as report phrases, in notebook order;
     `release` (the released notebook) says which cells are the lab's."""
-    protected = setup_names(release or nb)
+    lab = release or nb
+    setup = setup_names(lab)
+    expected = setup_imports(lab)
+    protected = setup | declared_off_limits(lab) | PACKAGES
     locked_ids = None
     if release is not None:
         locked_ids = {meta(c).get("grade_id") for c in release.cells if meta(c).get("locked")}
-    phrases = []
+    cells = []
+    aliases = dict(expected)
     for index, cell in enumerate(nb.cells):
         if not is_student(cell, locked_ids):
             continue
-        where = meta(cell).get("grade_id") or f"cell {index + 1}"
         tree = parse(cell.source)
         if tree is None:
             continue  # a syntax error is the student's loss, not a flag
+        cells.append((index, cell, tree))
+        for name, path in imported(tree).items():
+            aliases.setdefault(name, path)
+    phrases = []
+    for index, cell, tree in cells:
+        where = meta(cell).get("grade_id") or f"cell {index + 1}"
         seen = set()
-        for line, reason in sorted(cell_flags(tree, protected)):
+        for line, reason in sorted(cell_flags(tree, protected, aliases, expected)):
             if reason not in seen:
                 seen.add(reason)
                 phrases.append(f"{where} line {line}: {reason}")

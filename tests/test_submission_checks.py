@@ -1,0 +1,325 @@
+"""The flagger (grading/submission_checks.py) on one construct at a time, and on honest work.
+
+A small lab stands in for a release: a locked setup cell that imports os, torch, F, nn and
+transformers and defines check_type, reference and config; one answer cell; a test cell that
+declares `lmcourse.count` and `reference` off limits. Each case puts one construct in the
+answer cell and checks that a flag names it, in that cell; the honest cases (progress bars,
+parameters and locals named like the setup's names, the setup's own imports again, getattr of
+a plain attribute) must not be flagged. Then every solution notebook and every honest
+submission of tests/lab_cases (correct, alternatives, mistakes, hard-coded, the synthetic class
+and the honest students of the copying cases) is read: none is flagged. No sandbox, no grading.
+"""
+
+import copy
+import importlib
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grading import submission_checks as sc
+
+ROOT = Path(__file__).resolve().parents[1]
+SETUP = """import os
+import torch
+import torch.nn.functional as F
+from torch import nn
+import transformers
+
+
+def check_type(value, kind, name):
+    assert type(value) is kind, name
+
+
+def reference(x):
+    return x
+
+
+config = {"d": 64}
+"""
+STUB = "def answer(x):\n    raise NotImplementedError()"
+TEST = """# Off limits while graded: lmcourse.count, reference
+assert answer(2) == reference(2)
+"""
+
+
+def cell(kind, source, grade_id, **nbgrader):
+    new = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+    made = new(source)
+    made.metadata["nbgrader"] = {"grade_id": grade_id, "schema_version": 3, **nbgrader}
+    return made
+
+
+def release():
+    return nbformat.v4.new_notebook(
+        cells=[
+            cell("code", SETUP, "setup", locked=True, solution=False, grade=False),
+            cell("code", STUB, "answer", solution=True),
+            cell("code", TEST, "test", locked=True, solution=False, grade=True, points=1),
+        ]
+    )
+
+
+def flags(source):
+    released = release()
+    nb = copy.deepcopy(released)
+    nb.cells[1].source = source
+    return sc.flags(nb, released)
+
+
+# (source in the answer cell, words one flag must hold)
+REBINDING = {
+    "for": ("for check_type in [print]:\n    pass", "check_type (a for loop's target)"),
+    "with": ("with lock as check_type:\n    pass", "check_type (with ... as)"),
+    "walrus": ("if (check_type := print):\n    pass", "check_type (:=)"),
+    "del": ("del reference", "reference (del)"),
+    "except": (
+        "try:\n    1 / 0\nexcept ZeroDivisionError as check_type:\n    pass",
+        "check_type (except ... as)",
+    ),
+    "class-setup-name": ("class reference:\n    pass", "reference (class)"),
+    "class-package": ("class lmcourse:\n    count = len", "lmcourse (class), a package's name"),
+    "class-package-torch": ("class transformers:\n    pass", "transformers (class)"),
+    "def": ("def check_type(*args):\n    pass", "check_type (def)"),
+    "import-as": ("import numpy as torch", "torch (import numpy as torch)"),
+    "from-import-as": ("from math import sqrt as reference", "reference (from math import sqrt"),
+    "from-import-other-F": ("from numpy import linalg as F", "F (from numpy import linalg as F)"),
+    "global": (
+        "def f():\n    global check_type\n    check_type = print",
+        "declares check_type global",
+    ),
+    "global-binds": ("def f():\n    global check_type\n    check_type = print", "(assignment)"),
+    "global-in-class": ("class A:\n    global reference\n    reference = 1", "reference"),
+    "nonlocal": (
+        "def f():\n    config = 1\n    def g():\n        nonlocal config\n        config = 2",
+        "declares config nonlocal",
+    ),
+    "match-capture": ("match 1:\n    case check_type:\n        pass", "check_type (a match"),
+    "match-star": ("match [1, 2]:\n    case [1, *reference]:\n        pass", "reference (a match"),
+    "match-rest": ("match {}:\n    case {**config}:\n        pass", "config (a match"),
+    "match-as": ("match 1:\n    case int() as reference:\n        pass", "reference (a match"),
+    "augmented": ("config |= {'d': 1}", "config (augmented assignment)"),
+    "annotated": ("config: dict = {}", "config (annotated assignment)"),
+    "unpacking": ("a, (b, *check_type) = 1, (2, 3)", "check_type (assignment)"),
+    "nested-block": (
+        "if True:\n    while True:\n        reference = print\n        break",
+        "reference",
+    ),
+    "comprehension-walrus": ("[(reference := f) for f in [print]]", "reference (:=)"),
+    "comprehension-walrus-nested": ("[[(reference := f) for f in g] for g in [[1]]]", "reference"),
+    "star-import": ("from math import *", "from math import * (it can rebind any name"),
+    "off-limits-root": ("lmcourse = None", "lmcourse (assignment)"),
+    "attribute-for": ("for torch.allclose in [max]:\n    pass", "changes torch.allclose"),
+    "attribute-comprehension": ("[0 for torch.allclose in [max]]", "changes torch.allclose"),
+    "attribute-with": ("with lock as F.layer_norm:\n    pass", "changes F.layer_norm"),
+    "attribute-del": ("del nn.LayerNorm", "changes nn.LayerNorm"),
+    "subscript": ("config['d'] = 1", "changes config['d']"),
+}
+REACHES = {
+    "torch.os": ("torch.os.kill(torch.os.getppid(), 9)", "module os through another module"),
+    "torch.sys": ("torch.sys.modules", "module sys through another module"),
+    "np.os": ("np.os.system('id')", "module os"),
+    "subprocess": ("x = transformers.utils.subprocess", "module subprocess"),
+    "builtins": ("torch.builtins.open", "module builtins"),
+    "importlib": ("F.importlib.import_module('x')", "module importlib"),
+    "ctypes": ("x = np.ctypes", "module ctypes"),
+    "gc": ("torch.gc.get_objects()", "module gc"),
+    "_thread": ("torch._thread.start_new_thread(f, ())", "module _thread"),
+    "threading": ("torch.threading.Thread(target=f)", "module threading"),
+    "setup-os": ("os.getppid()", "uses os (the setup cell's import of os)"),
+    "getattr-code": ('getattr(answer, "__code__")', "uses __code__, by name through getattr()"),
+    "getattr-globals": ('getattr(answer, "__globals__")', "__globals__"),
+    "getattr-module": ('getattr(torch, "os")', "module os"),
+    "getattr-computed": ('getattr(answer, "__" + "code__")', "getattr() with an attribute name"),
+    "getattr-variable": ("getattr(answer, name)", "computed at run time"),
+    "hasattr-computed": ("hasattr(answer, name)", "hasattr() with an attribute name"),
+    "setattr": ('setattr(answer, "__code__", f)', "sets attributes by name"),
+    "vars": ('vars(answer)["__code__"]', "names __code__ in a string"),
+    "dict": ("answer.__dict__", "uses __dict__"),
+    "attrgetter": ('operator.attrgetter("__globals__")(answer)', "through attrgetter()"),
+    "getattribute": ('object.__getattribute__(answer, "__code__")', "__code__"),
+    "getattribute-method": ("answer.__getattribute__(name)", "__getattribute__"),
+    "code-replace": ('answer.__code__.replace(co_filename="x.py")', "uses __code__"),
+    "co-filename": ("code.co_filename", "code objects (.co_filename)"),
+    "getframe": ("torch.sys._getframe(1).f_globals", "(._getframe)"),
+    "currentframe": ("frame = np.inspect.currentframe()", "(.currentframe)"),
+    "f-back": ("frame.f_back.f_locals", "(.f_back)"),
+    "traceback-frame": ("error.__traceback__.tb_frame", "(.tb_frame)"),
+    "settrace": ("torch.sys.settrace(None)", "(.settrace)"),
+    "locals": ("locals()['reference'] = print", "locals()"),
+    "globals": ("globals()['reference'] = print", "globals()"),
+    "import-main": ("import __main__", "imports __main__"),
+    "sandbox-agent": ("import sandbox_agent", "imports sandbox_agent"),
+    "grading": ("from grading import trusted_tests", "imports grading"),
+    "grading-agent": ("import grading.sandbox_agent", "imports grading.sandbox_agent"),
+    "grader-string": ('sys_modules["sandbox_agent"]', "names sandbox_agent in a string"),
+    "offlimits-import": ("import lmcourse.offlimits", "lmcourse.offlimits"),
+    "offlimits-from": ("from lmcourse import offlimits", "lmcourse.offlimits"),
+    "offlimits-attribute": ("lmcourse.offlimits.stop = None", "lmcourse.offlimits"),
+    "slips": ("from lmcourse.slips import RULES", "lmcourse.slips"),
+    "import-_thread": ("import _thread", "imports _thread"),
+    "import-gc": ("import gc", "imports gc"),
+    "import-ctypes": ("import ctypes", "imports ctypes"),
+    "import-inspect": ("import inspect", "imports inspect"),
+    "torch.library": ("torch.library.Library('aten', 'IMPL')", "torch.library"),
+    "torch._C": ("torch._C._nn.gelu", "torch._C"),
+    "torch.ops": ("torch.ops.aten.native_layer_norm", "torch.ops"),
+    "ops-alias": ("T = torch\nT.ops.aten.add", "torch's ops"),
+    "F.torch.ops": ("F.torch.ops.aten.add", "torch.ops"),
+    "torch.overrides": ("torch.overrides.TorchFunctionMode", "torch's overrides"),
+    "python-dispatch": (
+        "from torch.utils._python_dispatch import TorchDispatchMode",
+        "torch.utils._python_dispatch",
+    ),
+    "python-dispatch-import": ("import torch.utils._python_dispatch", "_python_dispatch"),
+    "torch._refs": ("torch._refs.nn.functional.layer_norm", "torch._refs"),
+    "torch._decomp": ("from torch._decomp import decompositions", "torch._decomp"),
+    "torch-function": (
+        "class T(torch.Tensor):\n    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return 0",
+        "defines __torch_function__",
+    ),
+    "torch-dispatch": (
+        "class T(torch.Tensor):\n    def __torch_dispatch__(cls, func, types, args, kwargs):\n"
+        "        return 0",
+        "defines __torch_dispatch__",
+    ),
+    "function-mode": ("class M(TorchFunctionMode):\n    pass", "uses TorchFunctionMode"),
+    "thread": ("import threading\nthreading.Thread(target=f).start()", "imports threading"),
+    "thread-start": ("worker = Thread(target=f)", "starts a thread or process (Thread)"),
+    "executor": ("from concurrent.futures import ThreadPoolExecutor", "imports concurrent"),
+    "executor-start": ("pool = ThreadPoolExecutor(2)", "(ThreadPoolExecutor)"),
+    "process": ("torch.multiprocessing.Process(target=f)", "multiprocessing"),
+    "multiprocessing": ("import multiprocessing", "imports multiprocessing"),
+    "timer": ("t = threading_timer.Timer(1, f)", "(Timer)"),
+    "spawn": ("torch.multiprocessing.spawn(f)", "(spawn)"),
+}
+HONEST = {
+    "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
+    "tqdm-auto": "from tqdm.auto import tqdm\nbar = tqdm(total=3)\nbar.update(1)\nbar.close()",
+    "trange": "from tqdm import trange\nfor i in trange(3):\n    pass",
+    "parameters": "def answer(config, check_type=None, reference=0):\n    return config",
+    "locals": "def answer(x):\n    reference = x\n    config = 2\n    return reference * config",
+    "comprehension": "values = [reference for reference in range(3)]",
+    "lambda": "f = lambda config: config",
+    "class-body": "class Model(nn.Module):\n    config = 1\n    def forward(self, x):\n"
+    "        return F.relu(x)",
+    "setup-imports-again": "import torch\nimport torch.nn.functional as F\nfrom torch import nn",
+    "setup-imports-other-spelling": "from torch.nn import functional as F\nimport torch.nn as nn",
+    "getattr-plain": 'head = getattr(config, "head_dim", None)\nok = hasattr(config, "d")',
+    "super-init": "class A(nn.Module):\n    def __init__(self):\n        super().__init__()",
+    "type-name": "name = type(reference).__name__",
+    "torch-api": "x = torch.stack([torch.ones(2)])\ny = F.layer_norm(x, (2,))\nx.float()",
+    "loop": "total = 0\nfor i, d in enumerate([64, 128]):\n    total += d\n",
+    "with": "with torch.no_grad():\n    y = torch.zeros(1)",
+    "main-guard": "if __name__ == '__main__':\n    pass",
+    "math": "import math\nx = math.sqrt(2)",
+    "numpy": "import numpy as np\nx = np.zeros(3)",
+    "nested-function": "def f():\n    def reference():\n        return 1\n    return reference()",
+    "exception": "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n    message = str(error)",
+    "function-attribute": "def answer(x):\n    return x\nanswer.calls = 0",
+}
+
+
+@pytest.mark.parametrize("case", sorted(REBINDING))
+def test_every_binding_form_of_a_protected_name_is_flagged(case):
+    source, words = REBINDING[case]
+    found = flags(source)
+    assert any(words in f for f in found), found
+    assert all(f.startswith("answer line ") for f in found), found
+
+
+@pytest.mark.parametrize("case", sorted(REACHES))
+def test_every_route_to_os_sys_code_and_the_grader_is_flagged(case):
+    source, words = REACHES[case]
+    found = flags(source)
+    assert any(words in f for f in found), found
+    assert all(f.startswith("answer line ") for f in found), found
+
+
+@pytest.mark.parametrize("case", sorted(HONEST))
+def test_honest_code_is_not_flagged(case):
+    assert flags(HONEST[case]) == []
+
+
+def test_a_flag_names_the_cell_and_line():
+    assert flags("x = 1\ny = 2\nfor check_type in []:\n    pass") == [
+        "answer line 3: redefines check_type (a for loop's target), defined by the setup cell"
+    ]
+
+
+def test_a_cell_the_student_added_is_read_too():
+    released = release()
+    nb = copy.deepcopy(released)
+    nb.cells.append(nbformat.v4.new_code_cell("x = 1\nimport sandbox_agent"))
+    assert sc.flags(nb, released) == ["cell 4 line 2: imports sandbox_agent"]
+
+
+def test_bound_names_reads_every_binding_form():
+    tree = sc.parse(
+        "import a.b\nfrom c import d as e\nfor f in g: pass\nwith h as i: pass\n"
+        "if (j := 1): pass\ntry: pass\nexcept E as k: pass\nclass L: pass\ndef m(n): o = 1\n"
+        "[p for p in q]\n[(r := s) for s in t]\nmatch u:\n    case [v, *w]: pass\n"
+        "def x():\n    global y\n    y = 1\ndel z\n"
+    )
+    assert sc.bound_names(tree) == set("aefijkLmrvwxyz")
+
+
+def honest_submissions():
+    """(label, submission, release) for every solution notebook and every honest case."""
+    found = []
+    for module in sorted((ROOT / "tests" / "lab_cases").glob("l[0-9].py")):
+        lab = f"LM10-L{module.stem[1:]}"
+        path = ROOT / "labs" / lab / f"{lab}.ipynb"
+        released = nbformat.read(path, as_version=4)
+        solution = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+        found.append((f"{lab} solution", solution, released))
+        cases = importlib.import_module(f"lab_cases.{module.stem}")
+        for name in ("correct", "alternatives", "mistake", "mistakes", "hardcoded"):
+            if hasattr(cases, name):
+                nb = getattr(cases, name)(copy.deepcopy(released))
+                found.append((f"{lab} {name}", nb, released))
+    return found
+
+
+def test_no_solution_or_honest_lab_case_is_flagged():
+    submissions = honest_submissions()
+    assert len(submissions) >= 30
+    flagged = {label: f for label, nb, released in submissions if (f := sc.flags(nb, released))}
+    assert flagged == {}
+
+
+def test_the_lab_cases_that_patch_a_reference_are_flagged():
+    for module in sorted((ROOT / "tests" / "lab_cases").glob("l[0-9].py")):
+        lab = f"LM10-L{module.stem[1:]}"
+        released = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4)
+        cases = importlib.import_module(f"lab_cases.{module.stem}")
+        found = sc.flags(cases.refpatch(copy.deepcopy(released)), released)
+        assert any("redefines" in f for f in found), (lab, found)
+
+
+def test_the_synthetic_class_is_flagged_only_where_it_reaches_past_the_lab():
+    from lab_cases import class_l2
+
+    released = nbformat.read(ROOT / "labs" / class_l2.LAB / f"{class_l2.LAB}.ipynb", as_version=4)
+    class_, design = class_l2.build(released)
+    wrong = {
+        student: found
+        for student, (nb, _) in class_.items()
+        if nb is not None
+        and bool(found := sc.flags(nb, released)) != (design[student]["case"] == "flagged")
+    }
+    assert wrong == {}
+
+
+def test_honest_students_of_the_copying_cases_are_not_flagged():
+    from lab_cases import copying
+
+    flagged = {}
+    for lab in copying.LABS:
+        released = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4)
+        for i in range(copying.HONEST):
+            nb = copying.notebook(lab, copying.honest_answers(lab, i), copy.deepcopy(released))
+            if found := sc.flags(nb, released):
+                flagged[lab, i] = found
+    assert flagged == {}
