@@ -13,8 +13,9 @@ edition's repository and later merges an update without losing the student's edi
 In chromium, from a plain static file server and from disk (file://), with every request
 outside the site counted as a failure: a lesson's mathematics typeset, a figure loaded with its
 alt text, a stored widget drawn from its saved state whose slider moves, search finding the
-lesson, every lesson's stored widgets drawn, and no console error. Screenshots of two lesson pages go to build/screenshots/ (or
-$LM10_SCREENSHOTS: `LM10_SCREENSHOTS=docs/screenshots` refreshes the README's).
+lesson, every lesson's stored widgets drawn, and no console error. Screenshots of two lesson
+pages go to build/screenshots/ (or $LM10_SCREENSHOTS: `LM10_SCREENSHOTS=docs/screenshots`
+refreshes the README's).
 """
 
 from __future__ import annotations
