@@ -46,7 +46,7 @@ from pathlib import Path
 
 import nbformat
 
-from grading import csvout, report, submission_checks
+from grading import csvout, report, similarity, submission_checks
 from grading.gradebook import course_paths
 from grading.results import STATUSES
 from grading.sanitise import plain
@@ -404,7 +404,7 @@ def percent(value):
     return f"{100 * float(value):.0f} %"
 
 
-def lab_page(lab, table, images):
+def lab_page(lab, table, images, similar=""):
     get = {(r[1], r[2], r[3]): r[4] for r in table}
     keys = lambda section: list(dict.fromkeys(r[2] for r in table if r[1] == section))  # noqa: E731
     out = [f"<h1>{esc(lab)}: the class at a glance</h1>"]
@@ -494,6 +494,7 @@ def lab_page(lab, table, images):
             f"{esc(get[('to grade', grade_id, 'submissions')])}</span> graded submissions "
             "(the formgrader lists them).</p>"
         )
+    out.append(similar)  # grading/similarity.py's section: its own page, linked
     out.append(
         "<h2>Time</h2><table><tr><th>submissions timed</th><th>seconds, summed</th>"
         "<th>median seconds</th><th>last batch, wall seconds</th><th>its workers</th></tr><tr>"
@@ -545,7 +546,8 @@ def build_lab(lab, grading=GRADING, out=None):
     out.mkdir(parents=True, exist_ok=True)
     parts, tests, students, batch = read_lab(lab, grading)
     table = measure(lab, parts, tests, students, batch)
-    (out / f"{lab}.html").write_text(lab_page(lab, table, figures(table, lab)))
+    similar = similarity.section(lab, grading, out)
+    (out / f"{lab}.html").write_text(lab_page(lab, table, figures(table, lab), similar))
     write_csv(out / f"{lab}.csv", table)
     return out / f"{lab}.html"
 
