@@ -49,7 +49,7 @@ import pytest
 from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook
 from test_browser import browser, jupyterlab  # noqa: F401 (browser: a fixture)
-from test_formgrader_page import Elements, hostile_notebook, live
+from test_formgrader_page import BANNER, OVERLAY, Elements, hostile_notebook, live, overlay_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB, STUDENT, WRITTEN = "LM10-L2", "hostile", "l2_written_tradeoff"
@@ -105,6 +105,7 @@ ANSWER = "\n\n".join(
         f"[a markdown link](javascript:{payload('markdown-link').replace(' ', '%20')})",
         "![chart](attachment:chart.svg)",
         "$\\href{javascript:window.__lm10_pwned=['mathjax']}{a MathJax link}$",
+        *OVERLAY[:2],  # Bootstrap's fixed banner and its layer over the page, no script
         END,
     ]
 )
@@ -138,6 +139,56 @@ PWNED = "() => [window.__lm10_pwned || [], window.lm10 === undefined ? [] : [win
 GRADE_BOXES = "() => formgrader.grade_uis.filter(ui => ui.$score.length === 1).length"
 # Clicks every javascript: link (as a browser reads the address: "java\tscript:" is one), and
 # says how many there were.
+# Where the student's elements are (rendered markdown, outputs, the cells themselves, whose
+# class a cell's tags could reach) and what they do to nbgrader's score and comment boxes:
+# elements positioned out of the flow, elements that stay on screen when the page scrolls (a
+# fixed banner), elements over a box, boxes whose centre shows something else.
+LAYOUT = """() => {
+    const MATHJAX = '.MathJax, .MathJax_Display, .MathJax_Preview, .MJX_Assistive_MathML, script';
+    const name = e => !e ? 'nothing' : e.tagName.toLowerCase()
+        + (typeof e.className === 'string' && e.className.trim()
+           ? '.' + e.className.trim().split(/\\s+/).join('.') : '')
+        + ' "' + (e.textContent || '').trim().slice(0, 30) + '"';
+    const rect = e => e.getBoundingClientRect();
+    const sized = e => rect(e).width > 0 && rect(e).height > 0;
+    const boxes = [...document.querySelectorAll(
+        'input.score, input.extra-credit, textarea.comment, .scoring-buttons button')]
+        .filter(sized);
+    // MathJax's own elements (the course loads it with its Safe extension: no style, no class
+    // but its own, lengths bounded) place themselves; they are not the student's attributes.
+    const student = [...document.querySelectorAll(
+        '.text_cell_render, .text_cell_render *, .output_subarea, .output_subarea *')]
+        .filter(e => !e.closest(MATHJAX));
+    const cells = [...document.querySelectorAll('#notebook-container .cell')];
+    const positioned = [...student, ...cells]
+        .filter(e => !['static', 'relative'].includes(getComputedStyle(e).position)).map(name);
+    const where = () => student.map(e => sized(e) ? rect(e).top + window.scrollY : null);
+    window.scrollTo(0, 0);
+    const top = where();
+    window.scrollTo(0, document.documentElement.scrollHeight);
+    const bottom = where();
+    const moved = window.scrollY > 0;
+    const stay = student.filter((e, i) => top[i] !== null && bottom[i] !== null
+        && Math.abs(top[i] - bottom[i]) > 1).map(name);
+    const over = [];
+    for (const box of boxes) {
+        const b = rect(box);
+        for (const e of student.filter(sized)) {
+            const r = rect(e);
+            if (r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom)
+                over.push(box.id + ' / ' + name(e));
+        }
+    }
+    const covered = [];
+    for (const box of boxes) {
+        box.scrollIntoView({block: 'center'});
+        const b = rect(box);
+        const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+        if (!hit || !(hit === box || box.contains(hit)))
+            covered.push((box.id || box.className) + ' under ' + name(hit));
+    }
+    return {boxes: boxes.length, scrolled: moved, positioned, stay, over, covered};
+}"""
 CLICK_LINKS = """root => [...root.querySelectorAll('a[href]')]
     .filter(a => /^javascript:/i.test(a.getAttribute('href').replace(/\\s/g, '')))
     .map(a => a.click()).length"""
@@ -167,6 +218,7 @@ def hostile_submission(released):
         )
     ]
     nb.metadata["widgets"] = {WIDGET_MIME: WIDGET}
+    nb.cells += overlay_notebook().cells  # every way to place, cover or restyle by attribute
     nb.cells += hostile_notebook().cells  # last: some of them leave tags open
     return nb
 
@@ -349,6 +401,19 @@ def test_no_script_of_the_submission_runs_and_grading_still_works(browser, cours
     assert gradebook_state(course["course"]) == before, "the gradebook changed as the page opened"
     assert own_violations(page) == [], "nbgrader's page broke its policy"
 
+    # No element of the student's is placed out of the flow, stays on screen as the page
+    # scrolls, lies over a score or comment box, or covers one (OVERLAY: Bootstrap's classes,
+    # style, ids, data-*; the test of the unsanitised page shows the same check failing).
+    layout = page.evaluate(LAYOUT)
+    assert layout["boxes"] >= 2 * len(before["grades"]) and layout["scrolled"], layout
+    assert page.get_by_text(BANNER).count() >= 3, "the banner's text must still show, as text"
+    assert {k: layout[k] for k in ("positioned", "stay", "over", "covered")} == {
+        "positioned": [],
+        "stay": [],
+        "over": [],
+        "covered": [],
+    }, layout
+
     # nbgrader's own scripts work: inline handlers (the eye icon shows the student's name)...
     page.locator(".glyphicon.name-hidden").click()
     page.locator("a.name-shown", has_text=STUDENT).wait_for(state="visible", timeout=STEP_MS)
@@ -441,6 +506,10 @@ def test_the_policy_alone_stops_what_the_sanitiser_would_have_removed(browser, c
         for url in GADGET_URLS:
             assert any(url in v for v in violations), f"{url} not refused: {violations}"
         assert page.evaluate(GRADE_BOXES) == len(before["grades"]), "nbgrader's scripts broke"
+        # Unsanitised, the student's classes place a fixed banner and cover the boxes: what
+        # the sanitised page's LAYOUT check finds nothing of.
+        layout = page.evaluate(LAYOUT)
+        assert layout["positioned"] and layout["stay"] and layout["covered"], layout
         page.close()
         # No script of the page failed (the console has the browser's notes on every blocked
         # script, and on the failed loads of the student's elements).
