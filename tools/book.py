@@ -223,8 +223,8 @@ def labs_page(labs: Path = LABS, readme: Path = ROOT / "README.md") -> str:
         "# The labs\n",
         "Each lab follows a lesson. You write the answers in the lab's notebook, check them with "
         "*Validate* in JupyterLab and hand the notebook in; it is graded automatically, with "
-        "more tests than the ones you see. The labs are handed out through the course's "
-        "JupyterLab (nbgrader's assignment list), not on these pages.\n",
+        "more tests than the ones you see. The labs come with the course (its `labs/` folder, or "
+        "the *Assignments* list on your course's hub), not on these pages.\n",
         "| lab | what you do | after lesson |\n|---|---|---|",
     ]
     sections = []
