@@ -6,7 +6,8 @@ link (an nbgitpuller link whose parts are read back); the start page reaches eve
 labs; the labs page lists each lab with what it asks and the lesson it follows, and no file of
 the site holds a solution or a hidden test (the student edition's scan); no page loads anything
 from another machine; every image has alternative text; headings are in order; the figures'
-palette is held to book/ACCESSIBILITY.md. Bad hub addresses are refused with the reason. A
+palette is held to book/ACCESSIBILITY.md. The build runs, too, in a network namespace with no
+way out (bubblewrap). Bad hub addresses are refused with the reason. A
 lesson's hub link, against nbgitpuller in a student's JupyterLab server, clones the student
 edition's repository and later merges an update without losing the student's edits.
 
@@ -25,6 +26,7 @@ import html
 import http.server
 import json
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -104,6 +106,19 @@ def test_every_lesson_is_a_page_with_its_figures_math_notebook_and_hub_link(site
             "targetpath": ["lm10"],
             "urlpath": [f"lab/tree/lm10/lessons/{path.name}"],
         }
+
+
+def test_the_book_builds_with_no_network(tmp_path, sandbox_installed):
+    """The build in a network namespace of its own (bubblewrap, as the grading sandbox): no
+    interface but loopback, so any download, even a DNS lookup, fails it."""
+    bwrap = shutil.which("bwrap")
+    tool = [sys.executable, "tools/book.py", "--out", str(tmp_path)]
+    probe = [sys.executable, "-c", "import socket; socket.getaddrinfo('pypi.org', 443)"]
+    walled = [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--"]
+    assert subprocess.run([*walled, *probe], capture_output=True, check=False).returncode != 0
+    built = subprocess.run([*walled, *tool], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "html" / "lessons" / f"{WIDGET_LESSON}.html").is_file()
 
 
 def test_without_a_hub_a_lesson_links_its_notebook_only():
