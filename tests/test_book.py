@@ -337,7 +337,7 @@ def serve(folder: Path):
 
 def open_page(browser, url: str, base: str, problems: list[str]):  # noqa: F811
     page = browser.new_page(viewport={"width": 1200, "height": 800})
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(120_000)  # a loaded 2-core machine typesets slowly
     page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
     page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"failed: {r.url} {r.failure}"))
