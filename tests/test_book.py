@@ -77,7 +77,7 @@ def link(text: str, css_class: str) -> str:
 
 
 def test_every_lesson_is_a_page_with_its_figures_math_notebook_and_hub_link(site):
-    assert len(LESSONS) == 8
+    assert LESSONS, "no lessons found"
     for path in LESSONS:
         text = page_text(site, f"lessons/{path.stem}.html")
         title = re.search(r"<h1>(.*?)<a", text, re.S)[1]
