@@ -267,7 +267,7 @@ def assemble(src: Path, hub: Hub | None) -> None:
     unknown = set(texts) - {lesson_code(p) for p in lessons}
     if unknown:
         raise ValueError(f"book/figures.toml names lessons that do not exist: {sorted(unknown)}")
-    for stale in (src / "lessons").glob("*.ipynb"):
+    for stale in [*(src / "lessons").glob("*.ipynb"), *(src / "extra" / "notebooks").glob("*")]:
         if not (LESSONS / stale.name).exists():
             stale.unlink()
     for path in lessons:
@@ -377,6 +377,8 @@ def build(out: Path, hub: Hub | None = None, quiet: bool = True) -> Path:
         raise SystemExit(f"the book's scripts are missing ({', '.join(missing)}): make book-assets")
     src, site = out / "src", out / "html"
     assemble(src, hub)
+    if site.exists():  # no page of a lesson that is gone (the doctrees keep the rebuild quick)
+        shutil.rmtree(site)
     args = ["-b", "html", "-W", "--keep-going", "-d", str(out / "doctrees"), str(src), str(site)]
     if build_main((["-q"] if quiet else []) + args) != 0:
         raise SystemExit("sphinx-build failed (above)")
