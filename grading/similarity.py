@@ -37,6 +37,7 @@ import math
 import re
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,8 +166,8 @@ def rarity_weights(counts, n):
 
 def match(starter, texts):
     """Fingerprint every submission (less the fingerprints of the texts in `starter`, the
-    release's code) and score every pair. Returns (submissions, pairs, df),
-    pairs sorted by score, highest first; df maps a fingerprint to how many hold it."""
+    release's code) and score every pair. Returns (submissions, pairs, df): pairs sorted by
+    score, highest first; df maps a fingerprint to how many submissions hold it."""
     boilerplate = set()
     for text in starter:
         boilerplate |= fingerprint(text).hashes
@@ -175,44 +176,45 @@ def match(starter, texts):
     for student, text in texts.items():
         fp = fingerprint(text, boilerplate)
         subs[student] = Submission(student, text, fp, set(fp.hashes))
-    students = sorted(s for s in subs if subs[s].hashes)
     n = len(subs)
-    index = {h: i for i, h in enumerate(sorted({h for s in students for h in subs[s].hashes}))}
+    df = Counter(h for sub in subs.values() for h in sub.hashes)
+    for sub in subs.values():
+        counts = np.array([df[h] for h in sub.hashes], dtype=np.float64)
+        sub.weight = float(rarity_weights(counts, n).sum()) if len(counts) else 0.0
+    # Only fingerprints that two or more hold can be shared: the matrix has those alone, so a
+    # huge submission of its own code costs no memory here.
+    shareable = sorted(h for h, count in df.items() if count > 1)
+    index = {h: i for i, h in enumerate(shareable)}
+    students = sorted(s for s in subs if subs[s].weight > 0)
     held = np.zeros((len(students), len(index)), dtype=np.float32)
     for row, student in enumerate(students):
-        held[row, [index[h] for h in subs[student].hashes]] = 1.0
-    counts = held.sum(axis=0)
-    weights = rarity_weights(counts, n).astype(np.float32)
-    df = {h: int(counts[i]) for h, i in index.items()}
-    own = held @ weights
-    for row, student in enumerate(students):
-        subs[student].weight = float(own[row])
+        held[row, [index[h] for h in subs[student].hashes if h in index]] = 1.0
+    weights = rarity_weights(np.array([df[h] for h in shareable], dtype=np.float64), n)
+    weights = weights.astype(np.float32)
     shared_weight = (held * weights) @ held.T
     weighted = held * (weights > 0)
     shared_count = weighted @ weighted.T
     shared_plain = held @ held.T
-    sizes = held.sum(axis=1)
     pairs = []
     for i in range(len(students)):
         for j in range(i + 1, len(students)):
             if shared_weight[i, j] <= 0:
                 continue
-            smaller = min(own[i], own[j])
-            common = subs[students[i]].hashes & subs[students[j]].hashes
-            rarest = min((df[h] for h in common if weights[index[h]] > 0), default=n)
+            a, b = subs[students[i]], subs[students[j]]
+            common = a.hashes & b.hashes
             pairs.append(
                 Pair(
-                    students[i],
-                    students[j],
-                    float(shared_weight[i, j] / smaller) if smaller > 0 else 0.0,
+                    a.student,
+                    b.student,
+                    float(shared_weight[i, j] / min(a.weight, b.weight)),
                     float(shared_weight[i, j]),
-                    float(shared_plain[i, j] / min(sizes[i], sizes[j])),
+                    float(shared_plain[i, j] / min(len(a.hashes), len(b.hashes))),
                     int(shared_count[i, j]),
-                    rarest,
+                    min((df[h] for h in common if 2 * df[h] < n), default=n),
                 )
             )
     pairs.sort(key=lambda p: (-p.score, -p.shared_weight, p.a, p.b))
-    return subs, pairs, {h: c for h, c in df.items()}, weights, index
+    return subs, pairs, df
 
 
 def clusters(pairs, threshold):
@@ -235,7 +237,7 @@ def clusters(pairs, threshold):
     return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g))
 
 
-def passages(sub, common, df, n):
+def passages(sub, common, df):
     """Shared passages of one submission as (start, end, fewest holders) in its raw text."""
     from copydetect.utils import get_copied_slices
 
@@ -390,7 +392,7 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
     for rank, p in enumerate(pairs[:SHOWN], 1):
         a, b = subs[p.a], subs[p.b]
         common = {h for h in a.hashes & b.hashes if 2 * df[h] < n}
-        left, right = passages(a, common, df, n), passages(b, common, df, n)
+        left, right = passages(a, common, df), passages(b, common, df)
         alike = sorted(parts_alike(a.text, left).items(), key=lambda kv: (-kv[1], kv[0]))
         why = (
             f"score {p.score:.2f}: {p.shared} shared passages, the rarest in {p.rarest} of "
@@ -419,7 +421,7 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
 
 def analyse(lab, grading=GRADING):
     starter, texts, problems = read_class(lab, grading)
-    subs, pairs, df, _, _ = match(starter, texts)
+    subs, pairs, df = match(starter, texts)
     return subs, pairs, df, problems
 
 
