@@ -92,7 +92,7 @@ MODULE_ATTRIBUTES = {
     "sysconfig", "asyncio", "tempfile", "pathlib", "urllib", "signal", "faulthandler",
     "linecache", "IPython", "ipykernel", "zmq", "traitlets", "nbgrader", "nbformat", "nbclient",
     "jupyter_client", "__main__", "grading", "sandbox_agent", "sandbox_exec", "trusted_tests",
-    "offlimits", "slips",
+    "offlimits", "slips", "ctypeslib", "cpp_extension",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
@@ -101,6 +101,7 @@ INTERNALS = {
     "torch.ops", "torch._C", "torch._VF", "torch._ops", "torch.library", "torch.overrides",
     "torch.utils._python_dispatch", "torch._dispatch", "torch._subclasses", "torch._refs",
     "torch._prims", "torch._decomp", "torch._dynamo", "torch._functorch", "torch.multiprocessing",
+    "torch.utils.cpp_extension",
     "lmcourse.offlimits", "lmcourse.slips",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
@@ -157,6 +158,19 @@ SUSPICIOUS_CALLS = {
     "input": "reads input()",
     "exit": "calls exit()",
     "quit": "calls quit()",
+}
+# What SUSPICIOUS_CALLS names do as values too (`[getattr][0](f, name)`, `reduce(getattr, ...)`),
+# unless the cell binds the name itself (a parameter called `vars`). get_ipython is not among
+# them yet: tests/test_grading_hostile.py's `shell2` reaches the shell that way and expects no
+# flag; adding it flags that case.
+AS_VALUE = {
+    **{
+        k: v
+        for k, v in SUSPICIOUS_CALLS.items()
+        if k not in ("get_ipython", "input", "exit", "quit")
+    },
+    "getattr": "reads attributes by name (getattr)",
+    "hasattr": "reads attributes by name (hasattr)",
 }
 HISTORY = re.compile(
     r"^(In|Out|_ih|_oh|_dh|_i\d*|_ii+|__builtins__|__builtin__|__loader__|"
@@ -558,6 +572,11 @@ def cell_flags(tree, protected, aliases=None, expected=None):
     notebook; `expected`: name -> the module path the setup cell imports under that name (an
     import that binds the same module again is no rebinding)."""
     aliases, expected = aliases or {}, expected or {}
+    calls = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    own = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    own |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | bound_names(tree)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -593,6 +612,8 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 found.append((line, f"reads {node.id} (the kernel's history or internals)"))
             elif node.id in TORCH_HOOKS:
                 found.append((line, f"uses {node.id} (torch's interception points)"))
+            elif node.id in AS_VALUE and id(node) not in calls and node.id not in own:
+                found.append((line, f"{AS_VALUE[node.id]}: {node.id} passed around as a value"))
             elif isinstance(node.ctx, ast.Load) and (
                 expected.get(node.id, "").split(".")[0] in SUSPICIOUS_MODULES
             ):
@@ -638,8 +659,9 @@ def cell_flags(tree, protected, aliases=None, expected=None):
 
 
 def flags(nb, release=None):
-    """Suspicious constructs in the student's cells, as report phrases, in notebook order;
-    `release` (the released notebook) says which cells are the lab's."""
+    """Suspicious constructs in the student's cells, as report phrases, in notebook order, one
+    per line of a cell that has any ("l2_cache line 3: imports os; opens a file"); `release`
+    (the released notebook) says which cells are the lab's."""
     lab = release or nb
     setup = setup_names(lab)
     expected = setup_imports(lab)
@@ -661,9 +683,10 @@ def flags(nb, release=None):
     phrases = []
     for index, cell, tree in cells:
         where = meta(cell).get("grade_id") or f"cell {index + 1}"
-        seen = set()
+        seen, lines = set(), {}
         for line, reason in sorted(cell_flags(tree, protected, aliases, expected)):
-            if reason not in seen:
+            if reason not in seen:  # a reason once per cell, at its first line
                 seen.add(reason)
-                phrases.append(f"{where} line {line}: {reason}")
+                lines.setdefault(line, []).append(reason)
+        phrases += [f"{where} line {line}: {'; '.join(found)}" for line, found in lines.items()]
     return phrases

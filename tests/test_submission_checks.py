@@ -193,6 +193,13 @@ REACHES = {
     "multiprocessing": ("import multiprocessing", "imports multiprocessing"),
     "timer": ("t = threading_timer.Timer(1, f)", "(Timer)"),
     "spawn": ("torch.multiprocessing.spawn(f)", "(spawn)"),
+    "getattr-as-value": ("functools.reduce(getattr, names, answer)", "getattr passed around"),
+    "exec-as-value": ("[exec][0](source)", "exec passed around as a value"),
+    "vars-as-value": ("namespace = list(map(vars, [answer]))", "vars passed around"),
+    "cpp-extension": ("from torch.utils.cpp_extension import load_inline", "cpp_extension"),
+    "ctypeslib": ("np.ctypeslib.load_library('x', '.')", "module ctypeslib"),
+    "print-self": ("print.__self__.open", "uses __self__"),
+    "builtins-name": ("b = __builtins__", "reads __builtins__"),
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
@@ -218,6 +225,7 @@ HONEST = {
     "nested-function": "def f():\n    def reference():\n        return 1\n    return reference()",
     "exception": "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n    message = str(error)",
     "function-attribute": "def answer(x):\n    return x\nanswer.calls = 0",
+    "parameter-named-vars": "def answer(vars, compile=None):\n    return vars, compile",
 }
 
 
