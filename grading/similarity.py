@@ -54,6 +54,9 @@ GRADING = Path(__file__).resolve().parent
 K = 15
 THRESHOLD = 0.5
 SHOWN = 40  # pairs shown side by side on the page (all are in the CSV)
+# Answer code compared per submission, at most: the labs' answers are a few thousand
+# characters; a submission of megabytes (hostile, or pasted output) would take minutes alone.
+MAX_CHARS = 100_000
 
 
 @dataclass
@@ -120,7 +123,8 @@ def notebook_of(folder, lab):
 
 
 def read_class(lab, grading=GRADING):
-    """(release texts, {student: answer text}, {student: why it was not read}): the release's
+    """(release texts, {student: answer text}, {student: why it was not read, or only in
+    part}): the release's
     code cells joined, and its answer cells joined as a submission's are (both boilerplate)."""
     grading = Path(grading)
     root = grading.parent
@@ -138,6 +142,12 @@ def read_class(lab, grading=GRADING):
         try:
             nb = nbformat.read(notebook_of(folder, lab), as_version=4)
             texts[student] = answer_text(nb)
+            if len(texts[student]) > MAX_CHARS:
+                problems[student] = (
+                    f"only the first {MAX_CHARS:,} characters compared: its answer cells "
+                    f"hold {len(texts[student]):,}"
+                )
+                texts[student] = texts[student][:MAX_CHARS]
         except Exception as error:  # noqa: BLE001 (a broken submission is reported, never fatal)
             problems[student] = f"not read: {type(error).__name__}: {error}"[:300]
     return starter, texts, problems
@@ -356,7 +366,7 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
         "<em>rarest</em> the fewest submissions that hold one of the shared passages.</p>"
     )
     out.append(
-        "<table><tr><th>submissions read</th><th>not read</th><th>pairs compared</th>"
+        "<table><tr><th>submissions read</th><th>not read, or in part</th><th>pairs compared</th>"
         f"<th>pairs at or above {esc(threshold)}</th><th>clusters</th></tr><tr>"
         f"<td class='n'>{n}</td><td class='n'>{len(problems)}</td>"
         f"<td class='n'>{n * (n - 1) // 2}</td><td class='n'>{len(linked)}</td>"
@@ -408,7 +418,9 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
             "</tr></table></details>"
         )
     if problems:
-        out.append("<h2>Not compared</h2><table><tr><th>student</th><th>why</th></tr>")
+        out.append(
+            "<h2>Not compared, or only in part</h2><table><tr><th>student</th><th>why</th></tr>"
+        )
         for student, why in sorted(problems.items()):
             out.append(f"<tr><td>{esc(student)}</td><td>{esc(why)}</td></tr>")
         out.append("</table>")
@@ -454,7 +466,8 @@ def section(lab, grading=GRADING, out=None, threshold=THRESHOLD, top=5):
     return (
         f"{head}<p>{len(linked)} pairs of submissions score {esc(threshold)} or more on "
         f"shared answer code (passages weighted by rarity in the class; starter code, setup "
-        f"and tests never count); {len(problems)} could not be read. Similarity is evidence "
+        f"and tests never count); {len(problems)} could not be read, or only in part. "
+        f"Similarity is evidence "
         f"for a person to read, never a verdict: <a href='{esc(path.name)}'>the pairs side by "
         f"side</a>.</p><ul>{listed}</ul>"
     )

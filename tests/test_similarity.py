@@ -264,3 +264,11 @@ def test_the_class_report_s_section_links_the_page(report, tmp_path):
     (empty / "labs" / LAB).mkdir(parents=True)
     shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", empty / "labs" / LAB)
     assert f"Not built: no submissions of {LAB}" in similarity.section(LAB, empty / "grading")
+
+
+def test_a_huge_submission_is_compared_in_part_and_says_so(report, monkeypatch):
+    monkeypatch.setattr(similarity, "MAX_CHARS", 2_000)
+    _, texts, problems = similarity.read_class(LAB, report["grading"])
+    cut = [s for s, why in problems.items() if why.startswith("only the first 2,000 characters")]
+    assert cut and all(len(texts[s]) == 2_000 for s in cut)
+    assert "broken" in problems and "broken" not in texts
