@@ -118,6 +118,7 @@ bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py
 	$(RUN) $(BIN)/python benchmarks/lessons.py
 	$(RUN) $(BIN)/python -m benchmarks.autograde
+	$(RUN) $(BIN)/python -m benchmarks.similarity
 
 # configurable-http-proxy from npm, for the JupyterHub round trip (tests/test_jupyterhub.py),
 # in .npm-tools/ (git-ignored). Without npm the test skips, or fails where LM10_REQUIRE_HUB=1.
