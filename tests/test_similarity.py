@@ -161,17 +161,30 @@ def test_a_passage_half_the_class_writes_weighs_nothing():
     assert list(weights[2:]) == [0.0, 0.0, 0.0] and weights[0] > weights[1] > 0
 
 
-def test_renaming_reformatting_and_reordering_change_nothing_of_a_verbatim_copy():
+def test_renaming_and_comments_change_nothing_and_reformatting_little():
     students, _, _ = copying.build(LAB, honest=12, copies=0)
     starter = similarity.starter_texts(copying.release(LAB))
     texts = {s: similarity.answer_text(copying.notebook(LAB, a)) for s, a in students.items()}
     original = students["honest-03"]
-    texts["renamed"] = similarity.answer_text(
-        copying.notebook(LAB, copying.disguise("renamed", original, LAB))
-    )
+    commented = {
+        g: "".join(
+            f"{line}  # see the lesson\n" if line.strip() else "\n" for line in s.split("\n")
+        )
+        for g, s in original.items()
+    }
+    copies = {
+        "renamed": copying.disguise("renamed", original, LAB),
+        "commented": commented,
+        "reformatted": copying.disguise("reformatted", original, LAB),
+    }
+    for name, answers in copies.items():
+        texts[name] = similarity.answer_text(copying.notebook(LAB, answers))
+    assert texts["commented"].count("# see the lesson") > 10
     _, pairs, *_ = similarity.match(starter, texts)
     found = {frozenset((p.a, p.b)): p.score for p in pairs}
     assert found[frozenset(("honest-03", "renamed"))] == pytest.approx(1.0)
+    assert found[frozenset(("honest-03", "commented"))] == pytest.approx(1.0)
+    assert found[frozenset(("honest-03", "reformatted"))] >= 0.9
 
 
 class Page(HTMLParser):
