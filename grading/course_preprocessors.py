@@ -44,7 +44,7 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute
 from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
 from traitlets import Integer
 
-from grading import sandbox, submission_checks, trusted_tests
+from grading import room, sandbox, submission_checks, trusted_tests
 from grading.results import Notes
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -56,6 +56,19 @@ AFTER_HIDDEN = (
     "[outputs not shown in feedback: this cell ran after a hidden test had called your code, "
     "and they could show the hidden test's inputs]\n"
 )
+AFTER_HIDDEN_TEXT = (
+    "[the rest of this output is not shown in feedback: it came after a hidden test had "
+    "called your code, and could show the hidden test's inputs]\n"
+)
+AFTER_HIDDEN_ERROR = (
+    "This visible check failed after a hidden test had called your code, so its message (which "
+    "shows values your code computed) is not shown. It failed at line {line} of the test: {text}"
+)
+AFTER_HIDDEN_START = AFTER_HIDDEN_ERROR.split("{")[0]
+# Cell metadata the grader writes into the autograded notebook (SandboxedExecute): what of the
+# cell's outputs came before any hidden input reached the student's code, {"stdout": characters
+# of printed text (None: all), "error": whether its error}. StripHiddenTests shows only that.
+FEEDBACK_MARK = "lm10_feedback"
 HIDDEN_MESSAGE = (
     "A hidden test failed: it checks your answer on inputs that are not shown in the notebook."
 )
@@ -109,15 +122,16 @@ def scrub_error(output, hidden):
 
 
 def with_slips(scrubbed, original, part):
-    """A neutral error (a hidden test failed) with the slips its message named put back: they
-    are lmcourse.slips' fixed sentences for this part, with nothing of the hidden inputs."""
-    if scrubbed.evalue != HIDDEN_MESSAGE:
+    """A neutral error (a hidden test failed, or a visible one after a hidden input) with the
+    slips its message named put back: they are lmcourse.slips' fixed sentences for this part,
+    with nothing of the hidden inputs."""
+    if scrubbed.evalue != HIDDEN_MESSAGE and not scrubbed.evalue.startswith(AFTER_HIDDEN_START):
         return scrubbed  # the message was kept whole, hints and all
     found = slips.named(original.get("evalue", ""), part)
     if not found:
         return scrubbed
     lines = "".join(f"\n{slips.PREFIX}{sentence}" for sentence in found)
-    return plain_error(scrubbed.ename, HIDDEN_MESSAGE + lines)
+    return plain_error(scrubbed.ename, scrubbed.evalue + lines)
 
 
 class StripHiddenTests(ClearHiddenTests):
@@ -126,17 +140,27 @@ class StripHiddenTests(ClearHiddenTests):
 
     def preprocess(self, nb, resources):
         hidden, visible, after_hidden = set(), set(), False
+        lm10 = nb.metadata.get("lm10")
+        marked = isinstance(lm10, dict) and lm10.get("feedback") == "marked"
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
             numbers = hidden_line_numbers(
                 cell.source, self.begin_test_delimeter, self.end_test_delimeter
             )
+            # What of the cell's outputs came before the student's code met a hidden input:
+            # the grader's mark, or (a notebook graded without the marks) the cautious guess
+            # that nothing did after a test with hidden lines.
+            mark = cell.metadata.pop(FEEDBACK_MARK, None) if marked else None
+            if not isinstance(mark, dict):
+                mark = {"stdout": 0, "error": False} if after_hidden else {}
+            cell.metadata["lm10_shown"] = mark
             if submission_checks.is_test(cell):
                 after_hidden = after_hidden or bool(numbers)
-            elif after_hidden and cell.outputs:
-                # The student's code has seen a hidden test's inputs (its calls) by now, and
-                # its outputs could show them: the instructor sees them, the student does not.
+            elif mark.get("stdout") is not None and cell.outputs:
+                # The student's code had seen a hidden test's inputs (its calls) when this cell
+                # ran, and its outputs could show them: the instructor sees them, the student
+                # does not.
                 cell.outputs = [new_output("stream", name="stdout", text=AFTER_HIDDEN)]
             for number, line in enumerate(cell.source.split("\n"), start=1):
                 (hidden if number in numbers else visible).add(line.strip())
@@ -172,30 +196,56 @@ class StripHiddenTests(ClearHiddenTests):
         return output
 
     def preprocess_cell(self, cell, resources, cell_index):
+        mark = cell.metadata.pop("lm10_shown", {}) if cell.cell_type == "code" else {}
         if cell.cell_type != "code" or not utils.is_grade(cell):
             return cell, resources
         hidden = hidden_line_numbers(
             cell.source, self.begin_test_delimeter, self.end_test_delimeter
         )
-        if not hidden:
-            return cell, resources
-        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        visible_source = cell.source
+        if hidden:
+            cell, resources = super().preprocess_cell(cell, resources, cell_index)
         part = submission_checks.meta(cell).get("grade_id", "")
         # The grader's OffLimitsError names a reference the test declares, in fixed words:
         # nothing of a hidden input is in it, and the student needs to read which it was.
         stopped = {
             offlimits.message(n) for n in offlimits.declared(cell.source) + list(offlimits.ALWAYS)
         }
+        shown_chars = mark.get("stdout")
         outputs = []
         for output in cell.outputs:
-            if output.output_type != "error" or output.ename in GRADER_ERRORS:
+            if output.output_type == "stream" and shown_chars is not None:
+                text = output.text if isinstance(output.text, str) else "".join(output.text)
+                if len(text) > shown_chars:
+                    output.text = text[:shown_chars] + AFTER_HIDDEN_TEXT
+                shown_chars = max(0, shown_chars - len(text))
+                outputs.append(output)
+            elif output.output_type != "error" or output.ename in GRADER_ERRORS:
                 outputs.append(output)
             elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
                 outputs.append(plain_error(output.ename, output.evalue))
             else:
-                outputs.append(with_slips(scrub_error(output, hidden), output, part))
+                scrubbed = scrub_error(output, hidden) if hidden else output
+                if mark.get("error", True) is False and scrubbed.evalue != HIDDEN_MESSAGE:
+                    scrubbed = after_hidden_error(scrubbed, output, visible_source)
+                outputs.append(with_slips(scrubbed, output, part))
         cell.outputs = outputs
         return cell, resources
+
+
+def after_hidden_error(scrubbed, original, source):
+    """A visible check's error raised after the student's code met a hidden input: its
+    message carries values that code computed, so only the failing line of the test (which the
+    student can read in the notebook) is named."""
+    line = None
+    for entry in original.get("traceback", []):
+        found = CELL_LINE.search(ANSI.sub("", entry))
+        if found:
+            line = int(found.group(1))
+            break
+    lines = source.split("\n")
+    text = lines[line - 1].strip() if line and 0 < line <= len(lines) else "(unknown)"
+    return plain_error(scrubbed.ename, AFTER_HIDDEN_ERROR.format(line=line or "?", text=text))
 
 
 class DeduplicateIds(NbgraderDeduplicateIds):
@@ -311,17 +361,41 @@ class SandboxedExecute(Execute):
     ).tag(config=True)
     output_chars = Integer(20_000, help="Characters kept of each output.").tag(config=True)
 
+    def furnish(self, prepared, setup, names, tested):
+        """Replace the setup cells of the notebook the sandbox runs by the room's (grading/
+        room.py): the imports it may hold, then, in the first, the plain copies of the other
+        names it declares, made by the trusted process, which ran the real setup."""
+        try:
+            sources, shipped = room.sandbox_setup(setup, names)
+        except room.RoomError as error:
+            raise SandboxError(f"the lab's room: {error}") from None
+        cells = [c for c in prepared.cells if submission_checks.is_setup(c)]
+        if len(cells) != len(sources):
+            raise SandboxError(
+                f"the submission has {len(cells)} setup cells, the release {len(sources)}"
+            )
+        payload = tested.plain(shipped) if shipped else None
+        for cell, source in zip(cells, sources, strict=True):
+            cell.source = source
+        # at the end of the first: the tests may start before a later setup cell
+        cells[0].source += f"\n__import__('sandbox_agent').enter_room({payload!r})\n"
+
     def preprocess(self, nb, resources):
         try:
             isolated = sandbox.require()  # before any of the student's code runs
         except sandbox.SandboxUnavailable as error:
             raise SandboxError(str(error)) from None
         # Kept in the autograded notebook, where the grades export reads it (GradesExport).
+        # Its "feedback" entry, set once every cell carries its mark (below), tells
+        # StripHiddenTests that the marks are the grader's: a submission's own are removed.
         nb.metadata["lm10"] = {"isolated": isolated}
+        for cell in nb.cells:
+            cell.metadata.pop(FEEDBACK_MARK, None)
         release = release_notebook(self.config, resources)
         global _notes
         _notes = notes = Notes(flags=submission_checks.flags(nb, release), isolated=isolated)
         setup, students = trusted_parts(release)
+        room_names = room.declared(setup)  # the setup's names the sandbox holds, or None
         # The sandbox gets every cell but the tests, which it meets as empty markers.
         tests = {i: c.source for i, c in enumerate(nb.cells) if submission_checks.is_test(c)}
         # A test may read a value an answer cell computes below its stub (the release shows
@@ -337,16 +411,24 @@ class SandboxedExecute(Execute):
                 cell.outputs, cell.execution_count = [], None
         if not notes.isolated:
             self.log.warning(sandbox.NOT_ISOLATED)
-        limits = sandbox.Limits(output_chars=self.output_chars)
-        results = {}
+        limits = sandbox.Limits(output_chars=self.output_chars, room=room_names is not None)
+        results, clean = {}, {}
+        delimiters = ClearHiddenTests(config=self.config)
         with trusted_tests.session(
-            setup, students, time.monotonic() + self.total_timeout
+            setup, students, time.monotonic() + self.total_timeout, room_names
         ) as tested:
+            if room_names is not None:
+                self.furnish(prepared, setup, room_names, tested)
 
             def on_test(index, call, deadline):
                 if index not in tests or results.keys() and index <= max(results):
                     raise SandboxError(f"the sandbox asked for test {index} out of turn")
-                results[index] = tested.run(tests[index], call, deadline)
+                hidden = hidden_line_numbers(
+                    tests[index],
+                    delimiters.begin_test_delimeter,
+                    delimiters.end_test_delimeter,
+                )
+                results[index], clean[index] = tested.run(tests[index], call, deadline, hidden)
 
             run = sandbox.execute(
                 nbformat.writes(prepared), self.timeout, self.total_timeout, limits, on_test
@@ -359,6 +441,8 @@ class SandboxedExecute(Execute):
             cells = executed["cells"]
             assert isinstance(cells, list) and len(cells) == len(prepared.cells)
         except (ValueError, KeyError, TypeError, AssertionError):
+            if run.failure:
+                raise SandboxError(f"no executed notebook: {run.failure}") from None
             last = run.log.strip().splitlines()[-1:] or ["(nothing)"]
             raise SandboxError(
                 f"the sandbox returned no executed notebook (exit status "
@@ -380,8 +464,18 @@ class SandboxedExecute(Execute):
             )
             reason = str(stopped.get("reason"))[:300]
             notes.stopped = f"{name}: {reason}"
+        # The first test during which a hidden input reached the student's code: every cell
+        # after it is marked, and its own outputs from that moment on (see FEEDBACK_MARK).
+        tainted = min((i for i, c in clean.items() if c is not None), default=len(nb.cells))
+        count = 0  # execution counts are the grader's: a kernel can set its own to anything
         for index, (sent, back) in enumerate(zip(prepared.cells, cells, strict=True)):
             cell = nb.cells[index]
+            if sent.cell_type == "code":
+                cell.metadata[FEEDBACK_MARK] = (
+                    clean.get(index) or {"stdout": None, "error": True}
+                    if index <= tainted
+                    else {"stdout": 0, "error": False}
+                )
             if index in tests:  # outputs made here, by the trusted process, or none
                 outputs = results.get(index) or [
                     not_run(
@@ -410,8 +504,9 @@ class SandboxedExecute(Execute):
                 for o in (clean_output(r, self.output_chars) for r in outputs[:100])
                 if o is not None
             ]
-            count = back.get("execution_count")
-            cell.execution_count = count if isinstance(count, int) else None
+            ran = isinstance(back.get("execution_count"), int)
+            count += ran
+            cell.execution_count = count if ran else None
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
@@ -422,6 +517,7 @@ class SandboxedExecute(Execute):
                 for o in cell.outputs:
                     if o.output_type == "stream" and o.name == "stderr":
                         o.name, o.text = "stdout", STDERR_NOTE + o.text
+        nb.metadata["lm10"]["feedback"] = "marked"
         notes.timed_out_cells = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
             for i, c in enumerate(nb.cells)

@@ -70,6 +70,11 @@ DTYPES = (
 )
 MAX_DIMS = 16
 MAX_NAME = 200
+# What one submission may make the trusted process hold: kinds of the student's objects it
+# names (each a class here), and address space beyond what the host had when it forked the
+# session (the lab's setup, SmolLM2 included, needs well under 1 GiB of it).
+MAX_REMOTE_TYPES = 256
+SESSION_MEMORY = 3 << 30
 
 
 class GraderError(RuntimeError):
@@ -126,6 +131,11 @@ class Remote:
 def remote_type(module, qualname):
     key = (module, qualname)
     if key not in _remote_types:
+        if len(_remote_types) >= MAX_REMOTE_TYPES:
+            raise AnswerError(
+                f"the answers hold objects of more than {MAX_REMOTE_TYPES} kinds (classes); "
+                "return plain data: numbers, strings, lists, dicts, tensors"
+            )
         kind = type(qualname.rsplit(".", 1)[-1], (Remote,), {"__slots__": ()})
         kind.__module__, kind.__qualname__ = module, qualname
         _remote_types[key] = kind
@@ -246,17 +256,23 @@ def raise_error(reply):
 
 class Pickler(pickle.Pickler):
     """Arguments for the sandbox: handles by number, the setup's objects by name, tensors as
-    compact copies (a view would carry its whole storage)."""
+    compact copies (a view would carry its whole storage). In a room (grading/room.py), which
+    holds no transformers, a transformers configuration travels as its values and a
+    transformers module as its weights (sandbox_agent.Values and weights_only)."""
 
-    def __init__(self, file, shared):
+    def __init__(self, file, shared, room=False):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.shared = shared
+        self.shared, self.room = shared, room
 
     def persistent_id(self, obj):
         if isinstance(obj, Remote):
             return ("handle", obj._lm10_number)
         name = self.shared.get(id(obj))
-        return None if name is None else ("global", name)
+        if name is not None:
+            return ("global", name)
+        if self.room and _from_transformers(obj):
+            return plain_copy(obj)
+        return None
 
     def reducer_override(self, obj):
         torch = sys.modules.get("torch")
@@ -268,6 +284,56 @@ class Pickler(pickle.Pickler):
 
 
 PRIMITIVE = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _from_transformers(obj):
+    return type(obj).__module__.split(".")[0] == "transformers"
+
+
+def _plain(value, depth=0):
+    """Whether `value` is data a room may hold as it is."""
+    if depth > 8:
+        return False
+    if type(value) in PRIMITIVE:
+        return True
+    if type(value) in (list, tuple):
+        return all(_plain(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.dtype | torch.Size)
+
+
+def plain_copy(obj):
+    """The persistent id of a transformers object for a room: a configuration as its values
+    (its fields and their aliases), a module as its parameters, buffers, submodules and plain
+    attributes (its `config` among them); anything else is refused."""
+    torch = sys.modules.get("torch")
+    kind = (type(obj).__module__, type(obj).__qualname__)
+    if callable(getattr(obj, "to_dict", None)):  # a configuration
+        values = {k: v for k, v in obj.to_dict().items() if _plain(v)}
+        for alias in getattr(type(obj), "attribute_map", {}):
+            with contextlib.suppress(AttributeError):
+                if _plain(value := getattr(obj, alias)):
+                    values[alias] = value
+        return ("config", (kind[1], values))
+    if torch is not None and isinstance(obj, torch.nn.Module):
+        attributes = {
+            k: v
+            for k, v in vars(obj).items()
+            if not k.startswith("_") and (_plain(v) or _from_transformers(v))
+        }
+        state = {
+            "parameters": dict(obj._parameters),
+            "buffers": dict(obj._buffers),
+            "modules": dict(obj._modules),
+            "attributes": attributes,
+            "training": obj.training,
+        }
+        return ("weights", (*kind, state))
+    raise pickle.PicklingError(
+        f"a {kind[0]}.{kind[1]} cannot enter the sandbox, which holds no transformers"
+    )
 
 
 def make_shell():
@@ -290,11 +356,16 @@ def make_shell():
 class Session:
     """One submission's tests, in a fork of the trusted host."""
 
-    def __init__(self, channel, setup, students):
+    def __init__(self, channel, setup, students, room=None):
         self.shell = make_shell()
         self.shell._showtraceback = self.record_error
         self.channel, self.students, self.error = channel, list(students), None
         self.off_limits, self.called = [], []  # the running test's declaration; what it met
+        # Feedback: once a call made from a hidden line has reached the student's code, what
+        # that code computes can carry the hidden inputs. `tainted` says it has happened;
+        # `clean` is what of the running test's outputs came before it.
+        self.hidden, self.tainted, self.out = set(), False, io.StringIO()
+        self.clean = None
         for source in setup:
             outputs = self.run(source)
             failed = [o for o in outputs if o["output_type"] == "error"]
@@ -307,6 +378,15 @@ class Session:
         names = set().union(*(_bound(s) for s in setup)) if setup else set()
         self.originals = {n: namespace[n] for n in names if n in namespace}  # kept alive
         self.shared = {id(v): n for n, v in self.originals.items() if not isinstance(v, PRIMITIVE)}
+        self.room = room
+        if room is not None:  # only the room's names exist in the sandbox: the rest by value
+            self.shared = {i: n for i, n in self.shared.items() if n in room}
+
+    def plain(self, names):
+        """The room's copies of the setup's values `names`: base64 of a pickle of a dict."""
+        buffer = io.BytesIO()
+        Pickler(buffer, {}, room=True).dump({n: self.shell.user_ns[n] for n in names})
+        return base64.b64encode(buffer.getvalue()).decode()
 
     def record_error(self, etype, evalue, stb):
         """IPython's error output, without the frames of this module (the call's way into
@@ -330,8 +410,11 @@ class Session:
 
     def link(self, request):
         __tracebackhide__ = True
+        if not self.tainted and request[0] != "names" and self.from_hidden_line():
+            self.tainted = True
+            self.clean = {"stdout": len(self.out.getvalue()), "error": False}
         buffer = io.BytesIO()
-        Pickler(buffer, self.shared).dump((request, self.off_limits))
+        Pickler(buffer, self.shared, room=self.room is not None).dump((request, self.off_limits))
         self.channel.send({"call": base64.b64encode(buffer.getvalue()).decode()})
         message = self.channel.receive()
         if "reply" not in message:
@@ -364,6 +447,17 @@ class Session:
             raise AnswerError("the student's kernel sent back no readable answer")
         return _value(reply["value"], self.link, 0)
 
+    def from_hidden_line(self):
+        """Whether the running test cell makes this call from one of its hidden lines: the
+        line of the test cell's own frame (module level, in the shell's namespace), wherever
+        the test's helpers nest it. A call whose line cannot be found counts as hidden."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == "<module>" and frame.f_globals is self.shell.user_ns:
+                return frame.f_lineno in self.hidden
+            frame = frame.f_back
+        return True
+
     def bind_students(self):
         values = self.link(("names", self.students))
         if type(values) is not dict:
@@ -377,7 +471,7 @@ class Session:
     def run(self, source):
         """The outputs of one cell run in this shell, as a kernel would give them."""
         self.error = None
-        out = io.StringIO()
+        self.out = out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             self.shell.run_cell(source, store_history=True)
         outputs = []
@@ -387,17 +481,36 @@ class Session:
             outputs.append(self.error)
         return outputs
 
-    def test(self, source):
+    def test(self, source, hidden=()):
+        """(outputs, clean) of the test cell `source` whose lines `hidden` (1-based) are
+        hidden tests. `clean` says what of the outputs the student may read in feedback:
+        {"stdout": characters of the printed text, "error": whether its error} made before a
+        hidden input reached the student's code; None when all of them were."""
         self.off_limits, self.called = offlimits.declared(source), []
+        self.hidden = set(hidden)
+        self.clean = {"stdout": 0, "error": False} if self.tainted else None
         try:
             self.bind_students()
         except Exception as error:  # noqa: BLE001 (the student's kernel did not answer)
-            return [frames.error_output(type(error).__name__, str(error))]
+            return [frames.error_output(type(error).__name__, str(error))], self.clean
         outputs = self.run(source)
         if self.called:  # the part scores 0, whatever the test did with the error
             stopped = frames.error_output("OffLimitsError", offlimits.message(self.called[0]))
             outputs = [o for o in outputs if o["output_type"] == "stream"] + [stopped]
-        return outputs
+        return outputs, self.clean
+
+
+def limit_memory(extra):
+    """Cap this process's address space at what it has now plus `extra` bytes: a session
+    that a submission's answers make grow past it fails with MemoryError, alone."""
+    import resource
+
+    try:
+        with open("/proc/self/statm") as handle:
+            size = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # not Linux (grading in a sandbox needs Linux anyway): no cap
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
 
 
 def _bound(source):
@@ -434,10 +547,18 @@ def serve():
         if pid == 0:
             status = 0
             try:
-                session = Session(channel, start["setup"], start["students"])
+                limit_memory(SESSION_MEMORY)
+                session = Session(channel, start["setup"], start["students"], start.get("room"))
                 channel.send({"started": True})
-                while "test" in (message := channel.receive()):
-                    channel.send({"done": session.test(message["test"])})
+                while True:
+                    message = channel.receive()
+                    if "plain" in message:
+                        channel.send({"plain": session.plain(message["plain"])})
+                    elif "test" in message:
+                        outputs, clean = session.test(message["test"], message.get("hidden", ()))
+                        channel.send({"done": outputs, "clean": clean})
+                    else:
+                        break
             except GraderError as error:
                 channel.send({"failed": str(error)})
             except BaseException:  # noqa: BLE001
@@ -495,12 +616,14 @@ class TrustedHost:
                 stream.close()
         self.process = None
 
-    def open(self, setup, students, deadline=None):
-        """A session for one submission; GraderError when the lab's setup fails here."""
+    def open(self, setup, students, deadline=None, room=None):
+        """A session for one submission; GraderError when the lab's setup fails here.
+        `room`: the setup's names the sandbox holds (grading/room.py), or None."""
         if self.process is None or self.process.poll() is not None:
             self.close()
             self.start()
-        self.channel.send({"start": {"setup": list(setup), "students": sorted(students)}})
+        start = {"setup": list(setup), "students": sorted(students), "room": room}
+        self.channel.send({"start": start})
         message = self.channel.receive(deadline)
         if "failed" in message or "ended" in message:
             self.finish(message, deadline)
@@ -517,12 +640,23 @@ class HostSession:
     def __init__(self, host):
         self.host, self.closed = host, False
 
-    def run(self, source, call, deadline):
-        """Outputs of the test cell `source`; `call(payload) -> reply` reaches the sandbox.
+    def plain(self, names, deadline=None):
+        """The room's copies of the setup's values `names` (Session.plain)."""
+        self.host.channel.send({"plain": list(names)})
+        message = self.host.channel.receive(deadline)
+        if not isinstance(message.get("plain"), str):
+            self.closed = True
+            self.host.finish(message, deadline)
+            raise GraderError(f"the trusted test process could not copy the setup's {names}")
+        return message["plain"]
+
+    def run(self, source, call, deadline, hidden=()):
+        """(outputs, clean) of the test cell `source` (see Session.test; `hidden`: the
+        numbers of its hidden lines); `call(payload) -> reply` reaches the sandbox.
         A call that fails on the grader's side (the sandbox stopped) is answered as an error,
         so the test ends in step, and raised here once it has."""
         channel, failure = self.host.channel, None
-        channel.send({"test": source})
+        channel.send({"test": source, "hidden": sorted(hidden)})
         while True:
             message = channel.receive(deadline)
             if "call" in message:
@@ -538,7 +672,7 @@ class HostSession:
             elif "done" in message:
                 if failure is not None:
                     raise failure
-                return message["done"]
+                return message["done"], message.get("clean")
             else:
                 self.closed = True
                 self.host.finish(message, deadline)
@@ -571,7 +705,7 @@ def cool():
 
 
 @contextlib.contextmanager
-def session(setup, students, deadline=None):
+def session(setup, students, deadline=None, room=None):
     """A session for one submission: in the warm host if there is one, else in a new host
     that ends with it. A session that fails midway takes its host down (a warm one starts
     again for the next submission), so no later submission meets its leftovers."""
@@ -579,7 +713,7 @@ def session(setup, students, deadline=None):
     started = time.monotonic()
     clean = False
     try:
-        opened = host.open(setup, students, deadline)
+        opened = host.open(setup, students, deadline, room)
         yield opened
         with contextlib.suppress(TimeoutError):  # past the deadline: the host is closed below
             opened.close(deadline)
