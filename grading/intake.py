@@ -87,12 +87,22 @@ def answer_cells(release):
 
 
 def warm_imports(release):
-    """The import statements of the released notebook's setup cells (neither answers nor
-    tests: the instructor's code), which a warm sandbox runs once for every submission."""
+    """(imports, room imports) of the released notebook's setup cells (neither answers nor
+    tests: the instructor's code): their import statements, which the trusted process runs
+    once for every submission, and those of its room (grading/room.py), which a warm sandbox
+    runs once, None where the lab declares no room (the sandbox then runs the first)."""
+    from grading import room
+
     try:
         nb = nbformat.read(release, as_version=4)
     except (OSError, ValueError):
-        return ""
+        return "", None
+    setup = [c.source for c in nb.cells if submission_checks.is_setup(c)]
+    names = room.declared(setup)
+    try:
+        room_imports = None if names is None else room.warm_imports(setup, names)
+    except room.RoomError:
+        room_imports = ""  # grading says why, for every submission
     found = []
     for cell in nb.cells:
         if (
@@ -106,7 +116,7 @@ def warm_imports(release):
         except SyntaxError:
             continue
         found += [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    return "\n".join(found)
+    return "\n".join(found), room_imports
 
 
 def keep_only_notebook(folder, lab):

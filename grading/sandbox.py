@@ -25,6 +25,7 @@ the student's code can read and write everything the grader's user can, and ever
 the autograded notebook and the grades export say so.
 """
 
+import atexit
 import contextlib
 import importlib.util
 import os
@@ -112,6 +113,9 @@ class Limits:
     cpu_seconds: int = 3600
     home_bytes: int = 256 << 20  # the private home and /tmp, each
     output_chars: int = 20_000  # per output of a cell
+    # A room (grading/room.py): transformers and the course library are not in the sandbox,
+    # only stand-ins that say so (the guard, lmcourse.offlimits, stays: the agent arms it).
+    room: bool = False
 
 
 def bwrap():
@@ -134,6 +138,49 @@ def library_folders():
     folders = {f.resolve() for f in folders if f.exists()}
     # Keep the outermost of nested folders only.
     return sorted(f for f in folders if not any(o != f and o in f.parents for o in folders))
+
+
+OUTSIDE_THE_ROOM = '''"""{name}, as a graded sandbox holds it: not at all (grading/room.py)."""
+
+raise ImportError(
+    "{name} is not available to your code while it is graded: the tests compare against it. "
+    "This lab gives you what you need in its setup cell."
+)
+'''
+LMCOURSE_IN_THE_ROOM = '''"""The course library in a graded sandbox: only its guard."""
+'''
+
+
+def room_stand_ins():
+    """{real folder: stand-in folder} for a room's sandbox (grading/room.py): transformers is
+    a package whose import fails with the reason; the course library keeps only
+    lmcourse.offlimits, the guard the agent arms. Made once per batch process, in a private
+    folder, and left read-only."""
+    global _stand_ins
+    import lmcourse
+    import transformers
+    from lmcourse import offlimits
+
+    if _stand_ins is None:
+        root = Path(tempfile.mkdtemp(prefix="lm10-room-"))
+        atexit.register(shutil.rmtree, root, True)
+        (root / "transformers").mkdir()
+        (root / "transformers" / "__init__.py").write_text(
+            OUTSIDE_THE_ROOM.format(name="transformers")
+        )
+        (root / "lmcourse").mkdir()
+        (root / "lmcourse" / "__init__.py").write_text(LMCOURSE_IN_THE_ROOM)
+        shutil.copyfile(offlimits.__file__, root / "lmcourse" / "offlimits.py")
+        for path in (root, root / "transformers", root / "lmcourse"):
+            path.chmod(0o755)
+        _stand_ins = {
+            Path(transformers.__file__).resolve().parent: root / "transformers",
+            Path(lmcourse.__file__).resolve().parent: root / "lmcourse",
+        }
+    return _stand_ins
+
+
+_stand_ins = None
 
 
 def weight_cache():
@@ -190,6 +237,9 @@ def bwrap_command(bwrap_path, limits):
         command += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     for folder in library_folders():
         command += ["--ro-bind", str(folder), str(folder)]
+    if limits.room:
+        for real, stand_in in room_stand_ins().items():
+            command += ["--ro-bind", str(stand_in), str(real)]
     cache = weight_cache()
     if cache:
         command += [
@@ -350,6 +400,7 @@ class Execution:
     log: str  # the tail of what the sandbox printed (untrusted: the kernel writes there too)
     isolated: bool
     timed_out: bool = False  # still running after total_timeout: stopped
+    failure: str = ""  # why no notebook came back, where the sandbox said (its executor died)
 
 
 class Sandbox:
@@ -363,7 +414,7 @@ class Sandbox:
 
     def __init__(self, imports="", limits=None, isolated=True):
         self.imports, self.limits, self.isolated = imports, limits or Limits(), isolated
-        self.process = None
+        self.process, self.failure = None, ""
 
     def start(self):
         # The log is a file without a name: nothing of it stays on the host, even when the
@@ -386,6 +437,8 @@ class Sandbox:
                 if k in ("PATH", "LANG", "LMCOURSE_CACHE", "OMP_NUM_THREADS")
             }
             env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg")
+            if self.limits.room:  # the stand-ins come first on the path (no mount without bwrap)
+                env["PYTHONPATH"] = str(next(iter(room_stand_ins().values())).parent)
         self.group = ProcessGroup(self.limits.processes)
         self.process = subprocess.Popen(
             command,
@@ -410,6 +463,9 @@ class Sandbox:
         """One call of the student's code, for a test: the sandbox's reply (JSON text)."""
         self.channel.send({"call": payload})
         message = self.channel.receive(deadline)
+        if isinstance(message.get("died"), str):
+            self.failure = message["died"][:300]
+            raise EOFError(self.failure)
         if not isinstance(message.get("reply"), str):
             raise EOFError("the sandbox answered a call with something else")
         return message["reply"]
@@ -432,11 +488,13 @@ class Sandbox:
         """Run one prepared notebook. At each test cell the sandbox reaches, `on_test(index,
         call, deadline)` runs the test, `call(payload)` running one call of the student's
         code in the sandbox. An exception from `on_test` closes the sandbox and propagates."""
+        if self.process is not None and self.process.poll() is not None:
+            self.close()  # it ended after the last notebook (see sandbox_exec.serve): anew
         if self.process is None:
             self.start()
         start = os.fstat(self.log.fileno()).st_size
         deadline = time.monotonic() + total_timeout
-        notebook, timed_out = "", False
+        notebook, timed_out, self.failure = "", False, ""
         try:
             if not self.ready:  # the imports are not the student's time: READY, then the clock
                 if frames.read_exact(self.results, 6, time.monotonic() + 600) != b"READY\n":
@@ -454,6 +512,9 @@ class Sandbox:
                 message = self.channel.receive(deadline)
                 if isinstance(message.get("done"), str):
                     notebook = message["done"]
+                    break
+                if isinstance(message.get("died"), str):
+                    self.failure = message["died"][:300]
                     break
                 if type(message.get("test")) is not int or on_test is None:
                     raise EOFError("the sandbox sent an unexpected message")
@@ -477,6 +538,7 @@ class Sandbox:
             tail,
             isolated=self.isolated,
             timed_out=timed_out,
+            failure=self.failure,
         )
 
 

@@ -320,9 +320,14 @@ def serve(requests_fd, results_fd, isolated=True):
         request = json.loads(data)
         if isolated:
             clear(folders)
+        # The executor tells this process, on a pipe of their own that the kernel never
+        # holds, when it starts ("S") and ends ("D") sending the executed notebook: a student's
+        # process that kills the executor is then noticed at once, never waited out.
+        progress_r, progress_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the executor
             try:
+                os.close(progress_r)
                 channel = Channel(requests, results)
                 km = fork_kernel()
                 try:
@@ -335,10 +340,26 @@ def serve(requests_fd, results_fd, isolated=True):
                     )
                 finally:
                     km.shutdown_kernel(now=True)
+                os.write(progress_w, b"S")
                 channel.send({"done": text})
+                os.write(progress_w, b"D")
             finally:
                 os._exit(0)
-        os.waitpid(pid, 0)
+        os.close(progress_w)
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(progress_r, "rb") as progress:
+            sent = progress.read()
+        if sent == b"S":  # killed while it sent the notebook: the frame may be cut short
+            os._exit(1)  # the grader sees the sandbox end, and the next notebook a new one
+        if sent != b"SD":
+            code = os.waitstatus_to_exitcode(status)
+            how = f"by signal {-code}" if code < 0 else f"with status {code}"
+            Channel(requests, results).send(
+                {
+                    "died": f"the grader's executor in the sandbox was stopped {how}, "
+                    "before the notebook was done (a process of the submission can kill it)"
+                }
+            )
         if not isolated:
             return
         clear(folders)
