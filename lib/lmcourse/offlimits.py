@@ -41,15 +41,51 @@ import types
 DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 
 
-# Off limits under every test: the ways to switch the guard off or to run code beyond its reach.
+# Off limits under every test: the ways to switch the guard off. (Threads are not: a
+# library's thread, a progress bar's, is no delegation. One started during a guarded call
+# runs under the same guard; one a student's cell started before the test is flagged for a
+# person by the grader, grading/submission_checks.py.)
 ALWAYS = (
     "sys.setprofile",
     "sys.settrace",
     "threading.setprofile",
     "threading.settrace",
-    "threading.Thread.start",
-    "_thread.start_new_thread",
 )
+
+# Families a test may declare by what the student must write rather than by a list of
+# functions: every route torch offers to that computation. torch's own interception points see
+# each route: a TorchFunctionMode every call of its Python API (torch.*, torch.nn.functional.*,
+# the nn modules' forward, torch.ops.aten.*), by the operator's name, and a TorchDispatchMode
+# every operator that reaches the dispatcher whole (rms_norm decomposes before it, so only the
+# function mode sees it; layer, group, batch and instance norm reach it as native_* operators).
+# A thread started during the call runs under the profile hook, which knows the Python
+# functions and builtins of each name below.
+FAMILIES = {
+    "torch normalisation layers": (
+        "layer_norm",
+        "native_layer_norm",
+        "rms_norm",
+        "_fused_rms_norm",
+        "group_norm",
+        "native_group_norm",
+        "batch_norm",
+        "native_batch_norm",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training",
+        "_native_batch_norm_legit_functional",
+        "_batch_norm_impl_index",
+        "batch_norm_elemt",
+        "batch_norm_stats",
+        "batch_norm_gather_stats",
+        "batch_norm_gather_stats_with_counts",
+        "quantized_batch_norm",
+        "cudnn_batch_norm",
+        "miopen_batch_norm",
+        "instance_norm",
+        "local_response_norm",
+    ),
+}
+FAMILY_MODULES = ("torch", "torch.nn.functional")  # where the Python forms of those names live
 
 
 class OffLimitsError(RuntimeError):
@@ -68,6 +104,12 @@ def declared(source):
 
 
 def message(name):
+    if name in FAMILIES:
+        return (
+            f"{name} are off limits while your code is graded (every form torch offers: "
+            "functions, modules, operators): this part asks you to write the normalisation "
+            "yourself from elementary operations."
+        )
     if name in ALWAYS:
         return (
             f"{name} is off limits while your code is graded: it would switch off, or run code "
@@ -99,7 +141,10 @@ def _lookup(name, namespace):
         except ImportError:
             continue
         for part in parts[cut:]:
-            target = getattr(target, part)
+            try:
+                target = getattr(target, part)
+            except AttributeError:
+                raise LookupError(f"{name!r}: {target!r} has no {part!r}") from None
         return target
     raise LookupError(f"{name!r} names no module and no name of the notebook")
 
@@ -141,14 +186,23 @@ class Guard:
     `test_file`: the file name under which the running test cell's code was compiled (in the
     student's kernel); None in the grader's sandbox, where no test code runs here.
     `boundary`: files of the code that calls the student's code on the test's behalf (the
-    sandbox's agent): the stack above them is not the student's."""
+    sandbox's agent): the stack above them is not the student's. `missing_ok`: a name that
+    names nothing here is skipped (a graded room, grading/room.py, holds no references)."""
 
-    def __init__(self, names, namespace=None, test_file=None, boundary=()):
+    def __init__(self, names, namespace=None, test_file=None, boundary=(), missing_ok=False):
         self.names, self.test_file, self.fired = list(names), test_file, []
         self.boundary = {__file__, *boundary}
-        self.codes, self.builtins, self.files = {}, {}, {}
+        self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
         for name in self.names + [n for n in ALWAYS if n not in self.names]:
-            target = _lookup(name, namespace)
+            if name in FAMILIES:
+                self._family(name)
+                continue
+            try:
+                target = _lookup(name, namespace)
+            except LookupError:
+                if missing_ok:  # not in this process at all: nothing can call it
+                    continue
+                raise
             if isinstance(target, types.ModuleType):
                 path = getattr(target, "__file__", None) or ""
                 if os.path.basename(path) == "__init__.py":
@@ -163,7 +217,29 @@ class Guard:
                     raise LookupError(f"{name!r} is no function, class or module")
                 self.codes.update((code, name) for code in codes)
         self.cell_prefixes = _cell_prefixes()
-        self.previous = None
+        self.previous, self.previous_threads, self.modes = None, None, []
+        # Whether anything declared is here to guard (in a graded room, grading/room.py, the
+        # references are not): without it the hook would only slow honest code down.
+        always = {n for n in ALWAYS if n not in self.names}
+        self.guards_anything = bool(self.ops or self.files) or any(
+            n not in always for n in [*self.codes.values(), *self.builtins.values()]
+        )
+
+    def _family(self, family):
+        """A family's operators (for torch's modes) and their Python forms (for the hook)."""
+        for op in FAMILIES[family]:
+            self.ops[op] = family
+            for module in FAMILY_MODULES:
+                target = getattr(importlib.import_module(module), op, None)
+                if isinstance(target, types.BuiltinFunctionType):
+                    self.builtins[id(target)] = family
+                elif isinstance(target, types.FunctionType):
+                    self.codes.update((code, family) for code in _codes(target))
+
+    def stop(self, name):
+        if name not in self.fired:
+            self.fired.append(name)
+        raise OffLimitsError(message(name))
 
     def _reference(self, code):
         """The declared name `code` belongs to, or None; each code object is looked up once
@@ -201,18 +277,54 @@ class Guard:
         else:
             return
         if name is not None and self._students(caller):
-            if name not in self.fired:
-                self.fired.append(name)
-            raise OffLimitsError(message(name))  # CPython unsets the hook: it fired once
+            self.stop(name)  # CPython unsets the hook of this thread: it fired once
+
+    def operator(self, name, frame):
+        """torch's modes ask about each operator they see, `frame` the Python caller."""
+        family = self.ops.get(name.split(".")[0])
+        if family is not None and self._students(frame):
+            self.stop(family)
 
     def __enter__(self):
+        import threading
+
+        self.previous_threads = threading.getprofile()
+        threading.setprofile(self.hook)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
         sys.setprofile(self.hook)
+        if self.ops:
+            self.modes = _torch_modes(self)
+            for mode in self.modes:
+                mode.__enter__()
         return self
 
     def __exit__(self, *exc):
+        import threading
+
         sys.setprofile(self.previous)
+        threading.setprofile(self.previous_threads)
+        for mode in reversed(self.modes):
+            mode.__exit__(None, None, None)
+        self.modes = []
         return False
+
+
+def _torch_modes(guard):
+    """A TorchFunctionMode and a TorchDispatchMode that ask `guard` about every operator."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class FunctionGuard(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            guard.operator(str(getattr(func, "__name__", "")), sys._getframe(1))
+            return func(*args, **(kwargs or {}))
+
+    class DispatchGuard(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            guard.operator(str(func.overloadpacket.__name__), sys._getframe(1))
+            return func(*args, **(kwargs or {}))
+
+    return [FunctionGuard(), DispatchGuard()]
 
 
 def _cell_prefixes():

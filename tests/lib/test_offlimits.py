@@ -126,18 +126,82 @@ def test_a_name_that_stands_for_nothing_is_a_clear_error():
         offlimits.Guard(["answer"], {"answer": 42})
 
 
-def test_switching_the_guard_off_or_running_past_it_is_stopped_too():
+def test_switching_the_guard_off_is_stopped_too():
     namespace = cell(
-        "import sys, threading\n"
-        "def unguard(x):\n"
-        "    sys.setprofile(None)\n"
-        "def threaded(x):\n"
-        "    threading.Thread(target=print).start()\n",
-        CELL + "evasion.py",
+        "import sys\ndef unguard(x):\n    sys.setprofile(None)\n", CELL + "evasion.py", {}
+    )
+    guard = offlimits.Guard([], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError, match="switch off"):
+        namespace["unguard"](None)
+    assert guard.fired == ["sys.setprofile"]
+
+
+THREADS = (
+    "import threading\n"
+    "from tqdm.auto import tqdm\n"
+    "def progress(x):\n"
+    "    return sum(tqdm([1.0, 2.0], mininterval=0)) * x\n"
+    "def in_a_thread(x):\n"
+    "    out = []\n"
+    "    worker = threading.Thread(target=lambda: out.append(F.layer_norm(x, x.shape[-1:])))\n"
+    "    worker.start()\n"
+    "    worker.join()\n"
+    "    return out[0] if out else x\n"
+)
+
+
+def test_a_thread_is_no_offence_and_runs_under_the_same_guard():
+    """A progress bar (tqdm starts a monitor thread) keeps its answer; a thread the student's
+    code starts during the call is guarded as the call is: its forbidden call is reported."""
+    namespace = cell(THREADS, CELL + "threads.py", {"F": F})
+    guard = offlimits.Guard(["torch normalisation layers"], namespace)
+    with guard:
+        assert namespace["progress"](torch.ones(2)).tolist() == [3.0, 3.0]
+    assert guard.fired == []
+    guard = offlimits.Guard(["torch normalisation layers"], namespace)
+    with guard:
+        namespace["in_a_thread"](torch.randn(2, 4))
+    assert guard.fired == ["torch normalisation layers"]
+
+
+ROUTES = {  # every route torch offers to a normalisation layer
+    "functional": "F.layer_norm(x, x.shape[-1:])",
+    "builtin": "torch.layer_norm(x, x.shape[-1:])",
+    "native": "torch.native_layer_norm(x, x.shape[-1:], None, None, 1e-5)[0]",
+    "operator": "torch.ops.aten.native_layer_norm(x, [x.shape[-1]], None, None, 1e-5)[0]",
+    "module": "torch.nn.LayerNorm(x.shape[-1])(x)",
+    "rms": "F.rms_norm(x, x.shape[-1:])",
+    "rms_operator": "torch.ops.aten.rms_norm(x, [x.shape[-1]])",
+    "rms_module": "torch.nn.RMSNorm(x.shape[-1])(x)",
+    "group": "F.group_norm(x[None], 1)[0]",
+    "instance": "F.instance_norm(x[None])[0]",
+    "batch": "F.batch_norm(x.T, None, None, training=True).T",
+    "group_builtin": "torch.group_norm(x[None], 1)[0]",
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_a_family_is_stopped_by_every_route_torch_offers(route):
+    namespace = cell(
+        f"def answer(x):\n    return {ROUTES[route]}\n",
+        CELL + f"{route}.py",
+        {"torch": torch, "F": F},
+    )
+    guard = offlimits.Guard(["torch normalisation layers"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError, match="normalisation layers are off"):
+        namespace["answer"](torch.randn(3, 4))
+    assert guard.fired == ["torch normalisation layers"]
+
+
+def test_a_family_leaves_vector_norms_and_the_tests_own_references_alone():
+    namespace = cell(
+        "def by_norm(x):\n    return x / (x.norm(dim=-1, keepdim=True) / x.shape[-1] ** 0.5)\n",
+        CELL + "vector.py",
         {},
     )
-    for function, name in (("unguard", "sys.setprofile"), ("threaded", "threading.Thread.start")):
-        guard = offlimits.Guard([], namespace)
-        with guard, pytest.raises(offlimits.OffLimitsError, match="switch off, or run code"):
-            namespace[function](None)
-        assert guard.fired == [name]
+    test = CELL + "family_test.py"
+    guard = offlimits.Guard(["torch normalisation layers"], namespace, test_file=test)
+    with guard:
+        namespace["by_norm"](torch.randn(3, 4))
+        cell("expected = torch.nn.RMSNorm(4)(torch.randn(3, 4))\n", test, {"torch": torch})
+    assert guard.fired == []
