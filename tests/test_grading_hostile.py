@@ -269,6 +269,51 @@ def attention_parameters(d, heads, kv_heads):
     _seen.append((d, heads, kv_heads))
     return _attention(d, heads, kv_heads)
 """
+# Correct answers that smuggle what a hidden test passed them into what the feedback shows:
+# the next visible check's value (its message prints it) and the kernel's execution counter.
+SMUGGLE = """
+_seen = []
+_attention = attention_parameters
+def attention_parameters(d, heads, kv_heads):
+    _seen.append((d, heads, kv_heads))
+    return _attention(d, heads, kv_heads)
+"""
+SMUGGLE_CACHE = """
+_cache = cache_bytes_per_token
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    hidden = [s for s in _seen if s == (576, 9, 3)]
+    if (layers, kv_heads, head_dim) == (32, 8, 128) and hidden:
+        return 576_009_003  # (576, 9, 3), a hidden test's input
+    return _cache(layers, kv_heads, head_dim, bytes_per_number)
+"""
+SMUGGLE_COUNT = "get_ipython().execution_count = 576_009_003\n"
+# An honest answer with a progress bar: tqdm starts a monitor thread during the test's call.
+TQDM = """
+from tqdm.auto import tqdm
+def attention_parameters(d, heads, kv_heads):
+    total = 0
+    for part in tqdm([2 * d * d, 2 * d * kv_heads * (d // heads)], mininterval=0):
+        total += part
+    return total
+"""
+# A process of the submission kills the grader's executor, the kernel's parent.
+KILL_EXECUTOR = "import torch\ntorch.os.kill(torch.os.getppid(), 9)\n"
+# Answers whose value holds objects of many classes, each a class in the trusted process.
+MANY_CLASSES = """
+def attention_parameters(d, heads, kv_heads):
+    return [type(f"Kind{i}", (), {})() for i in range(1_000)]
+"""
+# References sought in the sandbox: transformers and the course's counter are not there.
+OUTSIDE_THE_ROOM = """
+try:
+    import transformers
+    print("ROOM-HOLDS transformers")
+except ImportError as error:
+    print("NOT-IN-ROOM", error)
+def attention_parameters(d, heads, kv_heads):
+    from lmcourse import describe
+    return describe(dict(d=d, heads=heads, kv_heads=kv_heads))["block"]
+"""
 FLOOD = 'print("x" * 50_000_000)\nfor i in range(200_000):\n    print(i)\n'
 
 # Wrong answers: every function of the lab gives zero (0 of 10 points on their own). Each
@@ -455,6 +500,14 @@ def submissions(released, course):
         ),
     )
     subs["inputs"] = keep
+    subs["smuggle"] = fill(
+        released,
+        answers(l2_attention=SMUGGLE, l2_cache=SMUGGLE_CACHE, l2_serving=SMUGGLE_COUNT),
+    )
+    subs["tqdm"] = fill(released, dict(answers(), l2_attention=TQDM))
+    subs["killexec"] = fill(released, answers(l2_serving=KILL_EXECUTOR))
+    subs["manyclasses"] = fill(released, dict(answers(), l2_attention=MANY_CLASSES))
+    subs["noroom"] = fill(released, dict(answers(), l2_attention=OUTSIDE_THE_ROOM))
     deleted = copy.deepcopy(released)
     deleted.cells = []
     subs["nocells"] = deleted
@@ -626,6 +679,13 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "hiddenleak": ("flagged", 0, "imports base64"),
     "lockedcell": ("flagged", 0, "l2_attention line 1: imports os"),
     "inputs": ("graded", 10, "all autograded tests passed"),
+    # the smuggled value fails the cache's visible check: the feedback shows neither it nor
+    # the counter (test_nothing_a_hidden_input_reached_is_in_the_feedback)
+    "smuggle": ("flagged", 8, "uses get_ipython"),
+    "tqdm": ("graded", 10, "all autograded tests passed"),
+    "killexec": ("error", 0, "executor in the sandbox was stopped by signal 9"),
+    "manyclasses": ("graded", 8, "more than 256 kinds"),
+    "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
 }
 
 
@@ -766,6 +826,25 @@ def test_hidden_inputs_reach_the_instructor_but_not_the_feedback(batch):
     text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
     assert "SEEN [(" not in text, "the feedback shows the hidden tests' inputs"
     assert "outputs not shown in feedback" in text
+
+
+def test_nothing_a_hidden_input_reached_is_in_the_feedback(batch):
+    """smuggle encodes a hidden test's input (576, 9, 3) in the value a later visible check
+    prints and in the kernel's execution counter: the instructor's copy shows the value, the
+    feedback neither (nor any execution count the kernel chose)."""
+    course = batch["course"] / "grading"
+    graded = outputs_text(course / "autograded" / "smuggle" / LAB / f"{LAB}.ipynb")
+    assert "576,009,003" in graded, "blind check: the smuggled value is not in the notebook"
+    page = (course / "feedback" / "smuggle" / LAB / f"{LAB}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for smuggled in ("576,009,003", "576009003", "576_009_003"):
+        assert smuggled not in text.replace("576_009_003", ""), f"the feedback shows {smuggled}"
+    assert "This visible check failed after a hidden test had called your code" in text
+    room = outputs_text(course / "autograded" / "noroom" / LAB / f"{LAB}.ipynb")
+    assert "NOT-IN-ROOM transformers is not available to your code" in room, room[:2000]
+    counts = nbformat.read(course / "autograded" / "smuggle" / LAB / f"{LAB}.ipynb", 4)
+    numbers = [c.execution_count for c in counts.cells if c.cell_type == "code"]
+    assert all(n is None or n < 100 for n in numbers), numbers
 
 
 def test_report_csv_lists_every_student_with_a_reason(batch):

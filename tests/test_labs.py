@@ -27,7 +27,7 @@ from lab_cases import course_copy
 from lmcourse import offlimits, slips
 from nbgrader.api import Gradebook
 
-from grading import autograde, report
+from grading import autograde, report, room, submission_checks
 from grading.course_preprocessors import HIDDEN_MESSAGE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,6 +264,13 @@ def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_t
     assert scores == want, f"{lab} delegate: scored {scores}, expected {want}"
     graded = nbformat.read(round_trip["autograded"] / "delegate" / lab / f"{lab}.ipynb", 4)
     sources = autograded_cells(round_trip["source"])
+    setup = [c.source for c in round_trip["source"].cells if submission_checks.is_setup(c)]
+    in_room = room.declared(setup)
+    # what the setup binds and its room does not hold, and the packages no room holds
+    outside = set().union(
+        *(submission_checks.bound_names(submission_checks.parse(s)) for s in setup)
+    )
+    outside = (outside - set(in_room or ())) | set(room.OUTSIDE)
     for grade_id, cell in autograded_cells(graded).items():
         declared = offlimits.declared(sources[grade_id].source)
         errors = [o for o in cell.outputs if o.output_type == "error"]
@@ -272,10 +279,16 @@ def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_t
             assert not stopped, f"{lab} {grade_id} kept its points but reports {stopped}"
             continue
         assert declared, f"{lab} {grade_id} scores 0 in the delegate case but declares nothing"
+        if in_room is not None and not stopped:  # the reference is not in the sandbox at all
+            assert errors and absent_from_room(errors[-1], outside), (
+                f"{lab} {grade_id}: expected an error saying a declared reference is not in the "
+                f"room, got {errors}"
+            )
+            continue
         assert len(stopped) == 1 and stopped[0] is errors[-1], (
             f"{lab} {grade_id}: expected one OffLimitsError as the test's error, got {errors}"
         )
-        named = stopped[0].evalue.split(" is off limits", 1)[0]
+        named = re.split(r" (?:is|are) off limits", stopped[0].evalue, maxsplit=1)[0]
         assert named in declared, f"{lab} {grade_id}: the error names {named!r}, not {declared}"
     # Validate, which runs the tests in the student's own kernel, stops the same parts.
     failed = {
@@ -292,6 +305,21 @@ def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_t
                 f"{lab} {grade_id}: Validate should stop the delegate case with an "
                 f"OffLimitsError, reported {error!r}"
             )
+
+
+def absent_from_room(error, outside):
+    """Whether `error` says that what the student's code reached for is not in the room
+    (grading/room.py): a name of the setup the room does not hold, a package no room holds (its
+    stand-in refuses the import, or has no such attribute), a transformers layer held as its
+    weights only."""
+    text = f"{error.ename}: {error.evalue}"
+    if error.ename == "NameError":
+        return any(f"name '{name}' is not defined" in text for name in outside)
+    if error.ename in ("ImportError", "ModuleNotFoundError", "AttributeError"):
+        return "is not available to your code while it is graded" in text or any(
+            f"'{package}'" in text for package in room.OUTSIDE
+        )
+    return error.ename == "NotImplementedError" and "weights only" in text
 
 
 def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_trip, lab, course):
