@@ -42,7 +42,10 @@ def log_reason(log):
         "Timeout waiting",
     )
     exceptions = [
-        line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*:", line)
+        line
+        for line in lines
+        if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*:", line)
+        and not line.startswith("nbgrader.converters.base.NbGraderException")  # its wrapper
     ]
     if exceptions:
         return exceptions[-1][:400]

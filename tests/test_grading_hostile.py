@@ -679,13 +679,15 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "hiddenleak": ("flagged", 0, "imports base64"),
     "lockedcell": ("flagged", 0, "l2_attention line 1: imports os"),
     "inputs": ("graded", 10, "all autograded tests passed"),
-    # the smuggled value fails the cache's visible check: the feedback shows neither it nor
-    # the counter (test_nothing_a_hidden_input_reached_is_in_the_feedback)
-    "smuggle": ("flagged", 8, "uses get_ipython"),
+    # the smuggled value fails the cache's visible check (and the comparison built on it):
+    # the feedback shows neither it nor the counter
+    # (test_nothing_a_hidden_input_reached_is_in_the_feedback). manyclasses and noroom lose
+    # the attention part and the two parts that call it.
+    "smuggle": ("flagged", 6, "uses get_ipython"),
     "tqdm": ("graded", 10, "all autograded tests passed"),
     "killexec": ("error", 0, "executor in the sandbox was stopped by signal 9"),
-    "manyclasses": ("graded", 8, "more than 256 kinds"),
-    "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
+    "manyclasses": ("graded", 4, "more than 256 kinds"),
+    "noroom": ("graded", 4, "first failure l2_test_attention: ImportError"),
 }
 
 

@@ -21,6 +21,9 @@ IN_SANDBOX = ("sandbox_exec", "sandbox_agent")  # bound into the sandbox at /opt
 # off-limits references is lmcourse.offlimits)
 KERNEL = {"IPython", "ipykernel", "jupyter_client", "jupyter_core", "nbclient", "nbformat"}
 KERNEL |= {"lmcourse"}
+# and torch, which every lab's room holds: the agent rebuilds a room's transformers modules as
+# torch modules that hold their weights (grading/room.py)
+KERNEL |= {"torch"}
 
 
 def imported(path):

@@ -1,0 +1,161 @@
+"""grading/room.py and the plain copies a room receives, without a sandbox: fast.
+
+What a lab's setup declares the student's (`# Yours while graded: ...`), what of the setup a
+room runs, and how the trusted process's objects arrive there: a transformers configuration as
+its values, a transformers model as its weights (torch's own modules as they are), nothing of
+transformers needed to read them (sandbox_agent's unpickler)."""
+
+import base64
+import io
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from grading import room, sandbox_agent, submission_checks, trusted_tests
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def setup_sources(lab):
+    nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+    return [c.source for c in nb.cells if submission_checks.is_setup(c)]
+
+
+LABS = sorted(p.name for p in (ROOT / "solutions").glob("LM10-L*"))
+ROOMS = [lab for lab in LABS if room.declared(setup_sources(lab)) is not None]
+
+
+def test_the_labs_with_a_room():
+    """L3 (the SmolLM2 model's forward) and L6 (a setup helper the student calls) need the
+    trusted process to answer calls from the room, which it does not yet."""
+    assert ROOMS == ["LM10-L1", "LM10-L2", "LM10-L4", "LM10-L5"]
+
+
+@pytest.mark.parametrize("lab", ROOMS)
+def test_a_room_holds_no_reference_of_its_lab(lab):
+    """Whatever a room runs imports nothing of transformers or the course library, defines
+    only what it declares, and every declared name is there (imported, defined or shipped)."""
+    setup = setup_sources(lab)
+    names = room.declared(setup)
+    sources, shipped = room.sandbox_setup(setup, names)
+    code = "\n".join(sources)
+    assert "transformers" not in code and "lmcourse" not in code, code
+    bound = set().union(
+        *(submission_checks.bound_names(submission_checks.parse(s)) for s in sources)
+    )
+    assert set(names) <= bound | set(shipped), set(names) - bound - set(shipped)
+    assert bound <= set(names) | {"os", "warnings"}, bound - set(names)
+
+
+def test_the_declaration_and_its_mistakes():
+    setup = ["# Yours while graded: torch, model\nimport torch\nmodel = make()\nimport lmcourse\n"]
+    assert room.declared(setup) == ["torch", "model"]
+    assert room.declared(["import torch\n"]) is None
+    assert room.sandbox_setup(setup, ["torch", "model"]) == (["import torch"], ["model"])
+    with pytest.raises(room.RoomError, match="declares ghost, which the setup cells"):
+        room.sandbox_setup(setup, ["torch", "ghost"])
+    with pytest.raises(room.RoomError, match="does not parse"):
+        room.sandbox_setup(["def (:\n"], ["x"])
+
+
+def through_the_room(value):
+    """`value` as the trusted process pickles it for a room and the agent unpickles it."""
+    buffer = io.BytesIO()
+    trusted_tests.Pickler(buffer, {}, room=True).dump(value)
+    text = base64.b64encode(buffer.getvalue()).decode()
+    return sandbox_agent._Unpickler(io.BytesIO(base64.b64decode(text))).load()
+
+
+def tiny_llama():
+    config = LlamaConfig(
+        vocab_size=31,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=4,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval()
+
+
+def test_a_configuration_arrives_as_its_values():
+    config = tiny_llama().config
+    values = through_the_room(config)
+    for field in (
+        "hidden_size",
+        "num_key_value_heads",
+        "head_dim",
+        "rms_norm_eps",
+        "rope_parameters",
+    ):
+        assert getattr(values, field) == getattr(config, field), field
+    assert getattr(values, "sliding_window", "absent") == getattr(
+        config, "sliding_window", "absent"
+    )
+    assert "transformers" not in type(values).__module__
+    assert values.to_dict()["vocab_size"] == 31 and "LlamaConfig(values only" in repr(values)
+
+
+def test_a_model_arrives_as_its_weights_and_torch_modules_as_they_are():
+    model = tiny_llama()
+    copy = through_the_room(model)
+    mine, theirs = dict(copy.named_parameters()), dict(model.named_parameters())
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
+    assert copy.config.num_attention_heads == 4 and copy.model.layers[1].self_attn.head_dim == 4
+    assert type(copy.model.layers[0]).__qualname__ == "LlamaDecoderLayer"
+    assert type(copy.model.layers[0].self_attn.q_proj) is torch.nn.Linear  # torch's own, callable
+    x = torch.randn(1, 3, 16)
+    assert torch.equal(
+        copy.model.layers[0].self_attn.q_proj(x), model.model.layers[0].self_attn.q_proj(x)
+    )
+    with pytest.raises(NotImplementedError, match="weights only"):
+        copy.model.layers[0](x)
+    with pytest.raises(NotImplementedError, match="weights only"):
+        copy(torch.tensor([[1, 2]]))
+
+
+def test_a_room_reads_its_copies_without_transformers(tmp_path):
+    """The copies unpickle in an interpreter where transformers cannot be imported, as in
+    a room, whose transformers is a stand-in that refuses the import."""
+    buffer = io.BytesIO()
+    model = tiny_llama()
+    trusted_tests.Pickler(buffer, {}, room=True).dump({"model": model, "config": model.config})
+    (tmp_path / "payload").write_bytes(buffer.getvalue())
+    code = (
+        "import io, sys\n"
+        "sys.modules['transformers'] = None  # import transformers now fails\n"
+        "from grading import sandbox_agent\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "room = sandbox_agent._Unpickler(io.BytesIO(data)).load()\n"
+        "print(sum(p.numel() for p in room['model'].parameters()), room['config'].hidden_size)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('transformers')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "payload")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    count, modules = done.stdout.strip().splitlines()
+    assert count == f"{sum(p.numel() for p in model.parameters())} 16"
+    assert modules == "['transformers']", modules  # the blocked entry alone
+
+
+def test_what_cannot_be_a_plain_copy_is_refused():
+    class Opaque:
+        pass
+
+    Opaque.__module__ = "transformers.made_up"
+    with pytest.raises(pickle.PicklingError, match="cannot enter the sandbox"):
+        through_the_room(Opaque())
