@@ -269,15 +269,9 @@ def attention_parameters(d, heads, kv_heads):
     _seen.append((d, heads, kv_heads))
     return _attention(d, heads, kv_heads)
 """
-# Correct answers that smuggle what a hidden test passed them into what the feedback shows:
-# the next visible check's value (its message prints it) and the kernel's execution counter.
-SMUGGLE = """
-_seen = []
-_attention = attention_parameters
-def attention_parameters(d, heads, kv_heads):
-    _seen.append((d, heads, kv_heads))
-    return _attention(d, heads, kv_heads)
-"""
+# Correct answers that keep what a hidden test passed them (SEEN, below) and smuggle it into
+# what the feedback shows: the next visible check's value (its message prints it) and the
+# kernel's execution counter.
 SMUGGLE_CACHE = """
 _cache = cache_bytes_per_token
 def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
@@ -502,7 +496,7 @@ def submissions(released, course):
     subs["inputs"] = keep
     subs["smuggle"] = fill(
         released,
-        answers(l2_attention=SMUGGLE, l2_cache=SMUGGLE_CACHE, l2_serving=SMUGGLE_COUNT),
+        answers(l2_attention=SEEN, l2_cache=SMUGGLE_CACHE, l2_serving=SMUGGLE_COUNT),
     )
     subs["tqdm"] = fill(released, dict(answers(), l2_attention=TQDM))
     subs["killexec"] = fill(released, answers(l2_serving=KILL_EXECUTOR))
