@@ -15,20 +15,31 @@ configurable-http-proxy, bubblewrap or ngshare the test skips, and fails instead
 LM10_REQUIRE_HUB=1 (.ci/run).
 
 The honest round trip goes through the hub's REST API and the servers' own endpoints, as a
-browser's panels call them: the instructor enrols the class with ngshare-course-management in
-her shell, then her formgrader generates and releases the lab; each student's Assignments
+browser's panels call them: the instructor enrols the class with ngshare-course-management's
+commands (`python -m grading.hub.exchange add_students`) in her shell, then her formgrader
+generates and releases the lab; each student's Assignments
 panel fetches it, the answer is written with the contents API and submitted; the formgrader
 collects, autogrades (the course's sandbox, as the instructor's user), generates and releases
 feedback; the students fetch it. alice hands in the solution, bob one mistake.
 
-The attacker, mallory, plays every attack on the file exchange with what a student has: her hub
-token (the one her own server holds), her own server's endpoints, and her shell (processes as
-her system user, with her server's environment). Each must fail, and alice's and bob's grades and
-feedback arrive intact. Where an attack used to work through something the course replaced
-(ngshare_exchange's own collect), the test shows that too, so that it cannot pass by accident.
+The attacker, mallory, plays every attack on the file exchange with what a student has: her
+exchange token (the one her own server holds), her own server's endpoints, and a shell (processes
+as her system user, with her server's environment, outside her sandbox: more than a student has).
+Each must fail, and alice's and bob's grades and feedback arrive intact. Where an attack used to
+work through something the course replaced (ngshare_exchange's own collect), the test shows that
+too, so that it cannot pass by accident.
+
+Then she plays the attacks of a stranger on one machine (JUPYTERHUB.md, "Strangers on one
+machine") from her own kernel, inside her server's sandbox, as her terminal would: seeing other
+users' processes, subscribing to every other user's loopback listener while alice runs cells,
+planting torch.compile's cache folder and other files in shared temporary folders for alice,
+taking the exchange's address, using the instructor's exchange credential elsewhere, tokens
+after revocation and expiry, names and empty files that cost the exchange, names that write to a
+terminal, and a process of hers that outlives her server.
 """
 
 import ast
+import asyncio
 import base64
 import importlib.util
 import json
@@ -42,7 +53,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,6 +66,10 @@ import requests
 from lab_cases import answer_cells, course_copy, l2, solution_answers
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+
+from grading.hub.unix_http import SocketAdapter
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_CONFIG = ROOT / "grading" / "hub" / "jupyterhub_config.py"
@@ -80,6 +97,7 @@ NAMES = config_names()
 COURSE_ID, SERVICE = NAMES["COURSE_ID"], NAMES["SERVICE"]
 STUDENTS_GROUP, INSTRUCTORS_GROUP = NAMES["STUDENTS"], NAMES["INSTRUCTORS"]
 NGSHARE_USER = NAMES["NGSHARE_USER"]
+EXCHANGE_TOKEN_NOTE = NAMES["EXCHANGE_TOKEN_NOTE"]
 INSTRUCTOR = "lm10-instructor"
 HONEST = {"lm10-alice": l2.correct, "lm10-bob": l2.mistake}
 ATTACKER = "lm10-mallory"
@@ -104,7 +122,8 @@ c.JupyterHub.load_roles = [
         "name": "course-driver",
         "services": ["course-driver"],
         "scopes": [
-            "admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens"
+            "admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens",
+            "access:services",
         ],
     }},
 ]
@@ -127,6 +146,9 @@ for label, op, path, *more in json.loads(sys.argv[1]):
             os.rename(path, more[0])
         elif op == "symlink":
             os.symlink(more[0], path)
+        elif op == "bind":
+            import socket
+            socket.socket(socket.AF_UNIX).bind(path)
         elif op == "remove":
             os.remove(path)
         results[label] = "done"
@@ -135,6 +157,154 @@ for label, op, path, *more in json.loads(sys.argv[1]):
 print(json.dumps(results))
 """
 DENIED = {"EACCES", "EPERM"}
+ACCESS = f"access:services!service={SERVICE}"
+# Code a student runs in her own kernel (her terminal would do the same), each printing one
+# line of JSON.
+SEE_PROCESSES = r"""
+import json, os
+seen = {}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        seen[pid] = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        pass
+print(json.dumps({"uids": sorted(set(seen.values())), "count": len(seen)}))
+"""
+EAVESDROP = r"""
+import json, os, time, zmq
+me = os.getuid()
+listeners = []
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        fields = row.split()
+        if fields[3] == "0A" and int(fields[7]) != me:  # listening, someone else's
+            # (in her user namespace every other uid reads as 65534: she tries them all)
+            listeners.append((int(fields[7]), int(fields[1].rsplit(":", 1)[1], 16), table))
+context = zmq.Context()
+subscribers = []
+for owner, port, table in listeners:
+    sub = context.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.setsockopt(zmq.LINGER, 0)
+    if table.endswith("6"):
+        sub.setsockopt(zmq.IPV6, 1)
+        sub.connect(f"tcp://[::1]:{port}")
+    else:
+        sub.connect(f"tcp://127.0.0.1:{port}")
+    subscribers.append(sub)
+poller = zmq.Poller()
+for sub in subscribers:
+    poller.register(sub, zmq.POLLIN)
+frames, heard = 0, []
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    for sub, _ in poller.poll(200):
+        for frame in sub.recv_multipart():
+            frames += 1
+            text = frame.decode("utf-8", "replace")
+            if "ALICE" in text:
+                heard.append(text[:300])
+context.destroy(linger=0)
+print(json.dumps({"listeners": len(listeners), "frames": frames, "heard": heard}))
+"""
+KERNEL_TRANSPORT = r"""
+import json, ipykernel.connect
+info = json.loads(ipykernel.connect.get_connection_info())
+print(json.dumps({"transport": info["transport"], "ip": info["ip"]}))
+"""
+PLANTED = ["/tmp", "/var/tmp", "/dev/shm"]
+PLANT = (
+    "import json, os\nplanted = []\n"
+    f"for top in {PLANTED!r}:\n"
+    "    folder = os.path.join(top, 'torchinductor_lm10-alice')\n"
+    "    try:\n"
+    "        os.makedirs(folder, exist_ok=True)\n"
+    "        os.chmod(folder, 0o777)\n"
+    "        open(os.path.join(folder, 'planted.py'), 'w').write('print(1)')\n"
+    "        planted.append(folder)\n"
+    "    except OSError as error:\n"
+    "        planted.append(str(error))\n"
+    "print(json.dumps(planted))\n"
+)
+LOOK_FOR_PLANTS = (
+    "import json, os, tempfile\n"
+    "from torch._inductor.runtime.cache_dir_utils import cache_dir\n"
+    f"seen = [t for t in {PLANTED!r}\n"
+    "        if os.path.exists(os.path.join(t, 'torchinductor_lm10-alice', 'planted.py'))]\n"
+    "print(json.dumps({'cache': cache_dir(), 'tmp': tempfile.gettempdir(), 'seen': seen}))\n"
+)
+TAKE_THE_EXCHANGE = r"""
+import errno, json, os, socket
+target = SOCKET
+folder = os.path.dirname(target)
+tried = {}
+for what, act in {
+    "bind a socket beside it":
+        lambda: socket.socket(socket.AF_UNIX).bind(os.path.join(folder, "x.sock")),
+    "create a file beside it": lambda: open(os.path.join(folder, "x"), "x"),
+    "remove its socket": lambda: os.remove(target),
+    "rename its socket": lambda: os.rename(target, os.path.join(folder, "y")),
+}.items():
+    try:
+        act()
+        tried[what] = "done"
+    except OSError as error:
+        tried[what] = errno.errorcode.get(error.errno, str(error))
+print(json.dumps(tried))
+"""
+DAEMON = r"""
+import json, subprocess, sys
+code = '''
+import os, signal, socket, time
+for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    signal.signal(s, signal.SIG_IGN)
+home = os.path.expanduser("~")
+while True:
+    open(os.path.join(home, "still-here"), "w").write(str(time.time()))
+    try:
+        os.remove(SOCKET)
+    except OSError:
+        pass
+    try:
+        socket.socket(socket.AF_UNIX).bind(SOCKET)
+        open(os.path.join(home, "took-the-exchange"), "w").write("yes")
+    except OSError:
+        pass
+    time.sleep(0.2)
+'''.replace("SOCKET", repr(SOCKET))
+p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, close_fds=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(json.dumps(p.pid))
+"""
+# ngshare_exchange's own collect, only reaching the exchange as the course's classes do (its
+# socket, the exchange token): the control that shows what the course's Collect fixes.
+UNFIXED_COLLECT = """
+import sys
+import ngshare_exchange
+from grading.hub.exchange import ThroughTheSocket
+from nbgrader.apps.nbgraderapp import main
+
+
+class UnfixedCollect(ThroughTheSocket, ngshare_exchange.ExchangeCollect):
+    pass
+
+
+sys.argv[0] = "nbgrader"
+main()
+"""
+# File names that write to the instructor's terminal (clear the screen, set its title, forge a
+# line), or read other than they are (bidi override, zero width, a new line).
+HOSTILE_NAMES = [
+    "\x1b[2J\x1b]0;owned\x07Collected everyone.ipynb",
+    "notes\nCollected: lm10-alice.ipynb",
+    "answers\u202ebnypi.txt",
+    "\u200bLM10-L2.ipynb",
+    "tab\there.ipynb",
+]
 
 
 def proxy_command():
@@ -178,6 +348,29 @@ def account(name):
         return pwd.getpwnam(name)
     except KeyError:
         return None
+
+
+def processes_of(uid):
+    """The command lines of the processes running as `uid`, seen from the host."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return found
+
+
+def listening_ports(uid):
+    """The TCP ports `uid` listens on, from the host's /proc/net/tcp and tcp6."""
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[7]) == uid:
+                ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def kill_processes_of(uid):
@@ -356,10 +549,13 @@ def wait_for(what, check, seconds):
 
 
 class Hub:
-    def __init__(self, url, exchange, process, log):
-        self.url, self.exchange_url, self.process, self.log = url, exchange, process, log
+    def __init__(self, url, socket_path, process, log):
+        self.url, self.socket, self.process, self.log = url, socket_path, process, log
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"token {TOKEN}"
+        self.exchange = requests.Session()  # the exchange's socket, as servers reach it
+        self.exchange.trust_env = False
+        self.exchange.mount("http://", SocketAdapter(str(socket_path)))
 
     def call(self, method, path, ok=True, **kwargs):
         response = self.session.request(method, self.url + path, timeout=900, **kwargs)
@@ -403,7 +599,7 @@ class Hub:
         recorded, and judged by the test that names it)."""
         answer = self.call("POST", f"/user/{user}/{path}", data=json.dumps(body)).json()
         if expect is not None and isinstance(answer, dict) and "success" in answer:
-            assert answer["success"] == expect, (path, answer)
+            assert answer["success"] == expect, (path, answer.get("error"), self.tail())
         return answer
 
     def write_notebook(self, user, nb):
@@ -418,8 +614,83 @@ class Hub:
     def ngshare(self, token, method, path, **kwargs):
         """A request to the exchange, as the holder of `token` (None: no token)."""
         headers = {"Authorization": f"token {token}"} if token else {}
-        url = f"{self.exchange_url}/services/{SERVICE}{path}"
-        return requests.request(method, url, headers=headers, timeout=300, **kwargs)
+        url = f"http://lm10-exchange/services/{SERVICE}{path}"
+        kwargs.setdefault("timeout", 300)
+        return self.exchange.request(method, url, headers=headers, **kwargs)
+
+    def stop_server(self, user):
+        self.call("DELETE", f"/hub/api/users/{user}/server")
+        wait_for(f"{user}'s server to stop", lambda: not self.model(user)["servers"], 120)
+
+    def start_kernel(self, user):
+        return self.call("POST", f"/user/{user}/api/kernels", json={"name": "python3"}).json()["id"]
+
+    def execute(self, user, kernel, code, timeout=120):
+        """Run `code` in `user`'s kernel through their server's kernel websocket, as a notebook
+        does; what it printed (stdout), or AssertionError with its traceback."""
+        return asyncio.run(self._execute(user, kernel, code, timeout))
+
+    async def _execute(self, user, kernel, code, timeout):
+        url = self.url.replace("http", "ws", 1) + f"/user/{user}/api/kernels/{kernel}/channels"
+        request = HTTPRequest(url, headers={"Authorization": f"token {TOKEN}"})
+        socket_ = await asyncio.wait_for(websocket_connect(request), 60)
+        msg_id, out, error, replied, idle = uuid.uuid4().hex, [], None, False, False
+        socket_.write_message(
+            json.dumps(
+                {
+                    "header": {
+                        "msg_id": msg_id,
+                        "msg_type": "execute_request",
+                        "username": "test",
+                        "session": uuid.uuid4().hex,
+                        "version": "5.3",
+                        "date": datetime.now(UTC).isoformat(),
+                    },
+                    "parent_header": {},
+                    "metadata": {},
+                    "content": {
+                        "code": code,
+                        "silent": False,
+                        "store_history": False,
+                        "user_expressions": {},
+                        "allow_stdin": False,
+                        "stop_on_error": True,
+                    },
+                    "channel": "shell",
+                    "buffers": [],
+                }
+            )
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while not (replied and idle):
+                left = deadline - time.monotonic()
+                assert left > 0, f"{user}'s kernel: no answer after {timeout} s: {''.join(out)}"
+                raw = await asyncio.wait_for(socket_.read_message(), left)
+                assert raw is not None, f"{user}'s kernel websocket closed"
+                message = json.loads(raw)
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = message["msg_type"], message["content"]
+                if kind == "stream" and content["name"] == "stdout":
+                    out.append(content["text"])
+                elif kind == "error":
+                    error = "\n".join(content["traceback"])
+                elif kind == "execute_reply":
+                    replied = True
+                elif kind == "status" and content["execution_state"] == "idle":
+                    idle = True
+        finally:
+            socket_.close()
+        assert error is None, f"{user}'s kernel: {error}"
+        return "".join(out)
+
+
+def exchange_module():
+    os.environ.setdefault("USER", "root")  # ngshare_exchange reads it when imported
+    from grading.hub import exchange  # needs ngshare_exchange (checked by hub_installed)
+
+    return exchange
 
 
 def login(url, user, password):
@@ -437,7 +708,7 @@ def login(url, user, password):
 @pytest.fixture(scope="module")
 def hub(machine, tmp_path_factory):
     state = machine.base / "state"
-    port, hub_port, proxy_port, ngshare_port = free_ports(4)
+    port, hub_port, proxy_port = free_ports(3)
     assert HUB_CONFIG.is_file()  # load_subconfig passes over a missing file silently
     driver = machine.base / "driver_config.py"
     driver.write_text(
@@ -450,14 +721,13 @@ def hub(machine, tmp_path_factory):
         )
     )
     os.chmod(driver, 0o600)
-    exchange = f"http://127.0.0.1:{ngshare_port}"
     env = dict(
         os.environ,
         PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
         LM10_HUB_STATE=str(state),
-        LM10_NGSHARE_SERVICE_URL=exchange,
         LM10_NGSHARE_MAX_REQUEST_MIB="1",  # the exchange's limits, small for the test
         LM10_NGSHARE_QUOTA_MIB="2",
+        LM10_NGSHARE_MAX_FILES="300",
     )
     log = open(tmp_path_factory.mktemp("hub") / "hub.log", "w+")  # noqa: SIM115 (while it runs)
     process = subprocess.Popen(
@@ -468,14 +738,10 @@ def hub(machine, tmp_path_factory):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    hub = Hub(f"http://127.0.0.1:{port}", exchange, process, log)
+    hub = Hub(f"http://127.0.0.1:{port}", state / "exchange" / "ngshare.sock", process, log)
     try:
         wait_for("the hub", lambda: requests.get(f"{hub.url}/hub/api", timeout=5).ok, 180)
-        wait_for(
-            "ngshare",
-            lambda: requests.get(f"{exchange}/services/{SERVICE}/healthz", timeout=5).ok,
-            120,
-        )
+        wait_for("ngshare", lambda: hub.ngshare(None, "GET", "/healthz", timeout=5).ok, 120)
         yield hub
     finally:
         process.send_signal(signal.SIGTERM)  # the hub stops the servers and services it started
@@ -507,7 +773,7 @@ def submissions_of(hub, token, student):
 
 def release_checksums(hub, token):
     answer = hub.ngshare(token, "GET", f"/assignment/{COURSE_ID}/{LAB}?list_only=true").json()
-    assert answer["success"], answer
+    assert answer["success"], (answer, hub.tail())
     return sorted((f["path"], f["checksum"]) for f in answer["files"])
 
 
@@ -531,7 +797,8 @@ def played(hub, machine):
 
     hub.start_servers(PEOPLE)
     env = {user: hub.environment(user) for user in PEOPLE}
-    token = {user: env[user]["JUPYTERHUB_API_TOKEN"] for user in PEOPLE}
+    token = {user: env[user]["LM10_EXCHANGE_TOKEN"] for user in PEOPLE}  # the exchange's
+    server_token = {user: env[user]["JUPYTERHUB_API_TOKEN"] for user in PEOPLE}
     pids = {user: hub.model(user)["servers"][""]["state"]["pid"] for user in PEOPLE}
     out["homes"] = {u: oct(home[u].stat().st_mode & 0o777) for u in PEOPLE}
 
@@ -544,7 +811,7 @@ def played(hub, machine):
     give(roster, INSTRUCTOR)
     enrolled = as_user(
         INSTRUCTOR,
-        [BIN / "ngshare-course-management", "add_students", COURSE_ID, roster],
+        [sys.executable, "-m", "grading.hub.exchange", "add_students", COURSE_ID, roster],
         env[INSTRUCTOR],
         home[INSTRUCTOR],
     )
@@ -609,6 +876,7 @@ def played(hub, machine):
     ).json()["token"]
     forged = {"no token": None, "made-up token": "0" * 32, "the hub's service token": TOKEN}
     forged["her token without the exchange's scope"] = narrow
+    forged["her server's own token"] = server_token[ATTACKER]  # it opens her server
     body = files_body({f"{LAB}.ipynb": marked})
     out["forged tokens"] = {
         what: hub.ngshare(t, "POST", f"/submission/{COURSE_ID}/{LAB}", data=body).status_code
@@ -733,10 +1001,12 @@ def played(hub, machine):
     control = as_user(
         INSTRUCTOR,
         [
-            BIN / "nbgrader",
+            sys.executable,
+            "-c",
+            UNFIXED_COLLECT,
             "collect",
             LAB,
-            "--ExchangeFactory.collect=ngshare_exchange.ExchangeCollect",
+            "--ExchangeFactory.collect=__main__.UnfixedCollect",
             f"--CourseDirectory.submitted_directory={scratch}",
         ],
         env[INSTRUCTOR],
@@ -788,6 +1058,15 @@ def played(hub, machine):
         for s in STUDENTS
     }
     submissions = hub.call("GET", f"/user/{INSTRUCTOR}/formgrader/api/submissions/{LAB}").json()
+    out["grading errors"] = {
+        s: [
+            o.get("ename", "") + ": " + o.get("evalue", "") + o.get("text", "")[-500:]
+            for cell in nbformat.read(grading / "autograded" / s / LAB / f"{LAB}.ipynb", 4).cells
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "error" or o.get("name") == "stderr"
+        ]
+        for s in HONEST
+    }
     out["scores"] = {s["student"]: (s["score"], s["max_score"]) for s in submissions}
     hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/generate_feedback")
     ghost = grading / "feedback" / "lm10-ghost" / LAB
@@ -875,7 +1154,7 @@ def played(hub, machine):
             mine,
             "POST",
             f"/submission/{COURSE_ID}/{LAB}",
-            data=files_body({"part.bin": os.urandom(600_000)}),
+            data=files_body({"part.bin": os.urandom(720_000)}),
         )
         kept.append((answer.status_code, answer.json().get("message", "")))
         if answer.status_code != 200:
@@ -890,6 +1169,144 @@ def played(hub, machine):
         token[INSTRUCTOR], "GET", f"/submission/{COURSE_ID}/{LAB}/lm10-bob?list_only=true"
     ).json()
     out["bob's files"] = sorted(f["path"] for f in latest["files"])
+
+    # 8. Strangers on one machine. A student's terminal and kernels run inside her server's
+    # sandbox; her kernel is where she plays from here on (what a terminal there could do).
+    uid = {u: account(u).pw_uid for u in PEOPLE}
+    out["alice's listeners before her kernel"] = listening_ports(uid["lm10-alice"])
+    kernel = {u: hub.start_kernel(u) for u in (ATTACKER, "lm10-alice")}
+
+    def attack(code, user=ATTACKER):
+        return json.loads(hub.execute(user, kernel[user], code).strip().splitlines()[-1])
+
+    # 8a. Whose processes she sees.
+    out["processes she sees"] = attack(SEE_PROCESSES)
+    # 8b. Listening to alice's kernel: every loopback listener of another user, subscribed to
+    # with ZeroMQ, while alice runs cells; and what alice's kernel talks over.
+    heard = {}
+    listener = threading.Thread(target=lambda: heard.update(attack(EAVESDROP)))
+    listener.start()
+    time.sleep(3)
+    for n in range(6):
+        hub.execute("lm10-alice", kernel["lm10-alice"], f"print('ALICE-SECRET-{n}')")
+        time.sleep(0.5)
+    out["alice's listeners"] = listening_ports(uid["lm10-alice"])  # seen from the host
+    listener.join(120)
+    out["eavesdropping"] = heard
+    out["alice's kernel"] = attack(KERNEL_TRANSPORT, "lm10-alice")
+    # 8c. torch.compile's cache and shared temporary folders: she plants alice's default
+    # inductor cache folder (and the same under /var/tmp and /dev/shm); alice's kernel looks.
+    out["planted"] = attack(PLANT)
+    out["alice's caches"] = attack(LOOK_FOR_PLANTS, "lm10-alice")
+    # 8d. The exchange's address: from her kernel (in the sandbox) and from a shell as her
+    # user outside it (a site that gives students ssh), she tries to take, replace or add to it.
+    sock = hub.socket
+    out["exchange address from her kernel"] = attack(
+        TAKE_THE_EXCHANGE.replace("SOCKET", repr(str(sock)))
+    )
+    out["exchange address from her shell"] = probe(
+        ATTACKER,
+        env[ATTACKER],
+        [
+            ["bind a socket beside it", "bind", str(sock.parent / "x.sock")],
+            ["create a file beside it", "create", str(sock.parent / "x")],
+            ["remove its socket", "remove", str(sock)],
+            ["rename its socket", "rename", str(sock), str(sock.parent / "y")],
+        ],
+    )
+    # 8e. What a server's exchange credential can do: the instructor's, as the exchange (or
+    # anyone impersonating it) receives it with every Collect.
+    theirs = token[INSTRUCTOR]
+    as_them = {"Authorization": f"token {theirs}"}
+    out["exchange token's scopes"] = requests.get(
+        f"{hub.url}/hub/api/user", headers=as_them, timeout=60
+    ).json()["scopes"]
+    out["exchange token on the instructor's server"] = {
+        "list her course": requests.get(
+            f"{hub.url}/user/{INSTRUCTOR}/api/contents",
+            headers=as_them,
+            timeout=60,
+            allow_redirects=False,
+        ).status_code,
+        "open a terminal": requests.post(
+            f"{hub.url}/user/{INSTRUCTOR}/api/terminals",
+            headers=as_them,
+            timeout=60,
+            allow_redirects=False,
+        ).status_code,
+        "a token with more scopes": requests.post(
+            f"{hub.url}/hub/api/users/{INSTRUCTOR}/tokens",
+            headers=as_them,
+            json={"scopes": ["access:servers"]},
+            timeout=60,
+        ).status_code,
+    }
+    out["the instructor's server token at the exchange"] = hub.ngshare(
+        server_token[INSTRUCTOR], "GET", f"/submissions/{COURSE_ID}/{LAB}"
+    ).status_code
+
+    # 8f. A revoked token, an expired one: how long the exchange still takes each.
+    def lasts(make, undo=None):
+        made = hub.call(
+            "POST", f"/hub/api/users/{ATTACKER}/tokens", json={"scopes": [ACCESS], **make}
+        ).json()
+        ask = f"/submissions/{COURSE_ID}/{LAB}/{ATTACKER}"
+        first = hub.ngshare(made["token"], "GET", ask).status_code  # now in the exchange's cache
+        if undo:
+            hub.call("DELETE", f"/hub/api/users/{ATTACKER}/tokens/{made['id']}")
+        since = time.monotonic()
+        while time.monotonic() - since < 40:
+            if hub.ngshare(made["token"], "GET", ask).status_code != 200:
+                return first, round(time.monotonic() - since, 1)
+            time.sleep(0.25)
+        return first, None
+
+    out["revoked token"] = lasts({"note": "revoked at once"}, undo=True)
+    out["expired token"] = lasts({"note": "expires", "expires_in": 2})
+
+    # 8g. Filling the exchange with names: too many files, long names, empty files (what
+    # costs the exchange a name and a file, not content), names that write to a terminal.
+    def post_names(names):
+        answer = hub.ngshare(
+            mine,
+            "POST",
+            f"/submission/{COURSE_ID}/{LAB}",
+            data=files_body(dict.fromkeys(names, b"")),
+        )
+        return answer.status_code, answer.json().get("message", "")
+
+    out["too many files"] = post_names([f"{n:04d}.txt" for n in range(301)])
+    out["a long name"] = post_names(["n" * 256])
+    out["empty files with long names"] = post_names([f"{n:03d}" + "n" * 200 for n in range(250)])
+    out["hostile names"] = {name: post_names([name]) for name in HOSTILE_NAMES}
+
+    # 8h. A process of hers that outlives her server, holding on (signals ignored, its own
+    # session) and trying for the exchange's address; then her server stops.
+    out["daemon started"] = attack(DAEMON.replace("SOCKET", repr(str(sock))))
+    still_here = home[ATTACKER] / "still-here"
+    wait_for("her process to run", still_here.exists, 30)
+    out["her processes before"] = len(processes_of(uid[ATTACKER]))
+    mine_then = mine
+    hub.stop_server(ATTACKER)
+    time.sleep(2)
+    out["her processes after"] = processes_of(uid[ATTACKER])
+    beat = still_here.stat().st_mtime
+    time.sleep(1.5)
+    out["still beating"] = still_here.stat().st_mtime != beat
+    out["took the exchange"] = (home[ATTACKER] / "took-the-exchange").exists()
+    out["left in shared folders"] = [
+        str(p)
+        for top in ("/tmp", "/var/tmp", "/dev/shm")
+        for p in Path(top).glob("*")
+        if p.lstat().st_uid == uid[ATTACKER]
+    ]
+    gone, lasted = time.monotonic(), None
+    while time.monotonic() - gone < 30:
+        if not hub.ngshare(mine_then, "GET", f"/submissions/{COURSE_ID}/{LAB}/{ATTACKER}").ok:
+            lasted = round(time.monotonic() - gone, 1)
+            break
+        time.sleep(0.25)
+    out["her stopped server's exchange token"] = lasted  # None: still works after 30 s
     return out
 
 
@@ -911,7 +1328,7 @@ def test_every_home_is_private(played):
 def test_autograded_scores_are_what_the_answers_earned(played):
     assert all(g["success"] for g in played["graded"].values()), played["graded"]
     scores = played["scores"]
-    assert scores["lm10-alice"] == (10.0, 13.0)  # 3 more points are graded by hand
+    assert scores["lm10-alice"] == (10.0, 13.0), played["grading errors"]  # 3 are by hand
     assert 0 < scores["lm10-bob"][0] < 10, scores
     assert scores[ATTACKER] == (0.0, 13.0)  # the blank release, handed in late
 
@@ -947,6 +1364,7 @@ def test_no_one_submits_as_a_classmate(played):
         "made-up token": 403,
         "the hub's service token": 403,
         "her token without the exchange's scope": 403,
+        "her server's own token": 403,
     }
     assert played["files"]["read alice's server's token"] in DENIED
     assert played["files"]["read the instructor's server's token"] in DENIED
@@ -957,7 +1375,11 @@ def test_no_solution_through_a_symlink(played):
     assert played["link"]["read the solution"] in DENIED
     assert played["link"]["link it to the solution"] == "done"
     failed = played["submit through the link"]
-    assert failed["success"] is False and "Permission denied" in answer_text(failed), failed
+    # the instructor's home is closed (EACCES); where homes lie under /tmp, as here, her
+    # sandbox does not even hold the path (its /tmp is her own)
+    why = answer_text(failed)
+    assert failed["success"] is False, failed
+    assert "Permission denied" in why or "No such file or directory" in why, failed
     assert played["stored through the link"] == 0
     collected = nbformat.reads(played["collected"][ATTACKER].decode(), as_version=4)
     solutions = solution_answers(LAB)
@@ -1035,3 +1457,101 @@ def test_no_one_fills_the_exchange(played):
     assert failed["success"] is False and "MiB per student" in answer_text(failed), failed
     assert played["bob submits again"]  # his own quota is untouched
     assert played["bob's files"] == [f"{LAB}.ipynb"]  # his feedback/ is not sent back
+
+
+# --- strangers on one machine ---
+
+
+def test_no_one_sees_anothers_processes(played):
+    seen = played["processes she sees"]
+    assert seen["uids"] == [account(ATTACKER).pw_uid], seen  # her sandbox's processes only
+    assert seen["count"] < 20, seen
+
+
+def test_no_one_listens_to_anothers_kernel(played):
+    assert played["alice's kernel"]["transport"] == "ipc", played["alice's kernel"]
+    assert played["alice's kernel"]["ip"].startswith("/tmp/"), played["alice's kernel"]
+    heard = played["eavesdropping"]
+    assert heard["listeners"] >= 2, heard  # she found listeners (the hub, the servers)...
+    assert heard["heard"] == [], heard  # ...and none of them told her alice's cells
+    # alice's running kernel added one TCP listener to her server's (behind the hub's login):
+    # ipykernel's PULL socket for forked children's output (iostream.IOPubThread, bound to
+    # tcp://127.0.0.1 whatever the transport; it sends nothing and drops every message without
+    # its 16 random bytes). On TCP her kernel would add its five channels as well.
+    before, during = played["alice's listeners before her kernel"], played["alice's listeners"]
+    assert before and set(before) <= set(during), (before, during)
+    assert len(set(during) - set(before)) <= 1, (before, during)
+
+
+def test_no_one_plants_a_cache_or_temporary_file_for_another(played):
+    # her own /tmp, /var/tmp and /dev/shm take them
+    planted = played["planted"]
+    assert planted == [f"{t}/torchinductor_lm10-alice" for t in PLANTED], planted
+    caches = played["alice's caches"]
+    assert caches["seen"] == [], caches
+    assert caches["tmp"] == "/tmp", caches  # her private /tmp
+    home = account("lm10-alice").pw_dir
+    assert caches["cache"].startswith(f"{home}/.cache/"), caches
+    assert played["left in shared folders"] == []
+
+
+def test_no_one_takes_the_exchanges_address(played):
+    for what, outcome in played["exchange address from her kernel"].items():
+        assert outcome in DENIED | {"EROFS"}, (what, outcome)
+    for what, outcome in played["exchange address from her shell"].items():
+        assert outcome in DENIED, (what, outcome)
+    assert played["took the exchange"] is False
+
+
+def test_nothing_of_a_student_outlives_her_server(played):
+    assert played["daemon started"]
+    assert played["her processes before"] >= 3  # bwrap, the server, the kernel, her process
+    assert played["her processes after"] == [], played["her processes after"]
+    assert played["still beating"] is False
+    lasted = played["her stopped server's exchange token"]
+    assert lasted is not None and lasted <= 10, lasted
+
+
+def test_the_exchange_credential_opens_nothing_else(played):
+    scopes = played["exchange token's scopes"]
+    # besides the exchange, only the identity every token of the hub carries
+    identity = {f"read:users:{what}!user={INSTRUCTOR}" for what in ("name", "groups")}
+    assert ACCESS in scopes and set(scopes) - {ACCESS} <= identity, scopes
+    opened = played["exchange token on the instructor's server"]
+    assert all(status in (302, 403, 404) for status in opened.values()), opened
+    assert played["the instructor's server token at the exchange"] == 403
+
+
+def test_revocation_reaches_the_exchange_within_seconds(played):
+    for what in ("revoked token", "expired token"):
+        first, lasted = played[what]
+        assert first == 200, (what, first)
+        assert lasted is not None and lasted <= 8, (what, lasted)
+
+
+def test_names_and_files_count_against_the_exchange(played):
+    status, message = played["too many files"]
+    assert status == 400 and "at most 300" in message, (status, message)
+    status, message = played["a long name"]
+    assert status == 400 and "longer than 255 bytes" in message, (status, message)
+    status, message = played["empty files with long names"]  # no content, still counted
+    assert status == 413 and "250 files" in message, (status, message)
+    for name, (status, message) in played["hostile names"].items():
+        assert status == 400 and "control or formatting" in message, (name, status, message)
+        assert message.isascii() and message.isprintable(), message
+        assert ascii(name) in message, (name, message)
+
+
+def test_collect_prints_names_escaped():
+    exchange = exchange_module()
+    for name in HOSTILE_NAMES:
+        entry = {"path": name, "content": ""}
+        with pytest.raises(exchange.Refused) as refused:
+            exchange.checked_files([entry], 10)
+        assert str(refused.value).isascii() and str(refused.value).isprintable()
+        assert ascii(name) in str(refused.value)
+        with pytest.raises(exchange.Refused) as refused:
+            exchange.plain_name(name)
+        assert str(refused.value).isascii() and str(refused.value).isprintable()
+    kept, dropped = exchange.checked_files([{"path": "timestamp.txt/x", "content": ""}], 10)
+    assert kept == {} and dropped == ["timestamp.txt/x"]

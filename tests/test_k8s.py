@@ -91,7 +91,11 @@ def test_the_hub_and_the_exchange_agree():
     assert NGSHARE["image"] == {"repository": image["name"], "tag": image["tag"]}
     access = "access:services!service=ngshare"
     assert access in HUB["hub"]["loadRoles"]["user"]["scopes"]
-    assert access in HUB["hub"]["config"]["Spawner"]["server_token_scopes"]
+    # the server's own token cannot call the exchange; the exchange token (extraConfig) can
+    assert HUB["hub"]["config"]["Spawner"]["server_token_scopes"] == ["users:activity!user"]
+    assert f'ACCESS = "{access}"' in HUB["hub"]["extraConfig"]["lm10-servers"]
+    assert option(args, "--listen") == f"0.0.0.0:{port}"
+    assert int(option(args, "--auth-cache-seconds")) <= 10
     rule = HUB["singleuser"]["networkPolicy"]["egress"][0]
     assert rule["to"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "ngshare"}
     assert rule["ports"][0]["port"] == port
@@ -109,12 +113,26 @@ def test_the_servers_read_folders_the_course_installs():
     assert "/opt/lm10/lessons" in command
 
 
-def instructor_pod(name):
+class HubUser:
+    """What the hook touches of JupyterHub's User: its name, its tokens, the database."""
+
+    def __init__(self, name):
+        self.name, self.made, self.deleted = name, [], []
+        self.orm_user = SimpleNamespace(api_tokens=[])
+        self.db = SimpleNamespace(delete=self.deleted.append, commit=lambda: None)
+
+    def new_api_token(self, note, scopes):
+        self.made.append(scopes)
+        self.orm_user.api_tokens.append(SimpleNamespace(note=note, scopes=scopes))
+        return f"token-{len(self.made)}"
+
+
+def instructor_pod(name, config=None):
     """Run the hub's extraConfig as the chart does, then its hook on a spawner for `name`."""
-    config = SimpleNamespace(KubeSpawner=SimpleNamespace())
-    exec(HUB["hub"]["extraConfig"]["lm10-instructor"], {"c": config})
+    config = config or SimpleNamespace(KubeSpawner=SimpleNamespace())
+    exec(HUB["hub"]["extraConfig"]["lm10-servers"], {"c": config})
     spawner = SimpleNamespace(
-        user=SimpleNamespace(name=name),
+        user=HubUser(name),
         environment=dict(HUB["singleuser"]["extraEnv"]),
         extra_pod_config={},
         container_security_context={},
@@ -122,6 +140,15 @@ def instructor_pod(name):
     )
     config.KubeSpawner.pre_spawn_hook(spawner)
     return spawner
+
+
+def test_every_server_gets_an_exchange_only_token_revoked_when_it_stops():
+    config = SimpleNamespace(KubeSpawner=SimpleNamespace())
+    pod = instructor_pod("lm10-student", config)
+    assert pod.user.made == [["access:services!service=ngshare"]]
+    assert pod.environment["LM10_EXCHANGE_TOKEN"] == "token-1"
+    config.KubeSpawner.post_stop_hook(pod)
+    assert [t.scopes for t in pod.user.deleted] == pod.user.made
 
 
 def test_the_instructor_gets_the_course_and_a_pod_bubblewrap_can_work_in():

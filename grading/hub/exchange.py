@@ -27,8 +27,15 @@ the student:
   `CourseDirectory.ignore` against file names only, so a folder it names (`feedback/`,
   `.ipynb_checkpoints/`) was sent with the submission; `Submit` leaves out what lies in one.
 
-`Exchange` reads the service's address from $LM10_NGSHARE_URL when nothing configures it, for
-`ngshare-course-management`, which makes its exchange without nbgrader's configuration.
+Every request goes to the exchange's Unix socket ($LM10_NGSHARE_SOCKET: no TCP port another
+user's process could take while the exchange is down; in Kubernetes, where it is unset, to
+$LM10_NGSHARE_URL, the exchange pod's Service) with the server's exchange token
+($LM10_EXCHANGE_TOKEN, which can do nothing but call the exchange), never with the server's
+own token ($JUPYTERHUB_API_TOKEN, which opens the server). The hub sets all three variables
+(jupyterhub_config.py). Names that reach the instructor's terminal or log are printed escaped
+(`shown`), and collect refuses names with control or formatting characters, as the exchange
+does. The instructor enrols students with `python -m grading.hub.exchange add_students LM10
+roster.csv` (ngshare-course-management's commands, through the same socket and token).
 """
 
 import base64
@@ -37,30 +44,94 @@ import fnmatch
 import glob
 import os
 import shutil
+import sys
 import tempfile
+import unicodedata
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import ngshare_exchange
+import requests
 from nbgrader.utils import parse_utc
+from ngshare_exchange import course_management
 from traitlets import Integer, default
 
+from grading.hub.unix_http import SocketAdapter
+
 URL_VARIABLE = "LM10_NGSHARE_URL"  # the hub sets it for every server (jupyterhub_config.py)
+SOCKET_VARIABLE = "LM10_NGSHARE_SOCKET"  # where the exchange listens
+TOKEN_VARIABLE = "LM10_EXCHANGE_TOKEN"  # the server's token for the exchange, and nothing else
 MAX_REQUEST_VARIABLE = "LM10_NGSHARE_MAX_REQUEST_MIB"  # and this, the exchange's request limit
 TIMESTAMP = "timestamp.txt"  # the exchange's time of submission; nbgrader reads it
+REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # as grading/hub/ngshare_service.py
 
 
 class Refused(Exception):
     """A student's submission or feedback that cannot be handled; the others go on."""
 
 
-class Exchange(ngshare_exchange.Exchange):
+def shown(name):
+    """`name` as it may be printed: everything outside printable ASCII escaped."""
+    return ascii(name)
+
+
+def exchange_session():
+    """A requests session that reaches the exchange (its socket, its token) and nothing else."""
+    path, token = os.environ.get(SOCKET_VARIABLE), os.environ.get(TOKEN_VARIABLE)
+    if not token:
+        raise RuntimeError(
+            f"${TOKEN_VARIABLE} is not set: the course's exchange is reached from a server "
+            "the course's JupyterHub started"
+        )
+    session = requests.Session()
+    session.trust_env = False  # no proxy from the environment between a server and the exchange
+    if path:  # one machine: the socket; in Kubernetes, the URL (a Service no user pod can take)
+        session.mount("http://", SocketAdapter(path))
+        session.mount("https://", SocketAdapter(path))
+    session.headers["Authorization"] = f"token {token}"
+    return session
+
+
+class ThroughTheSocket:
+    """ngshare_exchange's requests, sent by `exchange_session` (ngshare_exchange sends
+    $JUPYTERHUB_API_TOKEN, the server's own token, to a URL)."""
+
+    def ngshare_api_request(self, method, url, data=None, params=None):
+        try:
+            with exchange_session() as session:
+                response = session.request(
+                    method, self.ngshare_url + self.encode_url(url), data=data, params=params
+                )
+        except Exception:
+            self.log.exception("An error occurred when querying the exchange at %s", url)
+            return None
+        return self._ngshare_api_check_error(response, url)
+
+
+class Exchange(ThroughTheSocket, ngshare_exchange.Exchange):
     @default("_ngshare_url")
     def _address_from_the_hub(self):
         return os.environ.get(URL_VARIABLE, "")
 
 
-class Submit(ngshare_exchange.ExchangeSubmit):
+class FetchAssignment(ThroughTheSocket, ngshare_exchange.ExchangeFetchAssignment):
+    pass
+
+
+class FetchFeedback(ThroughTheSocket, ngshare_exchange.ExchangeFetchFeedback):
+    pass
+
+
+class ReleaseAssignment(ThroughTheSocket, ngshare_exchange.ExchangeReleaseAssignment):
+    pass
+
+
+class List(ThroughTheSocket, ngshare_exchange.ExchangeList):
+    pass
+
+
+class Submit(ThroughTheSocket, ngshare_exchange.ExchangeSubmit):
     refusal = None  # the exchange's message when it refuses a request
 
     def _ngshare_api_check_error(self, response, url):
@@ -104,10 +175,19 @@ class Submit(ngshare_exchange.ExchangeSubmit):
         return timestamp
 
 
+def has_hidden_characters(name):
+    return any(unicodedata.category(ch) in REFUSED_CATEGORIES for ch in name)
+
+
 def plain_name(name):
     """A student id as ngshare gives it, checked to be one folder name."""
-    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
-        raise Refused(f"not a usable student id: {name!r}")
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or "/" in name
+        or has_hidden_characters(name)
+    ):
+        raise Refused(f"not a usable student id: {shown(name)}")
     return name
 
 
@@ -121,24 +201,24 @@ def checked_files(files, limit):
     kept, folders, dropped = {}, set(), []
     for entry in files:
         path = entry.get("path") if isinstance(entry, dict) else None
-        if not isinstance(path, str) or "\0" in path or "\\" in path:
-            raise Refused(f"a file name that is not a plain path: {path!r}")
+        if not isinstance(path, str) or "\\" in path or has_hidden_characters(path):
+            raise Refused(f"a file name that is not a plain path: {shown(path)}")
         parts = PurePosixPath(path).parts
         if not parts or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise Refused(f"a file name outside the submission's folder: {path!r}")
+            raise Refused(f"a file name outside the submission's folder: {shown(path)}")
         if parts[0] == TIMESTAMP:
             dropped.append(path)
             continue
         key = "/".join(parts)
         if key in kept or key in folders:
-            raise Refused(f"{path!r} twice, or as a file and a folder")
+            raise Refused(f"{shown(path)} twice, or as a file and a folder")
         ancestors = {"/".join(parts[:i]) for i in range(1, len(parts))}
         if ancestors & kept.keys():
-            raise Refused(f"{path!r} lies inside a file of the same submission")
+            raise Refused(f"{shown(path)} lies inside a file of the same submission")
         try:
             kept[key] = base64.b64decode(entry.get("content", ""), validate=False)
         except (binascii.Error, TypeError, ValueError) as error:
-            raise Refused(f"{path!r} is not base64: {error}") from None
+            raise Refused(f"{shown(path)} is not base64: {error}") from None
         folders |= ancestors
     return kept, dropped
 
@@ -153,7 +233,7 @@ def write_tree(folder, files):
             handle.write(content)
 
 
-class Collect(ngshare_exchange.ExchangeCollect):
+class Collect(ThroughTheSocket, ngshare_exchange.ExchangeCollect):
     max_files = Integer(
         1000, help="Most files one submission may hold; a bigger one is not collected"
     ).tag(config=True)
@@ -167,10 +247,14 @@ class Collect(ngshare_exchange.ExchangeCollect):
             try:
                 self.collect_one(plain_name(student), record["timestamp"])
             except (Refused, OSError, ValueError) as why:
-                failed[student] = (
-                    f"{type(why).__name__}: {why}" if isinstance(why, OSError) else str(why)
+                failed[shown(student)] = (
+                    f"{type(why).__name__}: {shown(str(why))}"
+                    if isinstance(why, OSError)
+                    else str(why)
                 )
-                self.log.error("Not collected: %s's submission: %s", student, failed[student])
+                self.log.error(
+                    "Not collected: %s's submission: %s", shown(student), failed[shown(student)]
+                )
         if failed:
             self.fail(
                 f"collected {len(self.src_records) - len(failed)} of {len(self.src_records)} "
@@ -195,8 +279,8 @@ class Collect(ngshare_exchange.ExchangeCollect):
         if dropped:
             self.log.warning(
                 "%s's submission holds %s; the exchange's time of submission is kept instead",
-                student,
-                ", ".join(dropped),
+                shown(student),
+                ", ".join(map(shown, dropped)),
             )
         dest.parent.mkdir(parents=True, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(prefix=f".{lab}-collecting-", dir=dest.parent))
@@ -209,7 +293,7 @@ class Collect(ngshare_exchange.ExchangeCollect):
                 old = dest.with_name(f".{lab}-replaced-{fresh.name}")
                 dest.rename(old)
             fresh.rename(dest)
-            self.log.info("Collected: %s %s (submitted %s)", student, lab, timestamp)
+            self.log.info("Collected: %s %s (submitted %s)", student, lab, shown(timestamp))
         finally:
             if fresh.exists():
                 shutil.rmtree(fresh)
@@ -226,7 +310,7 @@ def current_umask():
     return mask
 
 
-class ReleaseFeedback(ngshare_exchange.ExchangeReleaseFeedback):
+class ReleaseFeedback(ThroughTheSocket, ngshare_exchange.ExchangeReleaseFeedback):
     def copy_files(self):
         exclude = {s for s in (self.coursedir.student_id_exclude or "").split(",") if s}
         failed, sent = {}, 0
@@ -238,8 +322,8 @@ class ReleaseFeedback(ngshare_exchange.ExchangeReleaseFeedback):
                 self.release_one(student, folder)
                 sent += 1
             except (Refused, OSError, ValueError) as why:
-                failed[student] = str(why)
-                self.log.error("Feedback not released to %s: %s", student, why)
+                failed[shown(student)] = shown(str(why))
+                self.log.error("Feedback not released to %s: %s", shown(student), shown(str(why)))
         if failed:
             self.fail(
                 f"released feedback to {sent} students; not to: "
@@ -256,6 +340,26 @@ class ReleaseFeedback(ngshare_exchange.ExchangeReleaseFeedback):
         timestamp = stamp.read_text().strip()
         parse_utc(timestamp)
         feedback = [{"notebook_id": p.stem, "path": str(p)} for p in pages]
-        self.log.info("Releasing feedback to %s (submission of %s)", student, timestamp)
+        self.log.info("Releasing feedback to %s (submission of %s)", student, shown(timestamp))
         if self.post_feedback(student, timestamp, feedback) is None:
             raise Refused("the exchange refused it (see the error above)")
+
+
+def manage_course(argv=None):
+    """ngshare-course-management's commands (add_students, add_student, remove_students, ...),
+    through the exchange's socket with the server's exchange token."""
+    session = exchange_session()
+    course_management.requests = SimpleNamespace(
+        post=session.post,
+        delete=session.delete,
+        get=session.get,
+        codes=requests.codes,
+        exceptions=requests.exceptions,
+    )
+    course_management.get_header = dict  # the session sends the exchange token itself
+    course_management._ngshare_url = os.environ.get(URL_VARIABLE, "")
+    course_management.main(argv)
+
+
+if __name__ == "__main__":
+    manage_course(sys.argv[1:])

@@ -8,24 +8,38 @@ loopback ports). The hub runs as root, from the course's Python environment, and
 - logs people in with their system accounts (PAM) if they are in the Unix group of the
   students or of the instructors; everyone else is refused;
 - starts each person's server as their own system user (LocalProcessSpawner), in their home,
-  which it makes private (0700) first; a student's server reads the students' configuration
-  (grading/hub/student, grading/hub/config), an instructor's opens the course, `~/LM10`, a
-  clone of this repository that only they can read, with the course's grading configuration
-  (the formgrader, the grading sandbox) and the exchange's;
+  which it makes private (0700) first, inside a bubblewrap sandbox of its own (`sandbox_command`):
+  its own PID namespace (the server and everything it starts die together, when the server
+  stops or the hub does, and no one else's process is visible), a private /tmp, /var/tmp and
+  /dev/shm, the rest of the machine read-only, TMPDIR and every cache under the private home,
+  kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach).
+  A student's server reads the students' configuration (grading/hub/student,
+  grading/hub/config), an instructor's opens the course, `~/LM10`, a clone of this repository
+  that only they can read, with the course's grading configuration (the formgrader, the grading
+  sandbox) and the exchange's;
 - runs the exchange, ngshare (grading/hub/ngshare_service.py), as a hub service under a system
-  user of its own, with its database and files in a folder only that user can open. Every
-  server's token may call it (the scope `access:services!service=ngshare`), and it knows whose
-  token it is from the hub.
+  user of its own, with its database and files in a folder only that user can open. It listens
+  on a Unix socket in a folder that only it can write, inside root's state folder: no TCP port,
+  so no user's process can take its address while it is down. Each server gets a token of its
+  own for it (LM10_EXCHANGE_TOKEN) that carries the one scope `access:services!service=ngshare`
+  and can do nothing else; the server's own token cannot call the exchange. The hub revokes it
+  when the server stops, and the exchange asks the hub again about a token after at most
+  LM10_EXCHANGE_AUTH_CACHE_SECONDS.
 
 Site settings, from the hub's environment:
 
     LM10_HUB_STATE            /srv/lm10               hub/ (the hub's database and cookie
-                                                      secret, root only) and ngshare/ (the
+                                                      secret, root only), ngshare/ (the
                                                       exchange's, its user only)
-    LM10_NGSHARE_SERVICE_URL  http://127.0.0.1:10101  where ngshare listens; servers call it there
+                                                      and exchange/ (its socket: written by
+                                                      the exchange's user only)
     LM10_NGSHARE_MAX_REQUEST_MIB  16                  the largest request ngshare reads (a
                                                       submission, base64 and form-encoded)
     LM10_NGSHARE_QUOTA_MIB    128                     what a student's submissions may take there
+                                                      (content, names, and 4 KiB per file)
+    LM10_NGSHARE_MAX_FILES    500                     most files in one request
+    LM10_EXCHANGE_AUTH_CACHE_SECONDS  5               how long the exchange trusts the hub's
+                                                      last answer about a token
 
 and the names STUDENTS, INSTRUCTORS (Unix groups) and NGSHARE_USER below. The hub listens on
 the loopback (`bind_url`): put a TLS reverse proxy in front of it, or give it a certificate
@@ -50,10 +64,17 @@ SERVICE = "ngshare"  # the service's name: its address /services/ngshare/, its a
 HERE = Path(__file__).resolve().parent  # grading/hub of the installed course
 BIN = Path(sys.executable).parent  # the course's environment, where the hub runs from
 STATE = Path(os.environ.get("LM10_HUB_STATE", "/srv/lm10"))
-NGSHARE_SERVICE_URL = os.environ.get("LM10_NGSHARE_SERVICE_URL", "http://127.0.0.1:10101")
 MAX_REQUEST_MIB = os.environ.get("LM10_NGSHARE_MAX_REQUEST_MIB", "16")
 QUOTA_MIB = os.environ.get("LM10_NGSHARE_QUOTA_MIB", "128")
+MAX_FILES = os.environ.get("LM10_NGSHARE_MAX_FILES", "500")
+AUTH_CACHE_SECONDS = os.environ.get("LM10_EXCHANGE_AUTH_CACHE_SECONDS", "5")
 PATH = f"{BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"  # nbgrader runs `alembic` from BIN
+EXCHANGE_TOKEN_NOTE = "the course's exchange, for this server"  # marks the tokens it revokes
+BWRAP = shutil.which("bwrap")
+if BWRAP is None:
+    raise SystemExit(
+        "no bubblewrap (bwrap): every server runs in its sandbox; apt-get install bubblewrap"
+    )
 
 if os.geteuid() != 0:
     raise SystemExit("run this hub as root: it starts every server as its own system user")
@@ -117,19 +138,29 @@ except KeyError:
     ) from None
 os.chmod(private_folder(STATE, pwd.getpwuid(0)), 0o711)  # its users pass through, list nothing
 ngshare_state = private_folder(STATE / "ngshare", _ngshare)
+# Its address: a socket in a folder only the exchange's user writes (no student can make,
+# replace or remove anything there), inside root's folder; everyone may connect to it.
+EXCHANGE_SOCKET_DIR = private_folder(STATE / "exchange", _ngshare, mode=0o755)
+os.chmod(EXCHANGE_SOCKET_DIR, 0o755)
+EXCHANGE_SOCKET = EXCHANGE_SOCKET_DIR / "ngshare.sock"
+EXCHANGE_URL = f"http://lm10-exchange/services/{SERVICE}"  # its host part names no machine
 instructors = group_members(INSTRUCTORS)
 if not instructors:
     raise SystemExit(f"the Unix group {INSTRUCTORS!r} has no members: add the instructor")
 c.JupyterHub.services = [
     {
+        # No "url": the hub's proxy gets no route to it and it has no TCP port at all.
         "name": SERVICE,
-        "url": NGSHARE_SERVICE_URL,
         "command": [
             sys.executable,
             "-m",
             "grading.hub.ngshare_service",
             "--state",
             str(ngshare_state),
+            "--socket",
+            str(EXCHANGE_SOCKET),
+            "--prefix",
+            f"/services/{SERVICE}/",
             "--course",
             COURSE_ID,
             "--instructors",
@@ -138,36 +169,108 @@ c.JupyterHub.services = [
             MAX_REQUEST_MIB,
             "--quota-mib",
             QUOTA_MIB,
+            "--max-files",
+            MAX_FILES,
+            "--auth-cache-seconds",
+            AUTH_CACHE_SECONDS,
         ],
         "user": NGSHARE_USER,
         "cwd": str(ngshare_state),
         "environment": {"PATH": PATH},
         "display": False,
-        "oauth_no_confirm": True,
     }
 ]
-# Every user may call the exchange, and so may every server's token; the exchange itself
-# decides what each may do there (a student: their own submissions and feedback).
+# Every user may call the exchange (a token they make themselves at /hub/token may carry it);
+# the exchange decides what each may do there (a student: their own submissions and feedback).
+# A server's own token carries only what JupyterHub gives every server (its activity, access to
+# itself): never sent to the exchange, and the exchange refuses it.
 ACCESS = f"access:services!service={SERVICE}"
 c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", ACCESS]}]
-c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", ACCESS]
+c.Spawner.server_token_scopes = ["users:activity!user"]
 
-# --- servers: each as its user, in a private home ---
+# --- servers: each as its user, in a private home, in a sandbox of its own ---
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
+# Kernels talk to their server over Unix sockets in the server's private /tmp, not over
+# loopback TCP ports that every user of the machine can list and connect to.
+c.Spawner.args = ["--KernelManager.transport=ipc"]
 c.Spawner.default_url = "/lab"
 c.Spawner.http_timeout = 120
 c.Spawner.start_timeout = 120
+RUNTIME = "/tmp/jupyter-runtime"  # inside the sandbox's private /tmp: short ipc socket paths
+
+
+def sandbox_command(home, command):
+    """`command` in a bubblewrap sandbox of its own, run as the server's user (bwrap needs no
+    privilege: user namespaces). What a systemd machine gives with SystemdSpawner (a scope per
+    server, PrivateTmp, ProtectSystem, ProtectHome) it gives by construction:
+
+    - its own PID namespace whose first process is bwrap's: when the server ends, or bwrap is
+      signalled (the spawner's stop), or the hub that started it dies (--die-with-parent),
+      every process started inside is killed, however it detached; /proc shows only these;
+    - a private /tmp, /var/tmp and /dev/shm (tmpfs, gone with the sandbox) and its own System V
+      IPC: nothing in them is shared with, or outlives into, another user's session;
+    - the machine read-only, the home (made private, 0700, by the hub) the only place it
+      writes; the exchange's socket folder bound read-only (it connects, never writes there);
+    - a new session (no terminal of the hub to push input into)."""
+    return [
+        BWRAP,
+        *("--ro-bind", "/", "/"),
+        *("--dev", "/dev"),
+        *("--proc", "/proc"),
+        *("--tmpfs", "/tmp"),
+        *("--tmpfs", "/var/tmp"),
+        *("--tmpfs", "/dev/shm"),
+        *("--bind", str(home), str(home)),
+        *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
+        *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"),
+        "--die-with-parent",
+        "--new-session",
+        *("--chdir", str(home)),
+        "--",
+        *command,
+    ]
+
+
+def private_environment(home):
+    """TMPDIR and every cache the course's tools use, in the private /tmp or home: nothing at
+    a predictable shared path (torch.compile's default was /tmp/torchinductor_<user>)."""
+    cache = home / ".cache"
+    return {
+        "HOME": str(home),
+        "TMPDIR": "/tmp",
+        "JUPYTER_RUNTIME_DIR": RUNTIME,
+        "XDG_CACHE_HOME": str(cache),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
+        "TRITON_CACHE_DIR": str(cache / "triton"),
+        "MPLCONFIGDIR": str(home / ".config" / "matplotlib"),
+        "HF_HOME": str(cache / "huggingface"),
+    }
+
+
+def revoke_exchange_tokens(user):
+    """Delete every exchange token the hub made for `user`'s servers."""
+    db = user.db
+    for token in list(user.orm_user.api_tokens):
+        if token.note == EXCHANGE_TOKEN_NOTE:
+            db.delete(token)
+    db.commit()
 
 
 def prepare_server(spawner):
     """Before a server starts: its user's home private; the course and the grading
-    configuration for an instructor, the students' configuration for a student."""
+    configuration for an instructor, the students' configuration for a student; a fresh
+    exchange-only token; the sandbox around the server."""
     account = pwd.getpwnam(spawner.user.name)  # LocalProcessSpawner runs it as this user
     home = private_folder(Path(account.pw_dir), account)
+    revoke_exchange_tokens(spawner.user)
+    exchange_token = spawner.user.new_api_token(note=EXCHANGE_TOKEN_NOTE, scopes=[ACCESS])
     environment = {
         "PATH": PATH,
-        "LM10_NGSHARE_URL": f"{NGSHARE_SERVICE_URL}/services/{SERVICE}",
+        **private_environment(home),
+        "LM10_NGSHARE_URL": EXCHANGE_URL,
+        "LM10_NGSHARE_SOCKET": str(EXCHANGE_SOCKET),
+        "LM10_EXCHANGE_TOKEN": exchange_token,
         "LM10_NGSHARE_MAX_REQUEST_MIB": MAX_REQUEST_MIB,  # a bigger submission is not sent
     }
     if in_group(account, INSTRUCTORS):
@@ -182,6 +285,13 @@ def prepare_server(spawner):
         config = [HERE / "student", HERE / "config"]
     environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join(map(str, config))
     spawner.environment = {**spawner.environment, **environment}
+    spawner.cmd = sandbox_command(home, [str(BIN / "jupyterhub-singleuser")])
+
+
+def server_stopped(spawner):
+    """After a server stops (its sandbox, and everything in it, gone): its exchange token too."""
+    revoke_exchange_tokens(spawner.user)
 
 
 c.Spawner.pre_spawn_hook = prepare_server
+c.Spawner.post_stop_hook = server_stopped

@@ -1,7 +1,9 @@
 """ngshare, the course's exchange, started with the course's rules (the hub runs this).
 
-    python -m grading.hub.ngshare_service --state DIR --course LM10 --instructors NAME[,NAME]
+    python -m grading.hub.ngshare_service --state DIR --socket PATH --course LM10
+                                          --instructors NAME[,NAME] [--prefix /services/ngshare/]
                                           [--max-request-mib 16] [--quota-mib 128]
+                                          [--max-files 500] [--auth-cache-seconds 5]
 
 ngshare (PyPI `ngshare`) keeps nbgrader's releases, submissions and feedback in a database and a
 folder of its own and hands them out over a REST API to whoever JupyterHub says is calling, so
@@ -18,15 +20,21 @@ does not do:
   grants it and every server's token carries it: jupyterhub_config.py). ngshare itself accepts
   any token of any audience (a token the student gave another service would do) and answers a
   request without a valid one with a 500 on half its endpoints; here every such request gets a
-  403 before any handler runs.
+  403 before any handler runs. The hub's answer about a token is kept --auth-cache-seconds
+  (HubAuth's cache_max_age; JupyterHub's default is 5 minutes), so a revoked or expired token
+  stops working within seconds.
 - Size: a request carries at most --max-request-mib MiB (tornado's default is 100 MB; a bigger
-  one is cut off with "400 Bad Request" before it is read), and a student's stored submissions,
-  every lab together, at most --quota-mib MiB: past that, a submission is refused with a 413
-  that says so (ngshare keeps every submission).
+  one is cut off with "400 Bad Request" before it is read) and at most --max-files files, each
+  name at most MAX_NAME_BYTES bytes of UTF-8 and free of control, format (bidi overrides,
+  zero-width) and line or paragraph separator characters (refused with a 400 that shows the
+  name escaped). A student's stored submissions, every lab together, cost at most --quota-mib
+  MiB, where each file costs its content, its name and FILE_OVERHEAD bytes (what the file
+  system and the database spend on it even when it is empty): past that, a submission is
+  refused with a 413 that says so (ngshare keeps every submission).
 - The course exists with exactly its instructors before the first request: created at start if
   missing, its instructors set to --instructors (the hub passes its instructors' group).
   ngshare creates courses only for its admins, and this service has none. Students are enrolled
-  by an instructor (`ngshare-course-management add_students`).
+  by an instructor (`python -m grading.hub.exchange add_students`).
 - Its folder (database and stored files) must belong to the service's user and be closed to
   everyone else (mode 0700), or it does not start; nor does it start as root. New files get
   umask 077.
@@ -37,19 +45,25 @@ does not do:
   a release or a submission with success and stores nothing ("Object of type <Assignment> not
   in session" in its log). `restore_backref_cascade` brings back exactly that step for those
   two attributes.
-- It listens on the address of $JUPYTERHUB_SERVICE_URL (the loopback on one machine) instead of
-  every interface; no debug mode (ngshare's debug pages print its environment, hub token
-  included) and no autoreload.
+- On one machine it listens on the Unix socket --socket (mode 0666), whose folder must belong
+  to this service's user and be writable by no one else: no TCP port, so no other user's
+  process can take its address while it is down (ngshare itself listens on every interface).
+  In a pod of its own (Kubernetes), on --listen HOST:PORT, behind a Service no user pod can
+  take. No debug mode
+  (ngshare's debug pages print its environment, hub token included) and no autoreload.
 """
 
 import argparse
+import base64
+import binascii
 import contextlib
+import json
 import os
 import stat
 import sys
+import unicodedata
 from collections import namedtuple
 from pathlib import Path
-from urllib.parse import urlparse
 
 from jupyterhub.services.auth import HubAuth
 from ngshare import dbutil
@@ -60,8 +74,69 @@ from sqlalchemy.orm import configure_mappers, object_session
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import IOLoop
 from tornado.log import enable_pretty_logging
+from tornado.netutil import bind_unix_socket
 
 MIB = 1 << 20
+FILE_OVERHEAD = 4096  # what one stored file costs beyond its content and name: a block
+MAX_NAME_BYTES = 255  # the longest file name (its whole path in the submission), UTF-8
+REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # control, format (bidi), separators
+
+
+def shown(name):
+    """`name` as it may be printed to a terminal or a log: every character outside printable
+    ASCII escaped, so control and bidi characters show as what they are."""
+    return ascii(name)
+
+
+def name_problem(name):
+    """Why `name` (a file's path in a submission) is refused, or None."""
+    if not isinstance(name, str) or not name:
+        return "a file without a name"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"a file name longer than {MAX_NAME_BYTES} bytes: {shown(name[:60])}..."
+    bad = sorted({ch for ch in name if unicodedata.category(ch) in REFUSED_CATEGORIES})
+    if bad:
+        return (
+            f"a file name with control or formatting characters "
+            f"({', '.join(f'U+{ord(ch):04X}' for ch in bad)}): {shown(name)}"
+        )
+    return None
+
+
+def request_files(handler):
+    """The (name, size) of each file a request's `files` field carries, checked against the
+    course's limits on count and names; None if it carries no `files` field (ngshare answers
+    that itself)."""
+    raw = handler.get_body_argument("files", None)
+    if raw is None:
+        return None
+    try:
+        listed = json.loads(raw)
+    except ValueError:
+        handler.json_error(400, "Files cannot be JSON decoded")
+    if not isinstance(listed, list) or not all(isinstance(e, dict) for e in listed):
+        handler.json_error(400, "Files must be a list of {path, content}")
+    limit = handler.settings["lm10_max_files"]
+    if len(listed) > limit:
+        handler.json_error(
+            400, f"Refused: {len(listed)} files; the exchange takes at most {limit} at once"
+        )
+    found = []
+    for entry in listed:
+        problem = name_problem(entry.get("path"))
+        if problem:
+            handler.json_error(400, f"Refused: {problem}")
+        try:
+            size = len(base64.b64decode(str(entry.get("content", "")).encode()))
+        except (binascii.Error, ValueError):
+            handler.json_error(400, "Content cannot be base64 decoded")
+        found.append((entry["path"], size))
+    return found
+
+
+def cost(name, size):
+    """What one stored file counts against a quota."""
+    return size + len(name.encode("utf-8", "surrogatepass")) + FILE_OVERHEAD
 
 
 class CourseRules:
@@ -88,21 +163,25 @@ class CourseRules:
             )
         self.current_user = model
         self.user = User.from_jupyterhub_user(model, self.db)
-        if isinstance(self, SubmitAssignment) and self.request.method == "POST":
-            self.check_quota()
+        if self.request.method == "POST":
+            files = request_files(self)
+            if files is not None and isinstance(self, SubmitAssignment):
+                self.check_quota(files)
 
-    def check_quota(self):
+    def check_quota(self, files):
         quota = self.settings["lm10_quota"]
         stored = sum(
-            f.size or 0
+            cost(f.filename or "", f.size or 0)
             for s in self.db.query(Submission).filter(Submission.student == self.user)
             for f in s.files
         )
-        if stored + len(self.request.body) > quota:
+        new = sum(cost(name, size) for name, size in files)
+        if stored + new > quota:
             self.json_error(
                 413,
                 f"Submission refused: your submissions take {stored / MIB:.1f} MiB and this one "
-                f"{len(self.request.body) / MIB:.1f} MiB; the exchange keeps at most "
+                f"{new / MIB:.1f} MiB ({len(files)} files; each file counts its content, its "
+                f"name and {FILE_OVERHEAD} bytes); the exchange keeps at most "
                 f"{quota / MIB:.0f} MiB per student. Ask your instructor.",
             )
 
@@ -136,18 +215,19 @@ def with_course_rules(app):
     return changed
 
 
-def private_folder(path):
-    """`path` (made if missing), refused unless a folder of this user closed to others."""
+def private_folder(path, closed=0o077, mode="700"):
+    """`path` (made if missing), refused unless a folder of this user whose mode has none of
+    the bits `closed` (default: closed to everyone else)."""
     path = Path(path)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()
     if not stat.S_ISDIR(info.st_mode):
         raise SystemExit(f"ngshare: {path} is not a folder")
-    if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+    if info.st_uid != os.geteuid() or info.st_mode & closed:
         raise SystemExit(
             f"ngshare: {path} must belong to this service's user (uid {os.geteuid()}) and be "
-            f"closed to everyone else; it is mode {stat.S_IMODE(info.st_mode):o}, owner uid "
-            f"{info.st_uid}: chown it to the service's user and chmod 700 it"
+            f"mode {mode} or narrower; it is mode {stat.S_IMODE(info.st_mode):o}, owner uid "
+            f"{info.st_uid}: chown it to the service's user and chmod {mode} it"
         )
     return path
 
@@ -181,22 +261,42 @@ def parse(argv):
         prog="python -m grading.hub.ngshare_service", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--state", required=True, help="folder of its database and files (0700)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--socket", help="Unix socket to listen on (one machine); its folder written by it only"
+    )
+    where.add_argument(
+        "--listen", help="HOST:PORT to listen on (a pod of its own, behind a Service)"
+    )
+    parser.add_argument(
+        "--prefix",
+        default=os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/services/ngshare/",
+        help="its URL path (default: $JUPYTERHUB_SERVICE_PREFIX or /services/ngshare/)",
+    )
     parser.add_argument("--course", required=True, help="the course id (nbgrader's course_id)")
     parser.add_argument(
         "--instructors", required=True, help="comma-separated hub user names of the instructors"
     )
     parser.add_argument("--max-request-mib", type=float, default=16)
     parser.add_argument("--quota-mib", type=float, default=128)
-    parser.add_argument(
-        "--ip", help="address to listen on (default: the host of $JUPYTERHUB_SERVICE_URL)"
-    )
+    parser.add_argument("--max-files", type=int, default=500)
+    parser.add_argument("--auth-cache-seconds", type=int, default=5)
     args = parser.parse_args(argv)
     args.instructors = [n.strip() for n in args.instructors.split(",") if n.strip()]
     if not args.instructors:
         parser.error("--instructors: name at least one instructor")
-    if args.max_request_mib <= 0 or args.quota_mib <= 0:
-        parser.error("--max-request-mib and --quota-mib must be positive")
-    for name in ("JUPYTERHUB_SERVICE_URL", "JUPYTERHUB_SERVICE_PREFIX", "JUPYTERHUB_API_TOKEN"):
+    if args.max_request_mib <= 0 or args.quota_mib <= 0 or args.max_files <= 0:
+        parser.error("--max-request-mib, --quota-mib and --max-files must be positive")
+    if args.auth_cache_seconds < 0:
+        parser.error("--auth-cache-seconds must not be negative")
+    if not args.prefix.startswith("/") or not args.prefix.endswith("/"):
+        parser.error("--prefix must begin and end with /")
+    if args.listen:
+        host, _, port = args.listen.rpartition(":")
+        if not host or not port.isdigit():
+            parser.error("--listen: HOST:PORT")
+        args.listen = (host, int(port))
+    for name in ("JUPYTERHUB_API_URL", "JUPYTERHUB_API_TOKEN"):
         if not os.environ.get(name):
             parser.error(f"${name} is not set: JupyterHub starts this as a service")
     return args
@@ -214,8 +314,14 @@ def main(argv=None):
     # ngshare's own migrations, as `python -m ngshare` runs them
     options = namedtuple("Options", ["x"])(["data=true", f"storage={storage}"])
     dbutil.upgrade(database, cmd_opts=options)
+    if args.socket:
+        socket_path = Path(args.socket)
+        private_folder(socket_path.parent, closed=0o022, mode="755")
+    # ngshare builds a HubOAuth (unused: it is never a browser's page) from this variable,
+    # which the hub sets only for a service with a URL
+    os.environ.setdefault("JUPYTERHUB_SERVICE_PREFIX", args.prefix)
     app = MyApplication(
-        os.environ["JUPYTERHUB_SERVICE_PREFIX"],
+        args.prefix,
         database,
         storage,
         debug=False,
@@ -225,14 +331,20 @@ def main(argv=None):
     restore_backref_cascade()
     if not with_course_rules(app):
         raise SystemExit("ngshare: found none of its handlers to guard (a new ngshare release?)")
-    auth = HubAuth(allow_token_in_url=False)
+    auth = HubAuth(allow_token_in_url=False, cache_max_age=args.auth_cache_seconds)
     if not auth.access_scopes:
         raise SystemExit("ngshare: no access scope ($JUPYTERHUB_SERVICE_NAME is not set)")
-    app.settings.update(lm10_hub_auth=auth, lm10_quota=int(args.quota_mib * MIB))
+    app.settings.update(
+        lm10_hub_auth=auth,
+        lm10_quota=int(args.quota_mib * MIB),
+        lm10_max_files=args.max_files,
+    )
     set_instructors(app, args.course, args.instructors)
-    url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
     server = HTTPServer(app, max_body_size=int(args.max_request_mib * MIB))
-    server.listen(url.port, args.ip or url.hostname)
+    if args.socket:
+        server.add_socket(bind_unix_socket(str(socket_path), mode=0o666))
+    else:
+        server.listen(args.listen[1], args.listen[0])
     with contextlib.suppress(KeyboardInterrupt):  # the hub stops its services with SIGINT
         IOLoop.current().start()
 
