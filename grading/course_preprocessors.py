@@ -31,6 +31,7 @@ metadata and the whole submission fails with `KeyError: 'grade_id'`. This versio
 emptied metadata instead, so the copies become ordinary cells.
 """
 
+import builtins
 import json
 import os
 import re
@@ -92,8 +93,16 @@ def plain_error(ename, evalue):
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+def shown_name(ename):
+    """The exception's name as feedback may show it after a hidden input reached the
+    student's code: Python's own names as they are, any other (the student's code chose it,
+    and could spell the hidden input in it) as "Error"."""
+    kind = getattr(builtins, str(ename), None)
+    return ename if isinstance(kind, type) and issubclass(kind, BaseException) else "Error"
+
+
 def neutral_error(output):
-    return plain_error(output.ename, HIDDEN_MESSAGE)
+    return plain_error(shown_name(output.ename), HIDDEN_MESSAGE)
 
 
 def scrub_error(output, hidden):
@@ -245,7 +254,9 @@ def after_hidden_error(scrubbed, original, source):
             break
     lines = source.split("\n")
     text = lines[line - 1].strip() if line and 0 < line <= len(lines) else "(unknown)"
-    return plain_error(scrubbed.ename, AFTER_HIDDEN_ERROR.format(line=line or "?", text=text))
+    return plain_error(
+        shown_name(scrubbed.ename), AFTER_HIDDEN_ERROR.format(line=line or "?", text=text)
+    )
 
 
 class DeduplicateIds(NbgraderDeduplicateIds):

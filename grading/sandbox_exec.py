@@ -156,9 +156,26 @@ def fork_kernel():
         os._exit(0)
 
 
+def remove_ipc():
+    """Remove every System V shared memory segment, message queue and semaphore set of this
+    sandbox's IPC namespace: a segment a submission detached from outlives its processes, holds
+    memory no process limit counts, and the next student would see it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for table, remove in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+        with contextlib.suppress(OSError), open(f"/proc/sysvipc/{table}") as handle:
+            rows = handle.read().splitlines()[1:]
+        for row in rows:
+            ident = int(row.split()[1])  # the id column (the key is the first)
+            if table == "sem":
+                remove(ident, 0, 0)  # IPC_RMID is 0 for all three
+            else:
+                remove(ident, 0, None)
+
+
 def clear(folders):
     """Before and after each submission: kill every process in this sandbox but its init and
-    this one (what a student left running, detached or not), and empty the writable folders."""
+    this one (what a student left running, detached or not), remove its System V IPC objects,
+    and empty the writable folders."""
     me = os.getpid()
     for _ in range(200):
         with contextlib.suppress(ChildProcessError):
@@ -177,6 +194,7 @@ def clear(folders):
         time.sleep(0.02)
     else:
         raise RuntimeError(f"processes left in the sandbox: {alive[:5]}")
+    remove_ipc()
     mounts = mount_points()
     for folder in folders:
         empty(folder, mounts)
@@ -455,7 +473,13 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
             ename, evalue = content.get("ename", "Error"), content.get("evalue", "")
             cell.outputs.append(nbformat.from_dict(error_output(ename, evalue)))
 
-    client = NotebookClient(
+    class Client(NotebookClient):
+        def _update_display_id(self, display_id, msg):
+            """Never: an update of a display made earlier (`display(..., display_id=...,
+            update=True)`) would rewrite an earlier cell's stored outputs with what the
+            student's code computed later, after a hidden test had called it."""
+
+    client = Client(
         nb,
         km=km,
         timeout=cell_timeout,

@@ -281,6 +281,19 @@ def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
     return _cache(layers, kv_heads, head_dim, bytes_per_number)
 """
 SMUGGLE_COUNT = "get_ipython().execution_count = 576_009_003\n"
+# ... and into an earlier cell's display (updated by its id after a hidden test called the
+# code), and into the name of the exception a hidden call raises.
+DISPLAY_EARLY = 'display("calls so far: none", display_id="calls")\n_calls = []\n'
+DISPLAY_LATER = """
+_serving = max_concurrent_requests
+def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    args = (gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request)
+    _calls.append(args)
+    display(f"CALLS: {_calls}", display_id="calls", update=True)
+    if len(_calls) > 3:
+        raise type("Leak_" + "_".join(map(str, args)), (Exception,), {})()
+    return _serving(*args)
+"""
 # An honest answer with a progress bar: tqdm starts a monitor thread during the test's call.
 TQDM = """
 from tqdm.auto import tqdm
@@ -498,6 +511,7 @@ def submissions(released, course):
         released,
         answers(l2_attention=SEEN, l2_cache=SMUGGLE_CACHE, l2_serving=SMUGGLE_COUNT),
     )
+    subs["smuggle2"] = fill(released, answers(l2_attention=DISPLAY_EARLY, l2_serving=DISPLAY_LATER))
     subs["tqdm"] = fill(released, dict(answers(), l2_attention=TQDM))
     subs["killexec"] = fill(released, answers(l2_serving=KILL_EXECUTOR))
     subs["manyclasses"] = fill(released, dict(answers(), l2_attention=MANY_CLASSES))
@@ -678,6 +692,7 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     # (test_nothing_a_hidden_input_reached_is_in_the_feedback). manyclasses and noroom lose
     # the attention part and the two parts that call it.
     "smuggle": ("flagged", 6, "uses get_ipython"),
+    "smuggle2": ("graded", 8, "first failure l2_test_serving"),
     "tqdm": ("graded", 10, "all autograded tests passed"),
     "killexec": ("error", 0, "executor in the sandbox was stopped by signal 9"),
     "manyclasses": ("graded", 4, "more than 256 kinds"),
@@ -836,6 +851,10 @@ def test_nothing_a_hidden_input_reached_is_in_the_feedback(batch):
     for smuggled in ("576,009,003", "576009003", "576_009_003"):
         assert smuggled not in text.replace("576_009_003", ""), f"the feedback shows {smuggled}"
     assert "This visible check failed after a hidden test had called your code" in text
+    page = (course / "feedback" / "smuggle2" / LAB / f"{LAB}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "calls so far: none" in text, "blind check: the early display is not there"
+    assert "CALLS: [" not in text and "Leak_" not in text, "the feedback shows a hidden call"
     room = outputs_text(course / "autograded" / "noroom" / LAB / f"{LAB}.ipynb")
     assert "NOT-IN-ROOM transformers is not available to your code" in room, room[:2000]
     counts = nbformat.read(course / "autograded" / "smuggle" / LAB / f"{LAB}.ipynb", 4)

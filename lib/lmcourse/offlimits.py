@@ -86,6 +86,12 @@ FAMILIES = {
     ),
 }
 FAMILY_MODULES = ("torch", "torch.nn.functional")  # where the Python forms of those names live
+# torch's packages that reach an operator past both modes (TorchScript calls rms_norm whole,
+# the reference and decomposition tables hold Python copies of the norms, the compiler traces
+# around modes): off limits as a whole under any family (folders of torch's, not imported here).
+FAMILY_ROUTES = ("jit", "_refs", "_decomp", "_prims", "_dynamo", "_inductor")
+# ... but for the table torch.ops consults when it first names an operator
+FAMILY_ROUTE_EXCEPTIONS = ("jit/_builtins.py",)
 
 
 class OffLimitsError(RuntimeError):
@@ -193,6 +199,7 @@ class Guard:
         self.names, self.test_file, self.fired = list(names), test_file, []
         self.boundary = {__file__, *boundary}
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
+        self.exempt = set()  # files under an off-limits folder that are not off limits
         for name in self.names + [n for n in ALWAYS if n not in self.names]:
             if name in FAMILIES:
                 self._family(name)
@@ -227,6 +234,10 @@ class Guard:
 
     def _family(self, family):
         """A family's operators (for torch's modes) and their Python forms (for the hook)."""
+        torch_folder = os.path.dirname(importlib.import_module("torch").__file__)
+        for route in FAMILY_ROUTES:
+            self.files[os.path.join(torch_folder, route) + os.sep] = family
+        self.exempt.update(os.path.join(torch_folder, path) for path in FAMILY_ROUTE_EXCEPTIONS)
         for op in FAMILIES[family]:
             self.ops[op] = family
             for module in FAMILY_MODULES:
@@ -248,7 +259,7 @@ class Guard:
             return self.codes[code]
         name = None
         filename = code.co_filename
-        for path, module in self.files.items():
+        for path, module in self.files.items() if filename not in self.exempt else ():
             if filename == path or (path.endswith(os.sep) and filename.startswith(path)):
                 name = module
                 break

@@ -177,15 +177,27 @@ ROUTES = {  # every route torch offers to a normalisation layer
     "instance": "F.instance_norm(x[None])[0]",
     "batch": "F.batch_norm(x.T, None, None, training=True).T",
     "group_builtin": "torch.group_norm(x[None], 1)[0]",
+    "torchscript": "torch.jit.CompilationUnit(SCRIPT).rms(x, torch.ones(x.shape[-1]), 1e-6)",
+    "references": "torch._refs.native_layer_norm(x, x.shape[-1:], None, None, 1e-5)[0]",
+    "decompositions": "torch._decomp.decompositions._fused_rms_norm(x, [4], None, 1e-6)[0]",
 }
+
+
+SCRIPT = """
+def rms(x, w, eps: float):
+    return torch.rms_norm(x, [x.size(-1)], w, eps)
+"""
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_a_family_is_stopped_by_every_route_torch_offers(route):
+    import torch._decomp.decompositions  # noqa: F401 (the routes reach these modules)
+    import torch._refs  # noqa: F401
+
     namespace = cell(
         f"def answer(x):\n    return {ROUTES[route]}\n",
         CELL + f"{route}.py",
-        {"torch": torch, "F": F},
+        {"torch": torch, "F": F, "SCRIPT": SCRIPT},
     )
     guard = offlimits.Guard(["torch normalisation layers"], namespace)
     with guard, pytest.raises(offlimits.OffLimitsError, match="normalisation layers are off"):
