@@ -854,7 +854,12 @@ def test_nothing_a_hidden_input_reached_is_in_the_feedback(batch):
     page = (course / "feedback" / "smuggle2" / LAB / f"{LAB}.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "calls so far: none" in text, "blind check: the early display is not there"
-    assert "CALLS: [" not in text and "Leak_" not in text, "the feedback shows a hidden call"
+    # (the student's own source, which the feedback shows, spells "CALLS: {" and "Leak_" + ...)
+    assert "CALLS: [(" not in text, "the feedback shows the calls an earlier display recorded"
+    assert "Leak_1000000000" not in text, "the feedback shows a hidden call's exception name"
+    graded = nbformat.read(course / "autograded" / "smuggle2" / LAB / f"{LAB}.ipynb", 4)
+    names = [o.get("ename") for c in graded.cells if c.cell_type == "code" for o in c.outputs]
+    assert "Leak_1000000000_999999999_1_1" in names, "blind check: the hidden call raised"
     room = outputs_text(course / "autograded" / "noroom" / LAB / f"{LAB}.ipynb")
     assert "NOT-IN-ROOM transformers is not available to your code" in room, room[:2000]
     counts = nbformat.read(course / "autograded" / "smuggle" / LAB / f"{LAB}.ipynb", 4)
