@@ -53,8 +53,10 @@ def main(paths: list[str]) -> None:
     print(f"{'lesson':45s} {'core':>6s} {'optional':>9s} {'references':>11s} {'total':>6s}")
     for path in files:
         c = split(path)
-        print(f"{path.name:45s} {c['core']:6,d} {c['optional']:9,d} {c['references']:11,d} "
-              f"{sum(c.values()):6,d}")
+        print(
+            f"{path.name:45s} {c['core']:6,d} {c['optional']:9,d} {c['references']:11,d} "
+            f"{sum(c.values()):6,d}"
+        )
 
 
 if __name__ == "__main__":
