@@ -212,7 +212,19 @@ def sandbox_command(home, command):
       IPC: nothing in them is shared with, or outlives into, another user's session;
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
       writes; the exchange's socket folder bound read-only (it connects, never writes there);
-    - a new session (no terminal of the hub to push input into)."""
+    - a new session (no terminal of the hub to push input into).
+
+    The course's Python environment and installed course, where they lie under one of the
+    folders the sandbox replaces (a checkout under /tmp, as a CI run's may be), are bound
+    again read-only: the server starts from them."""
+    replaced = ("/tmp", "/var/tmp", "/dev/shm")
+    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), HERE.parents[1]}
+    again = [
+        argument
+        for path in sorted(needed)
+        if any(path.is_relative_to(folder) for folder in replaced)
+        for argument in ("--ro-bind", str(path), str(path))
+    ]
     return [
         BWRAP,
         *("--ro-bind", "/", "/"),
@@ -221,6 +233,7 @@ def sandbox_command(home, command):
         *("--tmpfs", "/tmp"),
         *("--tmpfs", "/var/tmp"),
         *("--tmpfs", "/dev/shm"),
+        *again,
         *("--bind", str(home), str(home)),
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
         *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"),
