@@ -267,10 +267,8 @@ def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_t
     setup = [c.source for c in round_trip["source"].cells if submission_checks.is_setup(c)]
     in_room = room.declared(setup)
     # what the setup binds and its room does not hold, and the packages no room holds
-    outside = set().union(
-        *(submission_checks.bound_names(submission_checks.parse(s)) for s in setup)
-    )
-    outside = (outside - set(in_room or ())) | set(room.OUTSIDE)
+    outside = submission_checks.setup_names(round_trip["source"]) - set(in_room or ())
+    outside |= set(room.OUTSIDE)
     for grade_id, cell in autograded_cells(graded).items():
         declared = offlimits.declared(sources[grade_id].source)
         errors = [o for o in cell.outputs if o.output_type == "error"]
