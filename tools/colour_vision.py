@@ -2,15 +2,18 @@
 
     python tools/colour_vision.py
 
-prints every pair of the palette the figures draw from (lib/lmcourse/plots.py: matplotlib's
-default colour cycle C0-C9, the named colours and the diagrams' fills) that becomes hard to tell
-apart under protanopia, deuteranopia or tritanopia, with the colour difference left.
+prints every pair of the palette the figures draw from (lib/lmcourse/plots.py's `COLOURS`:
+Okabe and Ito's eight series colours, the greys of reference lines and the diagrams' fills) that
+becomes hard to tell apart under protanopia, deuteranopia or tritanopia, with the colour
+difference left, and every colour plots.py writes out instead of naming it from `COLOURS`.
 
 Each colour is simulated with the matrices of Machado, Oliveira and Fernandes (2009, "A
 physiologically-based model for simulation of color vision deficiency", severity 1.0, applied to
 linear RGB), then compared in CIELAB (D65): a difference under CONFUSABLE (CIE76 delta E) is
 read as two colours a reader with that deficiency cannot reliably tell apart in a small patch
-or a thin line. tests/test_book.py holds the course to the pairs book/ACCESSIBILITY.md lists.
+or a thin line. tests/lib/test_plots.py holds the palette to no such pair and no stray colour;
+tests/test_book.py holds book/ACCESSIBILITY.md to what this finds. Exit status 1 when it finds
+either.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib import colors as mcolors
-from matplotlib import rcParams
 
 ROOT = Path(__file__).resolve().parents[1]
 PLOTS = ROOT / "lib" / "lmcourse" / "plots.py"
@@ -69,17 +71,29 @@ def difference(a: str, b: str, deficiency: str | None = None) -> float:
 
 
 def palette() -> dict[str, str]:
-    """name -> colour, for every colour plots.py draws with: the cycle's C0-C9 (the figures'
-    series) and every named or hex colour written in the module."""
-    cycle = [entry["color"] for entry in rcParams["axes.prop_cycle"]]
-    colours = {f"C{i}": colour for i, colour in enumerate(cycle)}
-    source = PLOTS.read_text()
-    seen = {mcolors.to_hex(c) for c in colours.values()}
-    for name in re.findall(r"[\"'](tab:[a-z]+|#[0-9a-fA-F]{6})[\"']", source):
-        if mcolors.to_hex(name) not in seen:  # tab:blue is C0: one colour, one name
-            colours[name] = name
-            seen.add(mcolors.to_hex(name))
-    return colours
+    """name -> colour, for every colour plots.py draws with (its `COLOURS`)."""
+    from lmcourse import plots
+
+    return dict(plots.COLOURS)
+
+
+# A colour written into a drawing call rather than named from COLOURS: a string after color=,
+# facecolor= or edgecolor=, matplotlib's cycle ("C0", f"C{i}") or a tableau name ("tab:red").
+_LITERAL = re.compile(
+    r"""(?:\b(?:face|edge)?colou?r\s*=\s*f?["'][^"']*["'])|(?:["']tab:[a-z]+["'])"""
+    r"""|(?:f?["']C(?:\d|\{)[^"']*["'])"""
+)
+
+
+def stray_colours(source: str | None = None) -> list[str]:
+    """Colours plots.py writes out instead of taking from COLOURS, as `line: text`."""
+    source = PLOTS.read_text() if source is None else source
+    return [
+        f"{number}: {match.group(0)}"
+        for number, line in enumerate(source.splitlines(), 1)
+        for match in _LITERAL.finditer(line)
+        if "white" not in match.group(0)  # text and separators on the filled bars
+    ]
 
 
 def confusable(colours: dict[str, str], limit: float = CONFUSABLE) -> list[tuple[str, str, str]]:
@@ -97,13 +111,27 @@ def confusable(colours: dict[str, str], limit: float = CONFUSABLE) -> list[tuple
     return found
 
 
-def main() -> None:
+def main() -> int:
     colours = palette()
     print(f"{len(colours)} colours: {', '.join(sorted(colours))}")
-    for deficiency, a, b in confusable(colours):
+    found = confusable(colours)
+    for deficiency, a, b in found:
         left = difference(colours[a], colours[b], deficiency)
-        print(f"{deficiency:13} {a:10} {b:10} delta E {left:5.1f}")
+        print(f"{deficiency:13} {a:14} {b:14} delta E {left:5.1f}")
+    stray = stray_colours()
+    for line in stray:
+        print(f"written out, not from COLOURS: plots.py line {line}")
+    for deficiency in SIMULATION:
+        left, a, b = min(
+            (difference(colours[a], colours[b], deficiency), a, b)
+            for a, b in combinations(sorted(colours), 2)
+            if difference(colours[a], colours[b]) >= CONFUSABLE
+        )
+        print(f"{deficiency:13} closest pair {a} / {b}: delta E {left:.1f}")
+    if not found and not stray:
+        print(f"no pair under delta E {CONFUSABLE:g} for any of the three deficiencies")
+    return 1 if found or stray else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -20,8 +20,49 @@ from .zoo import block_layout
 
 GIB = 2**30  # bytes in a GiB: the unit GPU memory is built and reported in
 
+# Colours of the series: Okabe and Ito's eight ("Color Universal Design", 2008), chosen to stay
+# apart under protanopia, deuteranopia and tritanopia (tools/colour_vision.py checks every
+# colour below). Series take them in this order; figures with many lines also vary the line
+# style or marker (SERIES_STYLES), so no two series differ by colour alone.
+BLUE, ORANGE, GREEN, VERMILLION = "#0072B2", "#E69F00", "#009E73", "#D55E00"
+PURPLE, SKY_BLUE, BLACK, YELLOW = "#CC79A7", "#56B4E9", "#000000", "#F0E442"
+SERIES = (BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY_BLUE, BLACK, YELLOW)
+SERIES_STYLES = ("-", "--", "-.", ":")  # line styles, cycled beside the colours
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+# Greys of reference lines and axes, dark or light enough to stay apart from every series colour.
+GREY, LIGHT_GREY = "0.4", "0.8"
 # Colours of the diagrams: what changed or runs, what stays as it was, what sits idle.
 HIGHLIGHT, PLAIN, IDLE = "#f6c28b", "#dbe8f6", "#eeeeee"
+COLOURS = {  # every colour this module draws with, by name (tools/colour_vision.py reads it)
+    "blue": BLUE,
+    "orange": ORANGE,
+    "bluish green": GREEN,
+    "vermillion": VERMILLION,
+    "reddish purple": PURPLE,
+    "sky blue": SKY_BLUE,
+    "black": BLACK,
+    "yellow": YELLOW,
+    "grey": GREY,
+    "light grey": LIGHT_GREY,
+    "highlight": HIGHLIGHT,
+    "plain": PLAIN,
+    "idle": IDLE,
+}
+
+
+def series_colour(i: int) -> str:
+    """The colour of the i-th series of a figure (SERIES, repeating after eight)."""
+    return SERIES[i % len(SERIES)]
+
+
+def _text_on(colour: str) -> str:
+    """Black or white, whichever reads better on a patch of `colour` (WCAG relative luminance)."""
+    from matplotlib.colors import to_rgb
+
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return BLACK if luminance > 0.18 else "white"
+
 
 # ---- LM10-T1: where the parameters sit ---------------------------------------------------
 
@@ -34,9 +75,10 @@ def plot_parameter_shares(models: dict):
     names = list(models)[::-1]  # first model on top
     shares = [count.parameter_shares(models[name]) for name in names]
     left = [0.0] * len(names)
-    for label in count.SHARE_GROUPS:
+    for i, label in enumerate(count.SHARE_GROUPS):
         widths = [s[label] for s in shares]
-        bars = ax.barh(names, widths, left=left, label=label)
+        colour = series_colour(i)
+        bars = ax.barh(names, widths, left=left, label=label, color=colour, edgecolor="white")
         for bar, w in zip(bars, widths, strict=True):
             if w >= 0.05:
                 ax.text(
@@ -46,7 +88,7 @@ def plot_parameter_shares(models: dict):
                     ha="center",
                     va="center",
                     fontsize=9,
-                    color="white",
+                    color=_text_on(colour),
                 )
         left = [a + w for a, w in zip(left, widths, strict=True)]
     ax.set_xlim(0, 1)
@@ -104,7 +146,7 @@ def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llam
                     0.7,
                     boxstyle="round,pad=0.02",
                     facecolor=colour,
-                    edgecolor="grey",
+                    edgecolor=GREY,
                 )
             )
             ax.text(0.5, y + 0.35, label, ha="center", va="center", fontsize=8.5)
@@ -116,7 +158,7 @@ def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llam
                     ha="left",
                     va="center",
                     fontsize=10,
-                    color="tab:red",
+                    color=VERMILLION,
                     weight="bold",
                 )
             ys[part] = y
@@ -130,7 +172,7 @@ def plot_block_diagrams(old, new, old_name: str = "GPT-2", new_name: str = "Llam
                 top - bottom,
                 boxstyle="round,pad=0.02",
                 fill=False,
-                edgecolor="black",
+                edgecolor=BLACK,
                 linestyle="--",
             )
         )
@@ -170,7 +212,7 @@ def plot_rope_pair(theta: float = 0.6, positions: int = 6, m: int = 4, n: int = 
 
     q, k = np.array([0.9, 0.5]), np.array([0.8, -0.3])
     for offset, style in ((0, "-"), (shift, "--")):
-        for v, pos, colour, name in ((q, m, "tab:blue", "q"), (k, n, "tab:orange", "k")):
+        for v, pos, colour, name in ((q, m, BLUE, "q"), (k, n, ORANGE, "k")):
             x, y = turned(v, (pos + offset) * theta)
             a_props = dict(arrowstyle="->", color=colour, lw=2, linestyle=style)
             b.annotate("", (x, y), (0, 0), arrowprops=a_props)
@@ -188,8 +230,8 @@ def plot_rope_pair(theta: float = 0.6, positions: int = 6, m: int = 4, n: int = 
         ax.set_xlim(-1.4, 1.4)
         ax.set_ylim(-1.4, 1.4)
         ax.set_aspect("equal")
-        ax.axhline(0, color="0.85", lw=0.8)
-        ax.axvline(0, color="0.85", lw=0.8)
+        ax.axhline(0, color=LIGHT_GREY, lw=0.8)
+        ax.axvline(0, color=LIGHT_GREY, lw=0.8)
         ax.set_xticks([])
         ax.set_yticks([])
     fig.tight_layout()
@@ -202,11 +244,12 @@ def plot_rope_wavelengths(wavelengths: dict, marks: dict | None = None, title: s
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(7.5, 4), dpi=80)
-    for (label, values), style in zip(wavelengths.items(), ("o-", "s--", "^:"), strict=False):
+    for i, (label, values) in enumerate(wavelengths.items()):
         values = np.asarray(values, dtype=float)
-        ax.plot(np.arange(len(values)), values, style, ms=3, label=label)
+        style = dict(marker=SERIES_MARKERS[i % 8], ls=SERIES_STYLES[i % 4], color=series_colour(i))
+        ax.plot(np.arange(len(values)), values, ms=3, label=label, **style)
     for i, (label, length) in enumerate((marks or {}).items()):
-        ax.axhline(length, color=f"C{i + 3}", lw=1, ls="-.", label=label)
+        ax.axhline(length, color=series_colour(i + 3), lw=1, ls="-.", label=label)
     ax.set_yscale("log")
     ax.set_xlabel("pair index i")
     ax.set_ylabel("wavelength 2π/θᵢ (positions per turn)")
@@ -254,12 +297,17 @@ def plot_rope_scores(q, k, inv_freq, query_position: int, offsets, shifts=(0,), 
         kr = rope_rotate_pairs(k, inv_freq, m - offsets)
         cos = torch.nn.functional.cosine_similarity(qr, kr, dim=-1)  # [T, pairs]
         style = dict(ls="-" if j == 0 else "--", lw=2.5 if j == 0 else 1.2)
-        a.plot(offsets, (qr * kr).sum((-1, -2)), label=f"query at {m}", **style)
-        for i in pairs:
+        a.plot(
+            offsets, (qr * kr).sum((-1, -2)), color=series_colour(j), label=f"query at {m}", **style
+        )
+        for number, i in enumerate(pairs):
             b.plot(
                 offsets,
                 cos[:, i],
-                color=f"C{i % 10}",
+                color=series_colour(number),
+                marker=SERIES_MARKERS[number % 8],
+                markevery=max(1, len(offsets) // 8),
+                ms=4,
                 label=f"pair {i}" if j == 0 else None,
                 **style,
             )
@@ -299,8 +347,8 @@ def plot_rope_score_at(
     scores = (qr * kr).sum((-1, -2))
     j = key_position - (query_position - window)  # index of the chosen key
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=80)
-    a.plot(keys, scores, color="0.6")
-    a.plot(keys[j], scores[j], "o", color="tab:red", ms=9)
+    a.plot(keys, scores, color=GREY)
+    a.plot(keys[j], scores[j], "o", color=VERMILLION, ms=9)
     a.set_xlabel("key position n")
     a.set_ylabel("score q̃·k̃")
     a.set_title(
@@ -310,7 +358,7 @@ def plot_rope_score_at(
     )
     a.grid(alpha=0.3)
     cos = torch.nn.functional.cosine_similarity(qr[j, pair], kr[j, pair], dim=0).item()
-    arrows = ((qr[j, pair], "tab:blue", "q̃"), (kr[j, pair], "tab:orange", "k̃"))
+    arrows = ((qr[j, pair], BLUE, "q̃"), (kr[j, pair], ORANGE, "k̃"))
     for vec, colour, label in arrows:
         v = (vec / vec.norm()).numpy()
         b.annotate("", v, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, lw=2))
@@ -341,12 +389,13 @@ def plot_attention_by_offset(curves: dict, title: str = ""):
         ax.plot(
             offsets,
             weights.mean(0),
-            "o-",
-            color=f"C{i}",
+            marker=SERIES_MARKERS[i % 8],
+            ls=SERIES_STYLES[i % 4],
+            color=series_colour(i),
             ms=4,
             label=f"{label} (mean of {weights.shape[0]} heads)",
         )
-        ax.fill_between(offsets, weights.min(0), weights.max(0), color=f"C{i}", alpha=0.2)
+        ax.fill_between(offsets, weights.min(0), weights.max(0), color=series_colour(i), alpha=0.2)
     ax.set_xlabel("offset: how many characters back the key is (0 = the character itself)")
     ax.set_ylabel("mean attention weight")
     ax.set_title(title)
@@ -373,9 +422,9 @@ def plot_kv_groups(heads: int = 8, kv_heads=(8, 2, 1)):
         xs_q = [i + 0.5 for i in range(heads)]
         xs_kv = [(j + 0.5) * group for j in range(kv)]
         for i, x in enumerate(xs_q):
-            ax.plot([x, xs_kv[i // group]], [1, 0], color=f"C{i // group % 10}", lw=1.2)
-        ax.scatter(xs_q, [1] * heads, s=60, color="tab:blue", zorder=3)
-        ax.scatter(xs_kv, [0] * kv, s=90, marker="s", color="tab:red", zorder=3)
+            ax.plot([x, xs_kv[i // group]], [1, 0], color=series_colour(i // group), lw=1.2)
+        ax.scatter(xs_q, [1] * heads, s=60, color=BLUE, zorder=3)
+        ax.scatter(xs_kv, [0] * kv, s=90, marker="s", color=VERMILLION, zorder=3)
         name = "MHA" if kv == heads else "MQA" if kv == 1 else "GQA"
         ax.set_title(f"{name}: {kv} kv head{'s' * (kv > 1)}, group {group}", fontsize=10)
         ax.set_yticks([0, 1], ["keys/values", "queries"])
@@ -396,10 +445,10 @@ def plot_kv_head_sweep(rows, name: str, tokens: int):
     rows = sorted(rows, key=lambda r: r["kv_heads"])
     kv = [r["kv_heads"] for r in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
-    a.plot(kv, [r["total"] / 1e9 for r in rows], "o-")
+    a.plot(kv, [r["total"] / 1e9 for r in rows], "o-", color=BLUE)
     a.set_ylabel("parameters (billions)")
     a.set_title(f"{name}: parameters")
-    b.plot(kv, [r["cache_bytes"] / 1e9 for r in rows], "s-", color="tab:red")
+    b.plot(kv, [r["cache_bytes"] / 1e9 for r in rows], "s--", color=VERMILLION)
     b.set_ylabel("GB (10⁹ bytes)")
     b.set_title(f"{name}: cache after {tokens:,} tokens")
     for ax in (a, b):
@@ -426,9 +475,9 @@ def plot_norm_mean_fractions(fractions: dict, title: str = ""):
         )
     fig, ax = plt.subplots(figsize=(9, 3.8), dpi=80)
     styles = (
-        ("attention", "tab:blue", "o", "before attention"),
-        ("feed-forward", "tab:orange", "s", "before feed-forward"),
-        ("final", "black", "D", "final norm"),
+        ("attention", BLUE, "o", "before attention"),
+        ("feed-forward", ORANGE, "s", "before feed-forward"),
+        ("final", BLACK, "D", "final norm"),
     )
     for kind, colour, marker, label in styles:
         keys = [key for key in fractions if key[1] == kind]
@@ -473,7 +522,7 @@ def plot_ablation_losses(
         raise ValueError("losses must be a non-empty dict of label -> loss")
     labels = list(losses)[::-1]
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(labels) + 1.4), dpi=80)
-    bars = ax.barh(labels, [losses[label] for label in labels], color="tab:blue")
+    bars = ax.barh(labels, [losses[label] for label in labels], color=BLUE)
     for bar, label in zip(bars, labels, strict=True):
         ax.text(
             bar.get_width(),
@@ -484,7 +533,7 @@ def plot_ablation_losses(
         )
     if reference is not None:
         ax.axvline(
-            reference, color="tab:red", ls="--", lw=1, label=f"{reference_label}: {reference:.2f}"
+            reference, color=VERMILLION, ls="--", lw=1, label=f"{reference_label}: {reference:.2f}"
         )
         ax.legend(fontsize=8, loc="upper right")
     ax.set_xlabel("loss on the evaluation text (nats per token)")
@@ -506,14 +555,14 @@ def plot_activations(first: str = "gelu", second: str = "silu", lo: float = -6.0
         raise ValueError(f"lo must be below hi, got lo={lo!r}, hi={hi!r}")
     x = torch.linspace(lo, hi, 1001)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=80)
-    left.plot(x, f(x), label=first, color="tab:blue")
-    left.plot(x, g(x), label=second, color="tab:orange")
-    left.axhline(0, color="grey", lw=0.5)
+    left.plot(x, f(x), label=first, color=BLUE)
+    left.plot(x, g(x), label=second, color=ORANGE, ls="--")
+    left.axhline(0, color=GREY, lw=0.5)
     left.set_xlabel("input")
     left.set_title("the two activations")
     left.legend(fontsize=8)
-    right.plot(x, g(x) - f(x), color="tab:red")
-    right.axhline(0, color="grey", lw=0.5)
+    right.plot(x, g(x) - f(x), color=VERMILLION)
+    right.axhline(0, color=GREY, lw=0.5)
     right.set_xlabel("input")
     right.set_title(f"{second}(x) - {first}(x)")
     fig.tight_layout()
@@ -530,14 +579,14 @@ def _box(ax, x, y, text, colour=PLAIN, width=0.28):
             0.09,
             boxstyle="round,pad=0.01",
             facecolor=colour,
-            edgecolor="grey",
+            edgecolor=GREY,
         )
     )
     ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
 
 
 def _arrow(ax, start, end):
-    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color="grey"))
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=GREY))
 
 
 def plot_gated_ffn_and_router(gated, moe):
@@ -621,14 +670,14 @@ def plot_total_vs_active(models: dict):
         [i + 0.2 for i in y],
         [r["total"] / 1e9 for r in rows],
         0.4,
-        color="0.75",
+        color=LIGHT_GREY,
         label="stored (total)",
     )
     ax.barh(
         [i - 0.2 for i in y],
         [r["active"] / 1e9 for r in rows],
         0.4,
-        color="tab:blue",
+        color=BLUE,
         label="used per token (active)",
     )
     for i, r in zip(y, rows, strict=True):
@@ -659,8 +708,8 @@ def plot_expert_load(chosen, experts: int, title: str = ""):
     load = torch.bincount(chosen.flatten(), minlength=experts)
     even = chosen.numel() / experts
     fig, ax = plt.subplots(figsize=(8, 3.2), dpi=80)
-    ax.bar(range(experts), load.tolist(), color="tab:blue")
-    ax.axhline(even, color="tab:red", ls="--", lw=1, label=f"even share {even:,.0f}")
+    ax.bar(range(experts), load.tolist(), color=BLUE)
+    ax.axhline(even, color=VERMILLION, ls="--", lw=1, label=f"even share {even:,.0f}")
     ax.set_xlabel("expert")
     ax.set_ylabel("tokens routed to it")
     if experts <= 32:
@@ -695,9 +744,7 @@ def plot_prefill_decode(prompt: int = 6, steps: int = 3):
         y = len(rows) - 1 - r
         for t in range(cached + new):
             colour = PLAIN if t < cached else HIGHLIGHT  # read from the cache / computed
-            ax.add_patch(
-                Rectangle((t + 0.05, y + 0.1), 0.9, 0.8, facecolor=colour, edgecolor="grey")
-            )
+            ax.add_patch(Rectangle((t + 0.05, y + 0.1), 0.9, 0.8, facecolor=colour, edgecolor=GREY))
         ax.text(-0.2, y + 0.5, label, ha="right", va="center", fontsize=9)
     ax.add_patch(
         Rectangle(
@@ -705,12 +752,12 @@ def plot_prefill_decode(prompt: int = 6, steps: int = 3):
             0,
             0,
             facecolor=HIGHLIGHT,
-            edgecolor="grey",
+            edgecolor=GREY,
             label="keys and values computed in this pass",
         )
     )
     ax.add_patch(
-        Rectangle((0, 0), 0, 0, facecolor=PLAIN, edgecolor="grey", label="read from the cache")
+        Rectangle((0, 0), 0, 0, facecolor=PLAIN, edgecolor=GREY, label="read from the cache")
     )
     ax.set_xlim(-0.1, width + 0.1)
     ax.set_ylim(-0.1, len(rows) + 0.1)
@@ -738,23 +785,24 @@ def plot_cache_vs_context(models: dict, max_tokens: int = 2**18, kv_bytes=2):
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
         raise ValueError(f"max_tokens must be an integer >= 2, got {max_tokens!r}")
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
-    for name, config in models.items():
+    for i, (name, config) in enumerate(models.items()):
         end = min(max_tokens, declared_context(config) or max_tokens)
         tokens = sorted(
             {round(2 ** (e / 8)) for e in range(0, 8 * end.bit_length() + 1) if 2 ** (e / 8) <= end}
             | {end}
         )
         sizes = [count.cache_bytes(config, n, kv_bytes=kv_bytes) for n in tokens]
-        (line,) = ax.plot(tokens, sizes, label=name)
-        ax.plot(tokens[-1], sizes[-1], "o", color=line.get_color(), markersize=4)
+        colour = series_colour(i)
+        ax.plot(tokens, sizes, color=colour, ls=SERIES_STYLES[i % 4], label=name)
+        ax.plot(tokens[-1], sizes[-1], "o", color=colour, markersize=4)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("tokens in the sequence (dot: declared maximum, max_position_embeddings)")
     ax.set_ylabel(f"cache bytes, one sequence, {kv_bytes} B per number")
     ax.grid(True, which="major", alpha=0.3)
     for size, label in ((2**20, " 1 MiB"), (GIB, " 1 GiB")):
-        ax.axhline(size, color="grey", lw=0.8, ls=":")
-        ax.text(1, size, label, va="bottom", fontsize=8, color="grey")
+        ax.axhline(size, color=GREY, lw=0.8, ls=":")
+        ax.text(1, size, label, va="bottom", fontsize=8, color=GREY)
     ax.legend(fontsize=8)
     ax.set_title("Key-value cache against context length")
     fig.tight_layout()
@@ -772,17 +820,18 @@ def plot_cache_vs_kv_heads(
     spec = as_spec(config)
     options = divisors(spec.heads)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
-    for n in contexts:
+    for i, n in enumerate(contexts):
         sizes = [
             count.cache_bytes(dataclasses.replace(spec, kv_heads=k), n, kv_bytes) / GIB
             for k in options
         ]
-        ax.plot(options, sizes, "o-", label=f"cache, {n:,} tokens")
+        style = dict(marker=SERIES_MARKERS[i % 8], color=series_colour(i))
+        ax.plot(options, sizes, label=f"cache, {n:,} tokens", **style)
     weights = count.describe(spec)["total"] * weight_bytes / GIB
-    ax.axhline(weights, color="black", ls="--", lw=1, label=f"weights ({weight_bytes} B each)")
+    ax.axhline(weights, color=BLACK, ls="--", lw=1, label=f"weights ({weight_bytes} B each)")
     gpu_label = f"GPU memory, {gpu_bytes / GIB:g} GiB"
-    ax.axhline(gpu_bytes / GIB, color="red", ls=":", lw=1, label=gpu_label)
-    ax.axvline(spec.kv_heads, color="grey", lw=0.8)
+    ax.axhline(gpu_bytes / GIB, color=VERMILLION, ls=":", lw=1, label=gpu_label)
+    ax.axvline(spec.kv_heads, color=GREY, lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(options, [str(k) for k in options])
@@ -807,11 +856,15 @@ def plot_kv_cache_budget(
     cache = count.cache_bytes(chosen, tokens, kv_bytes=kv_bytes) / GIB
     fits = count.requests_that_fit(chosen, tokens, gpu_gib * GIB, kv_bytes, weight_bytes)
     fig, ax = plt.subplots(figsize=(8, 1.6), dpi=80)
-    ax.barh([0], [weights], color="black", label=f"weights {weights:.1f} GiB")
+    ax.barh([0], [weights], color=BLACK, label=f"weights {weights:.1f} GiB")
     ax.barh(
-        [0], [cache], left=[weights], color="tab:red", label=f"one sequence's cache {cache:.2f} GiB"
+        [0],
+        [cache],
+        left=[weights],
+        color=VERMILLION,
+        label=f"one sequence's cache {cache:.2f} GiB",
     )
-    ax.axvline(gpu_gib, color="grey", ls=":")
+    ax.axvline(gpu_gib, color=GREY, ls=":")
     ax.set_xlim(0, max(gpu_gib, weights + cache) * 1.05)
     ax.set_yticks([])
     ax.set_xlabel("GiB (2³⁰ bytes)")
@@ -834,7 +887,7 @@ def plot_rope_base_by_year(points: dict):
     for name, (year, base) in sorted(points.items(), key=lambda item: item[1]):
         k = seen.get((year, base), 0)
         seen[(year, base)] = k + 1
-        ax.plot(year, base, "o", color="#2c7fb8")
+        ax.plot(year, base, "o", color=BLUE)
         ax.annotate(
             name, (year, base), textcoords="offset points", xytext=(6, 4 - 11 * k), fontsize=8
         )

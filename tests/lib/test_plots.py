@@ -10,6 +10,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from conftest import turned_pairs  # noqa: E402
 from lmcourse import plots  # noqa: E402
+from matplotlib import colors as mcolors  # noqa: E402
 
 
 def test_plot_activations_draws_both_curves_and_their_difference():
@@ -355,3 +356,121 @@ def test_rope_scores_curves_do_not_move_when_both_positions_shift():
     )
     assert [line.get_label() for line in right.get_lines()][:2] == ["pair 0", "pair 5"]
     assert all(-1 - 1e-6 <= v <= 1 + 1e-6 for line in right.get_lines() for v in line.get_ydata())
+
+
+# ---- colours a reader with a colour-vision deficiency can tell apart ----------------------------
+
+
+def _drawn_colours(fig) -> set[str]:
+    """Hex colours of every data artist of `fig`: lines and their markers, bars and boxes,
+    scatter points and bands (not the axes' own spines, ticks, grid or text)."""
+    from matplotlib.colors import to_hex, to_rgba
+
+    found = set()
+
+    def add(colour):
+        for rgba in [colour] if isinstance(colour, str) else list(to_rgba_list(colour)):
+            if to_rgba(rgba)[3] > 0:  # a transparent fill or edge draws nothing
+                found.add(to_hex(rgba))
+
+    def to_rgba_list(colours):
+        import numpy as np
+
+        colours = np.asarray(colours)
+        return [tuple(c) for c in colours.reshape(-1, 4)] if colours.size else []
+
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            add(to_rgba(line.get_color()))
+            if line.get_marker() not in (None, "None", "", " "):
+                add(to_rgba(line.get_markerfacecolor()))
+        for patch in ax.patches:
+            if patch.get_fill():
+                add(patch.get_facecolor())
+            add(patch.get_edgecolor())
+        for collection in ax.collections:
+            add(collection.get_facecolor())
+        for text in ax.texts:
+            if getattr(text, "arrow_patch", None) is not None:  # an annotation's arrow
+                add(text.arrow_patch.get_edgecolor())
+    return found
+
+
+def _every_figure():
+    """One of each of plots.py's figures (except the viridis arrows of plot_rope_pair's left
+    panel, checked apart), drawn small."""
+    from lmcourse import configs
+
+    gpt2, llama = configs.T1_GPT2, configs.load("Llama-3.1-8B")
+    seven = {name: configs.load(name) for name in configs.available()[:7]}
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, 8, 2) / 8)
+    q, k = torch.linspace(-1, 1, 8), torch.linspace(1, -1, 8)
+    chosen = torch.tensor([[0, 1], [0, 2], [0, 1]])
+    fractions = {
+        (0, "attention"): torch.tensor([0.1, 0.2]),
+        (0, "feed-forward"): torch.tensor([0.3, 0.4]),
+        (1, "final"): torch.tensor([0.1, 0.1]),
+    }
+    sweep = [
+        dict(kv_heads=8, total=2e9, cache_bytes=4e9),
+        dict(kv_heads=1, total=1e9, cache_bytes=5e8),
+    ]
+    yield plots.plot_parameter_shares(
+        {"GPT-2": gpt2, "Llama": llama, "Qwen3": configs.load("Qwen3-30B-A3B")}
+    )
+    yield plots.plot_block_diagrams(gpt2, configs.load("Qwen3-30B-A3B"))
+    yield plots.plot_rope_wavelengths(
+        {"a": [1.0, 10.0], "b": [2.0, 20.0], "c": [3.0, 30.0]}, marks={"m": 5}
+    )
+    yield plots.plot_rope_scores(
+        q, k, inv_freq, 20, range(0, 12), shifts=(0, 50), pairs=(0, 1, 2, 3)
+    )
+    yield plots.plot_rope_score_at(q, k, inv_freq, 10, 6, 7)
+    yield plots.plot_attention_by_offset({f"model {i}": torch.rand(2, 5) for i in range(4)})
+    yield plots.plot_kv_groups(heads=9, kv_heads=(9, 3, 1))
+    yield plots.plot_kv_head_sweep(sweep, "toy", tokens=16)
+    yield plots.plot_norm_mean_fractions(fractions)
+    yield plots.plot_ablation_losses({"full": 2.5, "no gate": 3.0}, reference=4.0)
+    yield plots.plot_activations()
+    yield plots.plot_gated_ffn_and_router(llama, configs.load("Mixtral-8x7B"))
+    yield plots.plot_total_vs_active({"Mixtral": configs.load("Mixtral-8x7B"), "Llama": llama})
+    yield plots.plot_expert_load(chosen, experts=4)
+    yield plots.plot_prefill_decode(prompt=3, steps=2)
+    yield plots.plot_cache_vs_context(seven, max_tokens=2**12)
+    yield plots.plot_cache_vs_kv_heads(llama, contexts=(1024, 4096, 16384))
+    yield plots.plot_kv_cache_budget(llama, kv_heads=2, tokens=8192, gpu_gib=80)
+    yield plots.plot_rope_base_by_year({"a": (2023, 1e4), "b": (2024, 5e5)})
+
+
+def test_every_figure_draws_only_the_palettes_colours_and_no_two_are_confusable():
+    from tools import colour_vision
+
+    # the simulation tells the classic red-green confusion from a safe pair
+    assert ("deuteranopia", "green", "red") in colour_vision.confusable(
+        {"red": "tab:red", "green": "tab:green"}
+    )
+    assert colour_vision.confusable({"black": "black", "white": "white"}) == []
+    palette = colour_vision.palette()
+    assert colour_vision.confusable(palette) == [], "pairs a colour-blind reader cannot tell apart"
+    assert colour_vision.stray_colours() == [], "colours written out in plots.py, not from COLOURS"
+    allowed = {mcolors.to_hex(c) for c in palette.values()} | {"#ffffff"}  # white text and edges
+    import matplotlib.pyplot as plt
+
+    for fig in _every_figure():
+        drawn = _drawn_colours(fig)
+        title = fig.axes[0].get_title() or fig.axes[-1].get_title()
+        assert drawn <= allowed, f"{title!r} draws {sorted(drawn - allowed)}, not in plots.COLOURS"
+        plt.close(fig)
+
+
+def test_no_two_lines_of_a_many_series_figure_differ_by_colour_alone():
+    """Seven models in T5's cache figure: each line has its own colour AND the four line styles
+    repeat, so two neighbours never share both a style and a similar colour."""
+    from lmcourse import configs
+
+    models = {name: configs.load(name) for name in configs.available()[:7]}
+    fig = plots.plot_cache_vs_context(models, max_tokens=2**12)
+    lines = [line for line in fig.axes[0].get_lines() if line.get_label() in models]
+    assert len(lines) == 7
+    assert len({line.get_color() for line in lines}) == 7
+    assert [line.get_linestyle() for line in lines[:4]] == ["-", "--", "-.", ":"]
