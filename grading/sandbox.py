@@ -10,7 +10,7 @@ folder), /tmp and /dev/shm, size-capped memory file systems that vanish at the e
 gradebook, no solutions/, no submissions, no network. When the executor ends, the PID
 namespace ends and the kernel takes every process the student started with it, detached or
 not. Resource limits apply to every process in it: file size, address space, process count,
-CPU time. One protocol (`Sandbox`): frames of JSON on two pipes, the same for a warm sandbox
+CPU time; and a seccomp filter refuses System V IPC objects, memory no limit counts (ipc_filter). One protocol (`Sandbox`): frames of JSON on two pipes, the same for a warm sandbox
 that grades many submissions and for one started for a single notebook; at each test marker
 the sandbox asks, the grader runs the test outside (trusted_tests.py) and sends the test's
 calls of the student's code in, one at a time, and each answer comes back as plain data.
@@ -27,11 +27,13 @@ the autograded notebook and the grades export say so.
 
 import atexit
 import contextlib
+import errno
 import importlib.util
 import os
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -193,7 +195,36 @@ def weight_cache():
     return root.resolve() if root.is_dir() else None
 
 
-def bwrap_command(bwrap_path, limits):
+# System V IPC objects (shared memory segments, semaphore sets, message queues) are memory that
+# no process's address-space limit counts and that outlives every process that made it: a
+# submission could hold gigabytes of the grader's machine that way until the sandbox is cleared
+# (sandbox_exec.remove_ipc). Nothing a kernel, torch or the course needs makes one (they use
+# POSIX shared memory, files in the capped /dev/shm), so a seccomp filter refuses to create
+# them: shmget, semget and msgget fail with ENOSYS. Syscalls of an architecture the filter does
+# not know (a 32-bit program, whose `ipc` multiplexer would get around it) all fail.
+AUDIT_ARCH = {0xC000003E: (29, 64, 68), 0xC00000B7: (194, 190, 186)}  # x86-64, aarch64
+X32_SYSCALL_BIT = 0x40000000
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+
+
+def ipc_filter():
+    """The classic BPF program (struct sock_filter[]) bwrap's --seccomp installs."""
+    ld_arch, ld_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS
+    deny = (0x06, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS)  # BPF_RET
+    allow = (0x06, 0, 0, SECCOMP_RET_ALLOW)
+    program = [ld_arch]
+    for arch, numbers in AUDIT_ARCH.items():
+        # this architecture's block: if not it, skip past the block
+        block = [ld_nr, (0x35, 0, 1, X32_SYSCALL_BIT), deny]  # BPF_JMP|BPF_JGE|BPF_K
+        for number in numbers:
+            block += [(0x15, 0, 1, number), deny]  # BPF_JMP|BPF_JEQ|BPF_K
+        block += [allow]
+        program += [(0x15, 0, len(block), arch)] + block
+    program += [deny]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+def bwrap_command(bwrap_path, limits, seccomp_fd=None):
     home = "/home/student"
     command = [
         bwrap_path,
@@ -281,6 +312,8 @@ def bwrap_command(bwrap_path, limits):
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         if name in os.environ:
             command += ["--setenv", name, os.environ[name]]
+    if seccomp_fd is not None:
+        command += ["--seccomp", str(seccomp_fd)]
     return command + finish + ["--", PYTHON, "/opt/grader/sandbox_exec.py"]
 
 
@@ -425,8 +458,15 @@ class Sandbox:
         requests_r, requests_w = os.pipe()
         results_r, results_w = os.pipe()
         fds = [str(requests_r), str(results_w)]
+        passed = [requests_r, results_w]
+        seccomp = None
         if self.isolated:
-            command, cwd, env = bwrap_command(bwrap(), self.limits) + ["--serve", *fds], "/", {}
+            seccomp = tempfile.TemporaryFile()  # noqa: SIM115 (bwrap reads it as it starts)
+            seccomp.write(ipc_filter())
+            seccomp.seek(0)
+            passed.append(seccomp.fileno())
+            command = bwrap_command(bwrap(), self.limits, seccomp.fileno())
+            command, cwd, env = command + ["--serve", *fds], "/", {}
         else:
             self.scratch = tempfile.TemporaryDirectory(prefix=f"lm10-home-{os.getpid()}-")
             home = Path(self.scratch.name)
@@ -447,12 +487,14 @@ class Sandbox:
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            pass_fds=(requests_r, results_w),
+            pass_fds=passed,
             preexec_fn=set_limits(self.limits, self.group),
             start_new_session=True,
         )
         os.close(requests_r)
         os.close(results_w)
+        if seccomp is not None:
+            seccomp.close()
         self.requests = os.fdopen(requests_w, "wb", buffering=0)
         self.results = os.fdopen(results_r, "rb", buffering=0)
         self.channel = frames.Channel(self.results, self.requests, self.limits.file_bytes)

@@ -1106,3 +1106,64 @@ def test_only_the_capped_folders_are_writable_in_the_sandbox():
         "/tmp/n": "No space left on device",
         "/dev/shm/n": "No space left on device",
     }, done.stdout
+
+
+def test_system_v_ipc_cannot_be_made_in_the_sandbox():
+    """A System V segment is memory no process limit counts: the sandbox's seccomp filter
+    refuses shmget, semget and msgget (ENOSYS), while POSIX shared memory (files in the capped
+    /dev/shm, what torch and multiprocessing use) and torch work as before."""
+    probe = (
+        "import ctypes, os\n"
+        "from multiprocessing import shared_memory\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for name, call in (('shmget', lambda: libc.shmget(0, 64 << 20, 0o1600)),\n"
+        "                   ('semget', lambda: libc.semget(0, 1, 0o1600)),\n"
+        "                   ('msgget', lambda: libc.msgget(0, 0o1600))):\n"
+        "    print(name, call(), os.strerror(ctypes.get_errno()))\n"
+        "memory = shared_memory.SharedMemory(create=True, size=1 << 20)\n"
+        "memory.buf[:3] = b'abc'\n"
+        "print('posix', bytes(memory.buf[:3]).decode())\n"
+        "memory.close()\n"
+        "memory.unlink()\n"
+        "import torch\n"
+        "print('torch', int(torch.arange(4).sum()))\n"
+    )
+    script = (
+        "import subprocess, sys, tempfile, sandbox\n"
+        "rules = tempfile.TemporaryFile()\n"
+        "rules.write(sandbox.ipc_filter())\n"
+        "rules.seek(0)\n"
+        "command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), rules.fileno())\n"
+        f"command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', {probe!r}]\n"
+        "done = subprocess.run(command, capture_output=True, text=True, timeout=120,\n"
+        "                      pass_fds=[rules.fileno()])\n"
+        "print(done.stdout, done.stderr, file=sys.stderr if done.returncode else sys.stdout)\n"
+        "sys.exit(done.returncode)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT / "grading",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    said = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    assert said == {
+        "shmget": "-1 Function not implemented",
+        "semget": "-1 Function not implemented",
+        "msgget": "-1 Function not implemented",
+        "posix": "abc",
+        "torch": "6",
+    }, done.stdout
+    # the same calls without the filter succeed: the test sees the filter, not a missing libc
+    unfiltered = script.replace(", rules.fileno())", ")")
+    done = subprocess.run(
+        [sys.executable, "-c", unfiltered],
+        cwd=ROOT / "grading",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "shmget -1" not in done.stdout and "shmget 0" in done.stdout, done.stdout
