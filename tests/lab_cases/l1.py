@@ -100,7 +100,8 @@ def refpatch(nb):
     """A block formula right only at width 768 (its bias term is 13 x 768 whatever the width),
     and transformers_count, the setup cell's reference, redefined to return that formula for
     a GPT-2 block. The grader defines the reference again before each test: the block's hidden
-    widths fail, and so does the model built from the block."""
+    widths fail; the model, which calls the block, is judged on what it adds to the blocks
+    and keeps its points."""
     answers = solution_answers(LAB)
     answers["l1_gpt2_block"] = """
 def gpt2_block(d):
@@ -124,7 +125,7 @@ expected = {
     },
     "refpatch": {
         "l1_test_gpt2_block": 0.0,
-        "l1_test_gpt2_model": 0.0,
+        "l1_test_gpt2_model": 2.0,
         "l1_test_attention": 2.0,
         "l1_test_count": 4.0,
     },
@@ -207,3 +208,81 @@ slips = {
     ),
     "l1_test_count": "the output head counted although the config ties it to the token table?",
 }
+
+
+def cascade(nb):
+    """A slip in Part 1 (every bias left out of the block) and the solution's model, which calls
+    the block: the block loses its points and its feedback names the slip; the model is judged
+    on what it adds to the blocks and keeps its points."""
+    answers = solution_answers(LAB)
+    answers["l1_gpt2_block"] = """
+def gpt2_block(d):
+    return 12 * d * d + 4 * d
+"""
+    return fill(nb, answers)
+
+
+def combinations(nb):
+    """Key and value biases as wide as the queries (d each), right whenever every query head
+    has its own key-value head: only a hidden configuration with biases AND shared key-value
+    heads tells it apart. Only the general count loses its points."""
+    answers = solution_answers(LAB)
+    answers["l1_count"] = replaced(
+        answers["l1_count"], "heads * head_dim + 2 * kv_heads * head_dim + d", "4 * d"
+    )
+    return fill(nb, answers)
+
+
+def numpy(nb):
+    """Every count as a numpy or torch integer (np.prod, a tensor's sum): the prompt asks for
+    the number, so an integer of any of these types is the answer. Full marks."""
+    return fill(
+        nb,
+        {
+            "l1_gpt2_block": (
+                "import numpy as np\n\n\n"
+                "def gpt2_block(d):\n"
+                "    shapes = [(d, 3 * d), (3 * d,), (d, d), (d,), (d, 4 * d), (4 * d,),\n"
+                "              (4 * d, d), (d,), (d,), (d,), (d,), (d,)]\n"
+                "    return np.sum([np.prod(s) for s in shapes])\n"
+            ),
+            "l1_gpt2_model": (
+                "def gpt2_model(d, layers, vocab, positions):\n"
+                "    tables = np.int64((vocab + positions + 2) * d)\n"
+                "    return np.int64(layers) * gpt2_block(d) + tables\n"
+            ),
+            "l1_attention": (
+                "def attention_parameters(d, heads, kv_heads, head_dim):\n"
+                "    widths = torch.tensor([heads, kv_heads, kv_heads, heads]) * head_dim\n"
+                "    return (d * widths).sum()\n"
+            ),
+            "l1_count": replaced(
+                solution_answers(LAB)["l1_count"],
+                "return layers * block + tables + norm",
+                "return np.int64(layers) * block + tables + norm",
+            ),
+        },
+    )
+
+
+expected["cascade"] = {
+    "l1_test_gpt2_block": 0.0,
+    "l1_test_gpt2_model": 2.0,
+    "l1_test_attention": 2.0,
+    "l1_test_count": 4.0,
+}
+expected["combinations"] = {
+    "l1_test_gpt2_block": 2.0,
+    "l1_test_gpt2_model": 2.0,
+    "l1_test_attention": 2.0,
+    "l1_test_count": 0.0,
+}
+expected["numpy"] = {
+    "l1_test_gpt2_block": 2.0,
+    "l1_test_gpt2_model": 2.0,
+    "l1_test_attention": 2.0,
+    "l1_test_count": 4.0,
+}
+# The slip each case's slipped part names (none catalogued for key-value biases at query
+# width: the count's message gives the numbers).
+named = {"cascade": {"l1_test_gpt2_block": slips["l1_test_gpt2_block"]}}

@@ -1,0 +1,146 @@
+"""The labs' hidden inputs cover what each prompt allows, and the release holds no marking scheme.
+
+Fast, with no sandbox and no nbgrader: each lab's solution runs top to bottom in this process
+(setup, answers, tests, hidden tests included), with every answer function a test cell calls
+recorded. AXES below declares, per part, the axes its prompt allows (read from the prompt, not
+from the tests) and a function that places one recorded call on them; a part whose calls miss
+a combination the prompt allows fails, and the failure shows the coverage. The sandboxed round
+trip of the same notebooks is tests/test_labs.py (minutes per lab).
+
+    pytest tests/test_lab_inputs.py -s     prints each part's coverage
+"""
+
+import inspect
+import itertools
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _sharing(heads, kv_heads):
+    if kv_heads in (None, heads):
+        return "all"
+    return "one" if kv_heads == 1 else "grouped"
+
+
+def _l1_count(config):
+    kv = config.get("kv_heads")
+    return (
+        config["ffn"],
+        config["norm"],
+        config["bias"],
+        "omitted" if "kv_heads" not in config else _sharing(config["heads"], kv),
+        config["tied"],
+        "positions" if config.get("positions") else "no positions",
+    )
+
+
+# lab -> grade_id -> (the answer function its test calls, the prompt's axes, where a call lies)
+AXES = {
+    "LM10-L1": {
+        "l1_test_attention": (
+            "attention_parameters",
+            {"sharing": ("all", "grouped", "one"), "width": ("heads*head_dim == d", "!= d")},
+            lambda d, heads, kv_heads, head_dim: (
+                _sharing(heads, kv_heads),
+                "heads*head_dim == d" if heads * head_dim == d else "!= d",
+            ),
+        ),
+        "l1_test_count": (
+            "count_parameters",
+            {
+                "ffn": ("gelu", "swiglu"),
+                "norm": ("layer", "rms"),
+                "bias": (True, False),
+                "kv_heads": ("omitted", "all", "grouped", "one"),
+                "tied": (True, False),
+                "positions": ("positions", "no positions"),
+            },
+            lambda config: _l1_count(config),
+        ),
+    },
+}
+
+
+def _recorder(function, calls, test_file):
+    def recorded(*args, **kwargs):
+        if sys._getframe(1).f_code.co_filename == test_file:  # the test's own calls only
+            calls.append(inspect.signature(function).bind(*args, **kwargs).arguments)
+        return function(*args, **kwargs)
+
+    return recorded
+
+
+def run_solution(lab, parts):
+    """Run the lab's solution in this process; {grade_id: [arguments of each recorded call]}."""
+    nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+    namespace, calls = {"__name__": "__main__"}, {g: [] for g in parts}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = meta(cell).get("grade_id", "")
+        test_file = f"<{lab} {grade_id}>"
+        if grade_id in parts:
+            name = parts[grade_id][0]
+            namespace[name] = _recorder(namespace[name], calls[grade_id], test_file)
+        exec(compile(cell.source, test_file, "exec"), namespace)
+        if grade_id in parts:
+            namespace[name] = namespace[name].__closure__[0].cell_contents  # unwrap
+    return calls
+
+
+@pytest.mark.parametrize("lab", sorted(AXES))
+def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
+    parts = AXES[lab]
+    calls = run_solution(lab, parts)
+    missing = {}
+    for grade_id, (name, axes, place) in parts.items():
+        covered = {place(**arguments) for arguments in calls[grade_id]}
+        allowed = set(itertools.product(*axes.values()))
+        with capsys.disabled():
+            print(
+                f"\n{lab} {grade_id} ({name}): {len(calls[grade_id])} calls cover "
+                f"{len(covered & allowed)} of {len(allowed)} combinations of {list(axes)}"
+            )
+        if allowed - covered:
+            missing[grade_id] = sorted(allowed - covered, key=str)
+    assert not missing, f"{lab}: combinations the prompt allows that no test tries: {missing}"
+
+
+WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
+SCHEME = "**Marking scheme**"
+PENDING = {"LM10-L2", "LM10-L3", "LM10-L4", "LM10-L5", "LM10-L6"}  # not yet in this shape
+
+
+def marking_scheme(nb):
+    """The lines under "**Marking scheme**" in the notebook's written-answer (solution) cells."""
+    lines = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and meta(cell).get("solution") and SCHEME in cell.source:
+            lines += cell.source.split(SCHEME, 1)[1].split("\n")
+    return [line.strip() for line in lines if len(line.strip()) > 30]
+
+
+@pytest.mark.parametrize("lab", sorted(p.name for p in (ROOT / "labs").glob("LM10-L*")))
+def test_released_rubrics_say_what_is_assessed_not_the_answer(lab):
+    """A written part's marking scheme (what earns each point) lives in its solution cell, under
+    "**Marking scheme**", which nbgrader replaces in the release; the prompt names the criteria
+    only. The release holds none of the scheme's lines and no "one point each for ..." list."""
+    if lab in PENDING:
+        pytest.xfail(f"{lab}: its written part is being reworked with its setup (issue 40)")
+    source = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+    released = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4)
+    text = "\n".join(c.source for c in released.cells)
+    leaked = [line for line in marking_scheme(source) if line in text]
+    assert not leaked, f"labs/{lab} shows marking-scheme lines: {leaked[:3]}"
+    given = [c.source[:80] for c in released.cells if WRITTEN.search(c.source)]
+    assert not given, f"labs/{lab}: a prompt lists what earns each point: {given}"
