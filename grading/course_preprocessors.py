@@ -378,6 +378,7 @@ class SandboxedExecute(Execute):
         names it declares, made by the trusted process, which ran the real setup."""
         try:
             sources, shipped = room.sandbox_setup(setup, names)
+            helpers = room.answered(setup)
         except room.RoomError as error:
             raise SandboxError(f"the lab's room: {error}") from None
         cells = [c for c in prepared.cells if submission_checks.is_setup(c)]
@@ -389,7 +390,7 @@ class SandboxedExecute(Execute):
         for cell, source in zip(cells, sources, strict=True):
             cell.source = source
         # at the end of the first: the tests may start before a later setup cell
-        cells[0].source += f"\n__import__('sandbox_agent').enter_room({payload!r})\n"
+        cells[0].source += f"\n__import__('sandbox_agent').enter_room({payload!r}, {helpers!r})\n"
 
     def preprocess(self, nb, resources):
         try:

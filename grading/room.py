@@ -20,6 +20,17 @@ transformers and the course library are not importable there at all (grading/san
 mounts stand-ins over them), so no alias, copy, namespace trick, code-object trick or thread
 of the student's code can reach them: what the student may not call is not in the room.
 
+A setup helper the student's code may call but that needs what the room does not hold (L6's
+`attention_parameters`, which counts a layer transformers builds) is declared on a line of its
+own,
+
+    # Answered by the grader while graded: attention_parameters
+
+and is answered by the trusted process: for every configuration it hands to the room, it calls
+each such helper on it and sends the results with the configuration's values
+(trusted_tests.plain_copy); in the room the helper is a stand-in that returns the result sent
+with its argument, and says why it cannot answer for anything else (sandbox_agent.answered).
+
 A lab without the declaration runs its setup cell in the sandbox as it is (the sandbox then
 holds transformers, and the off-limits guard of lmcourse/offlimits.py is the only wall).
 """
@@ -28,6 +39,9 @@ import ast
 import re
 
 DECLARATION = re.compile(r"^[ \t]*#[ \t]*Yours while graded:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+ANSWERED = re.compile(
+    r"^[ \t]*#[ \t]*Answered by the grader while graded:[ \t]*(.*?)[ \t]*$", re.MULTILINE
+)
 # Packages a room never holds: the tests' references live there.
 OUTSIDE = ("transformers", "lmcourse")
 
@@ -36,17 +50,40 @@ class RoomError(ValueError):
     """A lab's room declaration that cannot be honoured: the lab author's mistake."""
 
 
-def declared(setup_sources):
+def declared(setup_sources, pattern=DECLARATION):
     """The names the setup cells declare the student's, in order; None without a declaration."""
     names, found = [], False
     for source in setup_sources:
-        for match in DECLARATION.finditer(source or ""):
+        for match in pattern.finditer(source or ""):
             found = True
             for name in match.group(1).split(","):
                 name = name.strip()
                 if name and name not in names:
                     names.append(name)
     return names if found else None
+
+
+def answered(setup_sources):
+    """The setup's helpers the trusted process answers for the room, in order (maybe none).
+    RoomError when one is not a function the setup defines at its top level, or when the lab
+    declares them without a room."""
+    names = declared(setup_sources, ANSWERED) or []
+    if names and declared(setup_sources) is None:
+        raise RoomError("the setup declares helpers answered by the grader but no room")
+    functions = set()
+    for source in setup_sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as error:
+            raise RoomError(f"the setup cell does not parse: {error}") from None
+        functions |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    missing = [n for n in names if n not in functions]
+    if missing:
+        raise RoomError(
+            f"the grader is to answer {', '.join(missing)}, which the setup cells do not "
+            "define as functions"
+        )
+    return names
 
 
 def _outside(module):
@@ -68,7 +105,8 @@ def _names_read(node):
 
 def sandbox_setup(setup_sources, names):
     """(sources, shipped): each setup cell's source as the room runs it, and the declared
-    names that travel as plain copies. The room keeps the setup's definitions of declared
+    names that travel as plain copies (the grader's answered helpers are neither: the agent
+    binds their stand-ins). The room keeps the setup's definitions of declared
     functions and classes (the lab's own code the student may use), its expression statements
     that read only what the room holds (`torch.manual_seed(0)`), and the imports those and the
     declaration need, from modules a room may hold; the other declared names are shipped.
@@ -79,6 +117,12 @@ def sandbox_setup(setup_sources, names):
             trees.append(ast.parse(source))
         except SyntaxError as error:
             raise RoomError(f"the setup cell does not parse: {error}") from None
+    helpers = answered(setup_sources)
+    clash = [n for n in helpers if n in names]
+    if clash:
+        raise RoomError(
+            f"{', '.join(clash)}: declared both the student's and answered by the grader"
+        )
     allowed, defined, assigned = set(), set(), set()
     for tree in trees:
         for node in tree.body:

@@ -10,8 +10,9 @@ folder), /tmp and /dev/shm, size-capped memory file systems that vanish at the e
 gradebook, no solutions/, no submissions, no network. When the executor ends, the PID
 namespace ends and the kernel takes every process the student started with it, detached or
 not. Resource limits apply to every process in it: file size, address space, process count,
-CPU time; and a seccomp filter refuses System V IPC objects, memory no limit counts (ipc_filter). One protocol (`Sandbox`): frames of JSON on two pipes, the same for a warm sandbox
-that grades many submissions and for one started for a single notebook; at each test marker
+CPU time; and a seccomp filter refuses System V IPC objects, memory no limit counts
+(ipc_filter). One protocol (`Sandbox`): frames of JSON on two pipes, the same for a warm
+sandbox that grades many submissions and for one started for a single notebook; at each test marker
 the sandbox asks, the grader runs the test outside (trusted_tests.py) and sends the test's
 calls of the student's code in, one at a time, and each answer comes back as plain data.
 

@@ -48,14 +48,15 @@ class _Unpickler(pickle.Unpickler):
 class Values:
     """A configuration of a library the room does not hold (transformers'), as its values:
     read them as attributes (`config.hidden_size`, `getattr(config, "head_dim", None)`) or
-    with `to_dict()`."""
+    with `to_dict()`. `results`: what the helpers the grader answers gave for it."""
 
-    def __init__(self, kind, values):
+    def __init__(self, kind, values, results=None):
         self.__dict__.update(values)
         self._lm10_kind = kind
+        self._lm10_given = (dict(values), dict(results or {}))
 
     def to_dict(self):
-        return {k: v for k, v in vars(self).items() if k != "_lm10_kind"}
+        return {k: v for k, v in vars(self).items() if not k.startswith("_lm10_")}
 
     def __repr__(self):
         shown = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
@@ -98,18 +99,63 @@ def weights_only(module, qualname, state):
     return made
 
 
+def answered(name):
+    """The room's stand-in for the setup helper `name`, which the grader answers (grading/
+    room.py): it returns the result the trusted process computed for the configuration it
+    is given, as the grader handed that configuration over."""
+
+    def helper(config):
+        given = getattr(config, "_lm10_given", None) if isinstance(config, Values) else None
+        if given is None:
+            raise TypeError(
+                f"while your code is graded, {name} answers only for a configuration the "
+                f"lab's tests give it; it got a {type(config).__name__}"
+            )
+        values, results = given
+        current, absent = config.to_dict(), object()
+        changed = sorted(
+            k
+            for k in values.keys() | current.keys()
+            if current.get(k, absent) != values.get(k, absent)
+        )
+        if changed:
+            raise ValueError(
+                f"while your code is graded, {name} answers for the configurations the lab's "
+                f"tests give, as given; this one was changed ({', '.join(changed[:5])}): "
+                "call it before changing a field, or on an unchanged configuration"
+            )
+        if name not in results:
+            raise RuntimeError(f"the grader sent no result of {name} for this configuration")
+        kind, *rest = results[name]
+        if kind == "value":
+            return rest[0]
+        error, builtin, message = rest
+        kind = getattr(builtins, error, None) if builtin else None
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = type(error, (Exception,), {})
+        raise kind(message)
+
+    helper.__name__ = helper.__qualname__ = name
+    helper.__doc__ = f"{name}, answered by the grader while your code is graded."
+    return helper
+
+
 _in_room = False  # the lab declares a room (grading/room.py): its references are not here
 
 
-def enter_room(text=None):
+def enter_room(text=None, helpers=()):
     """The lab's setup, as a room runs it, ends here: bind the plain copies of its setup
     values in the notebook's namespace (`text`: the base64 of a pickle of {name: value} from
-    the trusted process, or None when the room holds no such value)."""
+    the trusted process, or None when the room holds no such value), and the stand-ins of
+    the setup's helpers the grader answers (`helpers`: their names)."""
     global _in_room
     _in_room = True
+    namespace = _namespace()
     if text is not None:
         values = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
-        _namespace().update(values)
+        namespace.update(values)
+    for name in helpers:
+        namespace[name] = answered(name)
 
 
 def _handle(value):

@@ -52,6 +52,7 @@ import time
 
 from lmcourse import offlimits
 
+from grading import room as rooms
 from grading import sandbox_exec as frames
 
 DTYPES = (
@@ -258,11 +259,13 @@ class Pickler(pickle.Pickler):
     """Arguments for the sandbox: handles by number, the setup's objects by name, tensors as
     compact copies (a view would carry its whole storage). In a room (grading/room.py), which
     holds no transformers, a transformers configuration travels as its values and a
-    transformers module as its weights (sandbox_agent.Values and weights_only)."""
+    transformers module as its weights (sandbox_agent.Values and weights_only); `answers`,
+    the setup's helpers the grader answers for the room ({name: function}), go with every
+    configuration as their results for it."""
 
-    def __init__(self, file, shared, room=False):
+    def __init__(self, file, shared, room=False, answers=None):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.shared, self.room = shared, room
+        self.shared, self.room, self.answers = shared, room, answers or {}
 
     def persistent_id(self, obj):
         if isinstance(obj, Remote):
@@ -271,7 +274,7 @@ class Pickler(pickle.Pickler):
         if name is not None:
             return ("global", name)
         if self.room and _from_transformers(obj):
-            return plain_copy(obj)
+            return plain_copy(obj, self.answers)
         return None
 
     def reducer_override(self, obj):
@@ -304,10 +307,11 @@ def _plain(value, depth=0):
     return torch is not None and isinstance(value, torch.dtype | torch.Size)
 
 
-def plain_copy(obj):
+def plain_copy(obj, answers=None):
     """The persistent id of a transformers object for a room: a configuration as its values
-    (its fields and their aliases), a module as its parameters, buffers, submodules and plain
-    attributes (its `config` among them); anything else is refused."""
+    (its fields and their aliases) and the results of the helpers `answers` on it, a module as
+    its parameters, buffers, submodules and plain attributes (its `config` among them);
+    anything else is refused."""
     torch = sys.modules.get("torch")
     kind = (type(obj).__module__, type(obj).__qualname__)
     if callable(getattr(obj, "to_dict", None)):  # a configuration
@@ -316,7 +320,8 @@ def plain_copy(obj):
             with contextlib.suppress(AttributeError):
                 if _plain(value := getattr(obj, alias)):
                     values[alias] = value
-        return ("config", (kind[1], values))
+        results = {name: answer_for(helper, obj) for name, helper in (answers or {}).items()}
+        return ("config", (kind[1], values, results))
     if torch is not None and isinstance(obj, torch.nn.Module):
         attributes = {
             k: v
@@ -334,6 +339,23 @@ def plain_copy(obj):
     raise pickle.PicklingError(
         f"a {kind[0]}.{kind[1]} cannot enter the sandbox, which holds no transformers"
     )
+
+
+def answer_for(helper, config):
+    """A helper's result for `config`, as the room's stand-in returns it: ("value", plain
+    data) or ("error", exception name, whether a builtin, message)."""
+    try:
+        value = helper(config)
+    except Exception as error:  # noqa: BLE001 (the stand-in raises it where the student called)
+        kind = type(error)
+        builtin = getattr(builtins, kind.__name__, None) is kind
+        return ("error", kind.__name__, builtin, str(error)[:2000])
+    if not _plain(value):
+        raise GraderError(
+            f"{getattr(helper, '__name__', helper)} gave a {type(value).__name__}: a helper the "
+            "grader answers for a room must return plain data"
+        )
+    return ("value", value)
 
 
 def make_shell():
@@ -378,14 +400,17 @@ class Session:
         names = set().union(*(_bound(s) for s in setup)) if setup else set()
         self.originals = {n: namespace[n] for n in names if n in namespace}  # kept alive
         self.shared = {id(v): n for n, v in self.originals.items() if not isinstance(v, PRIMITIVE)}
-        self.room = room
+        self.room, self.answers = room, {}
         if room is not None:  # only the room's names exist in the sandbox: the rest by value
             self.shared = {i: n for i, n in self.shared.items() if n in room}
+            self.answers = {n: namespace[n] for n in rooms.answered(setup)}
 
     def plain(self, names):
         """The room's copies of the setup's values `names`: base64 of a pickle of a dict."""
         buffer = io.BytesIO()
-        Pickler(buffer, {}, room=True).dump({n: self.shell.user_ns[n] for n in names})
+        Pickler(buffer, {}, room=True, answers=self.answers).dump(
+            {n: self.shell.user_ns[n] for n in names}
+        )
         return base64.b64encode(buffer.getvalue()).decode()
 
     def record_error(self, etype, evalue, stb):
@@ -414,7 +439,9 @@ class Session:
             self.tainted = True
             self.clean = {"stdout": len(self.out.getvalue()), "error": False}
         buffer = io.BytesIO()
-        Pickler(buffer, self.shared, room=self.room is not None).dump((request, self.off_limits))
+        Pickler(buffer, self.shared, room=self.room is not None, answers=self.answers).dump(
+            (request, self.off_limits)
+        )
         self.channel.send({"call": base64.b64encode(buffer.getvalue()).decode()})
         message = self.channel.receive()
         if "reply" not in message:

@@ -31,10 +31,62 @@ LABS = sorted(p.name for p in (ROOT / "solutions").glob("LM10-L*"))
 ROOMS = [lab for lab in LABS if room.declared(setup_sources(lab)) is not None]
 
 
-def test_the_labs_with_a_room():
-    """L3 (the SmolLM2 model's forward) and L6 (a setup helper the student calls) need the
-    trusted process to answer calls from the room, which it does not yet."""
-    assert ROOMS == ["LM10-L1", "LM10-L2", "LM10-L4", "LM10-L5"]
+def test_every_lab_has_a_room():
+    assert ROOMS == LABS
+
+
+def test_the_helpers_the_grader_answers():
+    """L6's students call the setup's attention_parameters, which builds a transformers layer:
+    the room holds a stand-in, and the trusted process sends its results with each
+    configuration."""
+    setup = setup_sources("LM10-L6")
+    assert room.answered(setup) == ["attention_parameters"]
+    sources, shipped = room.sandbox_setup(setup, room.declared(setup))
+    assert (
+        "attention_parameters" not in "\n".join(sources) and "attention_parameters" not in shipped
+    )
+    for lab in LABS:
+        if lab != "LM10-L6":
+            assert room.answered(setup_sources(lab)) == []
+    lone = ["# Answered by the grader while graded: f\ndef f(config):\n    return 1\n"]
+    with pytest.raises(room.RoomError, match="but no room"):
+        room.answered(lone)
+    with pytest.raises(room.RoomError, match="do not define as functions: g|g, which"):
+        room.answered(
+            ["# Yours while graded: x\n# Answered by the grader while graded: g\nx = 1\n"]
+        )
+    with pytest.raises(room.RoomError, match="both the student's and answered"):
+        room.sandbox_setup(["# Yours while graded: f\n" + lone[0]], ["f"])
+
+
+def test_an_answered_helper_in_the_room():
+    """The stand-in returns what the trusted process computed for the configuration it was
+    given, raises the helper's own error where the helper raised, and refuses a configuration
+    the student changed or made: it never answers for what the grader did not see."""
+
+    def width(config):
+        if config.hidden_size > 1000:
+            raise ValueError("too wide for this helper")
+        return 3 * config.hidden_size
+
+    def through(config):
+        buffer = io.BytesIO()
+        trusted_tests.Pickler(buffer, {}, room=True, answers={"width": width}).dump(config)
+        return sandbox_agent._Unpickler(io.BytesIO(buffer.getvalue())).load()
+
+    helper = sandbox_agent.answered("width")
+    small = through(LlamaConfig(hidden_size=64, num_attention_heads=4))
+    assert helper(small) == 192 and type(helper(small)) is int
+    assert "_lm10_given" not in small.to_dict() and small.to_dict()["hidden_size"] == 64
+    with pytest.raises(ValueError, match="too wide for this helper"):
+        helper(through(LlamaConfig(hidden_size=2048)))
+    small.hidden_size = 96
+    with pytest.raises(ValueError, match=r"was changed \(hidden_size\)"):
+        helper(small)
+    with pytest.raises(TypeError, match="answers only for a configuration the lab's tests give"):
+        helper(LlamaConfig(hidden_size=64))
+    with pytest.raises(trusted_tests.GraderError, match="must return plain data"):
+        trusted_tests.answer_for(lambda config: object(), small)
 
 
 @pytest.mark.parametrize("lab", ROOMS)
