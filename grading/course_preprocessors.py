@@ -132,15 +132,14 @@ def scrub_error(output, hidden):
 
 def with_slips(scrubbed, original, part):
     """A neutral error (a hidden test failed, or a visible one after a hidden input) with the
-    slips its message named put back: they are lmcourse.slips' fixed sentences for this part,
+    hint lines its message held put back: they are lmcourse.slips' fixed sentences for this part,
     with nothing of the hidden inputs."""
     if scrubbed.evalue != HIDDEN_MESSAGE and not scrubbed.evalue.startswith(AFTER_HIDDEN_START):
         return scrubbed  # the message was kept whole, hints and all
-    found = slips.named(original.get("evalue", ""), part)
+    found = slips.lines(original.get("evalue", ""), part)
     if not found:
         return scrubbed
-    lines = "".join(f"\n{slips.PREFIX}{sentence}" for sentence in found)
-    return plain_error(scrubbed.ename, scrubbed.evalue + lines)
+    return plain_error(scrubbed.ename, scrubbed.evalue + "".join(f"\n{line}" for line in found))
 
 
 class StripHiddenTests(ClearHiddenTests):

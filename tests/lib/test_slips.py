@@ -1,6 +1,12 @@
-"""lmcourse.slips: a wrong answer made by a common slip is named; a right one gets no hint."""
+"""The slips: a wrong answer made by a common slip is named, a right one gets no hint.
 
-import math
+The rules (grading/slips/l<n>.py) name slips in the grader's trusted process; lmcourse.slips,
+which a student's kernel imports, only looks up the values the rules give on the visible
+tests' inputs (lib/lmcourse/data/slips-l<n>.json, written by `make release`). The examples
+that every slip must be named on are read off the labs themselves (grading/slips/table.py
+runs each solution notebook and records the hints its tests ask for), never copied here.
+"""
+
 import re
 from pathlib import Path
 
@@ -8,14 +14,21 @@ import lmcourse
 import nbformat
 import pytest
 import torch
-from lmcourse import configs, slips
+from lmcourse import configs
+from lmcourse import slips as lookup
+
+from grading import slips
+from grading.slips import table
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def named(part, got, want, **inputs):
-    """The slips the hint names, one line each, joined by " | " (None for no hint)."""
+    """The slips the rules' hint names, joined by " | " (None for no hint)."""
     text = slips.hint(part, got, want, **inputs)
-    found = slips.named(text, part)
-    assert len(found) == text.count(slips.PREFIX), f"{part}: a hint that names no slip: {text!r}"
+    found = lookup.named(text, part)
+    assert text.count(lookup.PREFIX) <= 1, f"{part}: one value, one hint line: {text!r}"
+    assert bool(found) == bool(text), f"{part}: a hint that names no slip: {text!r}"
     return " | ".join(found) or None
 
 
@@ -56,6 +69,21 @@ def test_an_unknown_mistake_gets_the_plain_message():
             2_621_440,
             dict(d=1_024, heads=16, kv_heads=4, head_dim=64),
             "a column per query head",
+        ),
+        # heads x head_dim = 2,048 != d: queries and output d x d, keys and values 8 x 128 wide
+        (
+            "l1_test_attention",
+            2 * 1_024 * 1_024 + 2 * 1_024 * 8 * 128,
+            2 * 1_024 * 2_048 + 2 * 1_024 * 8 * 128,
+            dict(d=1_024, heads=16, kv_heads=8, head_dim=128),
+            "queries and output as d x d",
+        ),
+        (
+            "l1_test_attention",
+            2 * 1_024 * 1_024 + 2 * 1_024 * 8 * 64,
+            2 * 1_024 * 2_048 + 2 * 1_024 * 8 * 128,
+            dict(d=1_024, heads=16, kv_heads=8, head_dim=128),
+            "head_dim taken as d // heads",
         ),
         (
             "l1_test_count",
@@ -106,6 +134,19 @@ def test_each_catalogued_slip_is_named(part, got, want, inputs, sentence):
     assert found and sentence in found, f"{part}: {got} named {found!r}, expected {sentence!r}"
 
 
+def test_two_slips_of_one_value_are_alternatives_on_one_line():
+    text = slips.hint("l2_test_cache", 65_536, 131_072, layers=32, kv_heads=8, head_dim=128)
+    assert text == (
+        f"\n{lookup.PREFIX}numbers counted, not bytes: times bytes_per_number?"
+        f"{lookup.OR}keys only: the cache holds the values too?"
+    )
+    assert lookup.named(text, "l2_test_cache") == [
+        "numbers counted, not bytes: times bytes_per_number?",
+        "keys only: the cache holds the values too?",
+    ]
+    assert lookup.lines(f"off by 3{text}\nLikely slip: made up?", "l2_test_cache") == [text[1:]]
+
+
 def test_slips_of_the_norms_are_read_off_the_tensors():
     torch.manual_seed(0)
     x, weight, bias = torch.randn(4, 6) * 0.3, torch.rand(6) + 0.5, torch.randn(6)
@@ -117,9 +158,6 @@ def test_slips_of_the_norms_are_read_off_the_tensors():
     inputs = dict(x=x, weight=weight, bias=bias, eps=eps)
     assert named("l3_test_layer_norm", unbiased, right, **inputs).startswith("the variance")
     assert named("l3_test_layer_norm", outside, right, **inputs).startswith("eps added outside")
-    # two slips that give the same value are both named
-    both = named("l2_test_cache", 65_536, 131_072, layers=32, kv_heads=8, head_dim=128)
-    assert both.startswith("numbers counted") and "keys only" in both
     assert named("l3_test_layer_norm", right.clone(), right, **inputs) is None
     rms = torch.nn.functional.rms_norm(x, (6,), weight, eps)
     rms_outside = x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * weight
@@ -140,37 +178,14 @@ def test_slips_of_the_mixture_and_the_caches_are_read_off_the_config():
     got = (want[0] - shared, want[1] - shared)
     assert named("l6_test_moe", got, want, config=deepseek) == "the shared experts left out?"
     assert "every routed expert" in named("l6_test_moe", (want[0], want[0]), want, config=deepseek)
+    no_input_table = (want[0], want[1] - deepseek.vocab_size * d)
+    assert named("l6_test_moe", no_input_table, want, config=deepseek).startswith("the input table")
     cache = 2 * 61 * 576
     assert "rotary part" in named("l6_test_cache", 2 * 61 * 512, cache, config=deepseek)
     mistral = configs.load("Mistral-7B-v0.1")
-    per_token = right_per_token = lmcourse.describe(mistral)["cache_bytes_per_token"]
-    want = 4095 * per_token
-    got = 4096 * right_per_token
+    per_token = lmcourse.describe(mistral)["cache_bytes_per_token"]
+    got, want = 4096 * per_token, 4095 * per_token
     assert "sliding_window - 1" in named("l6_test_window", got, want, config=mistral, tokens=32_768)
-
-
-def test_every_sentence_is_one_question_and_every_part_a_test_cell():
-    """Sentences are fixed text: the feedback may show them after a hidden test."""
-    for part, catalogue in slips.CATALOGUE.items():
-        assert re.fullmatch(r"l\d+_test_\w+", part), part
-        for sentence in catalogue:
-            assert "\n" not in sentence and sentence.endswith("?"), sentence
-    with pytest.raises(KeyError, match="no slips catalogued for 'l9_test_nothing'"):
-        slips.hint("l9_test_nothing", 1, 2)
-
-
-def test_each_lab_test_asks_for_its_own_parts_slips_and_every_catalogue_is_used():
-    root = Path(__file__).resolve().parents[2]
-    used = set()
-    for path in sorted((root / "solutions").glob("LM10-L*/LM10-L*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-            asked = set(re.findall(r'hint\(\s*"(\w+)"', cell.source))
-            assert asked <= {grade_id}, f"{path.name} {grade_id} asks for the slips of {asked}"
-            used |= asked
-    assert used == set(slips.CATALOGUE), (
-        f"catalogued but never asked: {set(slips.CATALOGUE) - used}"
-    )
 
 
 def test_slips_of_the_rotation_are_read_off_the_tensors():
@@ -190,120 +205,124 @@ def test_slips_of_the_rotation_are_read_off_the_tensors():
     pairs = torch.stack(
         [even * angles.cos() - odd * angles.sin(), odd * angles.cos() + even * angles.sin()], -1
     )
-    side = named(
-        "l5_test_rope",
-        pairs.flatten(-2).float(),
-        right.float(),
-        x=x,
-        positions=positions,
-        base=base,
-    )
+    rope = dict(x=x, positions=positions, base=base)
+    side = named("l5_test_rope", pairs.flatten(-2).float(), right.float(), **rope)
     assert side.startswith("pairs side by side")
+    swapped = x.double() * sin + torch.cat([-x2, x1], -1) * cos
+    assert named("l5_test_rope", swapped.float(), right.float(), **rope).startswith("cos and sin")
     wrong_way = x.double() * cos - torch.cat([-x2, x1], -1) * sin
-    way = named(
-        "l4_test_rotate", wrong_way.float(), right.float(), x=x, cos=cos.float(), sin=sin.float()
-    )
+    turn = dict(x=x, cos=cos.float(), sin=sin.float())
+    way = named("l4_test_rotate", wrong_way.float(), right.float(), **turn)
     assert way.startswith("rotated the wrong way")
+    assert named("l4_test_rotate", swapped.float(), right.float(), **turn).startswith("cos and")
     interleaved = angles.cos().repeat_interleave(2, dim=-1).float()
     assert named("l4_test_angles", interleaved, cos.float(), table="cos").startswith("each angle")
     assert named("l4_test_angles", cos.float(), cos.float(), table="cos") is None
 
 
-def _visible_inputs():
-    """(right value, the test's inputs) per part: the labs' visible examples, with the right
-    values from lmcourse (torch's and transformers' own functions for the tensors)."""
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, repeat_kv
-
-    torch.manual_seed(0)
-    x, weight, bias = torch.randn(4, 6) * 0.3, torch.rand(6) + 0.5, torch.randn(6)
-    layer = dict(x=x, weight=weight, bias=bias, eps=0.5)
-    rms = dict(x=x, weight=weight, eps=0.5)
-    theta = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
-    angles = torch.arange(5).double()[:, None] * theta
-    cos, sin = angles.cos().repeat(1, 2).float(), angles.sin().repeat(1, 2).float()
-    q = torch.randn(1, 2, 5, 8)
-    rotated, _ = apply_rotary_pos_emb(q, q, cos[None], sin[None])
-    kv = torch.randn(2, 2, 5, 8)
-    gpt2 = dict(d=768, layers=12, vocab=50_257, heads=12, norm="layer", tied=True)
-    big = dict(d=4096, layers=32, vocab=32000, heads=32, norm="rms", tied=False)
-    flops = 32 * (2 * (2 * 4096**2 + 2 * 4096 * 8 * 128) + 4 * 32 * 128 * 8_192)
-    serving = dict(
-        gpu_bytes=80 * 2**30,
-        weight_bytes=2 * 8_030_261_248,
-        cache_bytes_per_token=131_072,
-        tokens_per_request=8_192,
-    )
-    deepseek, tied = (
-        configs.load("DeepSeek-V3"),
-        configs.toy("DeepSeek-V3", tie_word_embeddings=True),
-    )
-
-    def mixture(config):
-        described = lmcourse.describe(config)
-        return (described["total"], described["active"]), dict(config=config)
-
-    def cache(name):
-        config = configs.load(name)
-        return lmcourse.describe(config)["cache_bytes_per_token"], dict(config=config)
-
-    def window(name, tokens):
-        config = configs.load(name)
-        return lmcourse.cache_bytes(config, tokens), dict(config=config, tokens=tokens)
-
-    return {
-        "l1_test_gpt2_block": [(7_087_872, dict(d=768))],
-        "l1_test_gpt2_model": [
-            (124_439_808, dict(d=768, layers=12, vocab=50_257, positions=1_024))
-        ],
-        "l1_test_attention": [(2_621_440, dict(d=1_024, heads=16, kv_heads=4, head_dim=64))],
-        "l1_test_count": [
-            (124_439_808, dict(config=gpt2)),
-            (6_738_415_616, dict(config=big)),
-            (6_738_415_616 - 805_306_368, dict(config=dict(big, kv_heads=8))),
-        ],
-        "l2_test_attention": [(41_943_040, dict(d=4_096, heads=32, kv_heads=8))],
-        "l2_test_cache": [(131_072, dict(layers=32, kv_heads=8, head_dim=128))],
-        "l2_test_flops": [(flops, dict(d=4_096, heads=32, kv_heads=8, layers=32, context=8_192))],
-        "l2_test_serving": [(65, serving)],
-        "l3_test_layer_norm": [(torch.nn.functional.layer_norm(x, (6,), weight, bias, 0.5), layer)],
-        "l3_test_rms_norm": [(torch.nn.functional.rms_norm(x, (6,), weight, 0.5), rms)],
-        "l4_test_angles": [
-            (torch.tensor([1.0, 0.1, 0.01, 0.001]), dict(head_dim=8, base=10000.0)),
-            (cos, dict(table="cos")),
-        ],
-        "l4_test_rotate": [(rotated, dict(x=q, cos=cos, sin=sin))],
-        "l4_test_periods": [(2 * math.pi / theta, {})],
-        "l5_test_expand_kv": [(repeat_kv(kv, 3), dict(kv=kv, n_rep=3))],
-        "l5_test_rope": [(rotated, dict(x=q, positions=torch.arange(5), base=10000.0))],
-        "l6_test_ffn_width": [
-            (11_008, dict(d=4096, multiple_of=256)),
-            (14_336, dict(d=4096, multiple_of=1024, multiplier=1.3)),
-        ],
-        "l6_test_moe": [mixture(deepseek), mixture(tied)],
-        "l6_test_cache": [cache("Llama-3.1-405B"), cache("DeepSeek-V3")],
-        "l6_test_window": [window("Mistral-7B-v0.1", 32_768), window("Gemma-2-2B", 32_768)],
-    }
-
-
-def test_every_catalogued_slip_loses_the_points_and_is_named_on_the_labs_examples():
-    """For each slip, on some visible example of its lab: its value is not the right one (the
-    part loses its points) and the hint for that value names it."""
-    examples = _visible_inputs()
-    assert set(examples) == set(slips.CATALOGUE)
+def test_every_sentence_is_one_question_and_every_part_a_test_cell():
+    """Sentences are fixed text: the feedback may show them after a hidden test."""
     for part, catalogue in slips.CATALOGUE.items():
-        for sentence, rule in catalogue.items():
-            reached = False
-            for want, inputs in examples[part]:
+        assert re.fullmatch(r"l\d+_test_\w+", part), part
+        assert part.startswith(f"{slips.LABS[part.split('_')[0]].__name__.split('.')[-1]}_")
+        for sentence in catalogue:
+            assert "\n" not in sentence and sentence.endswith("?"), sentence
+            assert "?" + lookup.OR not in sentence, f"reads as two alternatives: {sentence}"
+    with pytest.raises(KeyError, match="no slips catalogued for 'l9_test_nothing'"):
+        slips.hint("l9_test_nothing", 1, 2)
+    with pytest.raises(KeyError, match="no slips catalogued for 'l9_test_nothing'"):
+        lookup.lookup("l9_test_nothing", 1, 2)
+
+
+def test_each_lab_test_asks_for_its_own_parts_slips_and_every_catalogue_is_used():
+    used = set()
+    for path in sorted((ROOT / "solutions").glob("LM10-L*/LM10-L*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+            asked = set(re.findall(r'hint\(\s*"(\w+)"', cell.source))
+            assert asked <= {grade_id}, f"{path.name} {grade_id} asks for the slips of {asked}"
+            used |= asked
+    assert used == set(slips.CATALOGUE), (
+        f"catalogued but never asked: {set(slips.CATALOGUE) - used}; "
+        f"asked but not catalogued: {used - set(slips.CATALOGUE)}"
+    )
+
+
+def test_the_tables_hold_every_part_and_its_sentences_as_the_rules_do():
+    for part, rules in slips.CATALOGUE.items():
+        assert lookup.sentences(part) == set(rules)  # the rules, where installed: here, none
+        stored = lookup._table(part.split("_")[0])[part]
+        assert stored["sentences"] == list(rules), f"{part}: the table is stale"
+
+
+def test_the_table_names_only_the_slips_of_the_inputs_it_holds():
+    """On a visible test's inputs the table names the slip the rules name; on any other
+    input (a hidden test's, a student's own), it names nothing, though the rules would."""
+    assert lookup._rules is None
+    visible = dict(d=768)  # the block test's visible input
+    slip = 12 * 768**2 + 4 * 768  # every bias left out
+    assert lookup.hint("l1_test_gpt2_block", slip, block(768), **visible) == slips.hint(
+        "l1_test_gpt2_block", slip, block(768), **visible
+    )
+    assert "every bias" in lookup.hint("l1_test_gpt2_block", slip, block(768), **visible)
+    other = 12 * 64**2 + 4 * 64
+    assert "every bias" in slips.hint("l1_test_gpt2_block", other, block(64), d=64)
+    assert lookup.hint("l1_test_gpt2_block", other, block(64), d=64) == ""
+    before = lookup.use_rules(slips)
+    try:  # the trusted process: the rules behind the same hint
+        assert "every bias" in lookup.hint("l1_test_gpt2_block", other, block(64), d=64)
+    finally:
+        lookup.use_rules(before)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """Every hint call of every lab's tests, hidden ones too: {lab: [(part, example, (want,
+    inputs))]}, read off the solution notebooks (about a minute on 2 cores)."""
+    return {lab: table.record(lab, hidden=True) for lab in table.labs()}
+
+
+@pytest.mark.slow
+def test_every_catalogued_slip_loses_the_points_and_is_named_on_the_labs_own_inputs(recorded):
+    """For each slip, on some input of its lab's tests: its value is not the right one (the
+    part loses its points) and the rules' hint for that value names it; on a visible input the
+    table names the same slips as the rules."""
+    reached = {part: set() for part in slips.CATALOGUE}
+    visible_examples = {}
+    for lab in table.labs():
+        prefix = lab.lower().removeprefix("lm10-")
+        for part, example in lookup._table(prefix).items():
+            visible_examples[part] = example["examples"]
+    for lab, calls in recorded.items():
+        for part, example, (want, inputs) in calls:
+            on_visible = example in visible_examples[part] or not example["slips"]
+            for sentence, rule in slips.rules(part).items():
                 try:
                     value = rule(want, **inputs)
-                except (AssertionError, ArithmeticError, AttributeError, KeyError, TypeError):
-                    continue
-                if value is None or slips._same(want, value):
+                except slips.SKIPPED:
                     continue
                 if isinstance(value, tuple):
                     value = tuple(w if v is None else v for v, w in zip(value, want, strict=True))
-                assert sentence in slips.named(slips.hint(part, value, want, **inputs), part), (
-                    f"{part}: the value of {sentence!r} is not named"
+                if lookup._same(want, lookup.encode(value)):
+                    continue
+                text = slips.hint(part, value, want, **inputs)
+                assert sentence in lookup.named(text, part), (
+                    f"{lab} {part}: the value of {sentence!r} is not named: {text!r}"
                 )
-                reached = True
-            assert reached, f"{part}: no visible example shows the slip {sentence!r}"
+                reached[part].add(sentence)
+                if on_visible:
+                    assert lookup.lookup(part, value, want, **inputs) == text, (
+                        f"{lab} {part}: the table and the rules disagree on {sentence!r}"
+                    )
+    unreached = {p: set(slips.rules(p)) - found for p, found in reached.items()}
+    assert not any(unreached.values()), f"slips no input of their lab shows: {unreached}"
+
+
+@pytest.mark.slow
+def test_the_tables_are_what_the_rules_give_on_the_labs_visible_inputs():
+    """lib/lmcourse/data/slips-l<n>.json is generated (`make release`), never edited."""
+    for lab in table.labs():
+        path = lookup.table_path(lab)
+        assert path.read_text() == table.text(table.build(lab)), (
+            f"{path.name} is stale: `make release LAB={lab}` (or python -m grading.slips.table)"
+        )
