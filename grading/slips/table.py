@@ -5,13 +5,14 @@
 
 writes lib/lmcourse/data/slips-l<n>.json. The inputs are read off the lab itself: the solution
 notebook runs top to bottom (solutions/LM10-L<n>/, in its folder, in this process) with its
-test cells as the release shows them, hidden tests removed, and with every assert's message
-evaluated before its condition, so that each `hint(...)` a visible test would call on a wrong
-answer is called once on the right one. Each call is recorded (the part, the right value, the
-inputs) and the rules (grading/slips/l<n>.py) give, for each, the value of every slip that
-applies: data, never a formula. The table also lists each part's sentences (fixed text: they
-appear in the feedback). `record(..., hidden=True)` runs the hidden tests too: the tests use
-it to reach every slip on the lab's own inputs; no table ever holds a hidden input.
+test cells as the release shows them, hidden tests removed. Before a test cell runs as it is,
+it runs once for each answer function it calls, that function's answers made wrong by one and
+every failed check going on to the next: each `hint(...)` the cell asks for on a wrong answer
+is recorded (the part, the right value, the inputs), and the rules (grading/slips/l<n>.py) give
+the value of every slip that applies on them: data, never a formula. The table also lists each
+part's sentences (fixed text: they appear in the feedback). `record(..., hidden=True)` runs the
+hidden tests too, for the tests to reach every slip on the lab's own inputs; no table ever holds
+a hidden input.
 """
 
 import argparse
@@ -115,10 +116,10 @@ def _answers(source):
 
 
 def record(lab, hidden=False):
-    """[(part, example, (want, inputs))] of every hint call the lab's tests make, in order, each once: the
-    visible tests' (with `hidden`, the hidden tests' too). Each test cell runs once with each
-    answer function it calls made wrong by one (its checks then fail and ask for their hints,
-    and go on to the next check), then as it is, which must pass."""
+    """[(part, example, (want, inputs))] of every hint call the lab's tests make, in order,
+    each once: the visible tests' (with `hidden`, the hidden tests' too). Each test cell runs
+    once with each answer function it calls made wrong by one (its checks then fail and ask
+    for their hints, and go on to the next check), then as it is, which must pass."""
     import torch
 
     path = notebook(lab)
