@@ -69,10 +69,13 @@ NBGRADER = cd grading && $(RUN) $(BIN)/nbgrader
 JOBS    ?=
 NEED_LAB = @test -n "$(LAB)" || { echo "usage: make $@ LAB=LM10-L2"; exit 2; }
 
-# Student version of solutions/$(LAB) into labs/$(LAB), and the lab's entry in the gradebook.
+# Student version of solutions/$(LAB) into labs/$(LAB), and the lab's entry in the gradebook;
+# then lib/lmcourse/data/slips-l<n>.json, the slips' values on the visible tests' inputs, which
+# Validate names slips from (grading/slips/table.py: the rules themselves stay in grading/).
 release: setup
 	$(NEED_LAB)
 	$(NBGRADER) generate_assignment $(LAB) --force
+	$(RUN) $(BIN)/python -m grading.slips.table $(LAB)
 
 # Every grading/submitted/<student>/$(LAB)/, in parallel (JOBS=n, default every core), each in
 # a bubblewrap sandbox (grading/README.md). Without a working bubblewrap nothing is graded;
