@@ -44,6 +44,15 @@ def _l1_count(config):
     )
 
 
+def _l2_fit(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    free, request = gpu_bytes - weight_bytes, cache_bytes_per_token * tokens_per_request
+    if free >= request:
+        return "exactly" if free % request == 0 else "room to spare"
+    if free >= 0:
+        return "less than a request free" if free else "no memory free"
+    return "short by less than a request" if -free < request else "short by more than a request"
+
+
 # lab -> grade_id -> (the answer function its test calls, the prompt's axes, where a call lies)
 AXES = {
     "LM10-L1": {
@@ -68,6 +77,43 @@ AXES = {
             lambda config: _l1_count(config),
         ),
     },
+    "LM10-L2": {
+        "l2_test_attention": (
+            "attention_parameters",
+            {"sharing": ("all", "grouped", "one")},
+            lambda d, heads, kv_heads: (_sharing(heads, kv_heads),),
+        ),
+        "l2_test_cache": (
+            "cache_bytes_per_token",
+            {"bytes_per_number": ("default", "given"), "kv_heads": ("one", "several")},
+            lambda layers, kv_heads, head_dim, bytes_per_number=None: (
+                "default" if bytes_per_number is None else "given",
+                "one" if kv_heads == 1 else "several",
+            ),
+        ),
+        "l2_test_flops": (
+            "attention_flops_per_token",
+            {"sharing": ("all", "grouped", "one"), "context": ("the token alone", "longer")},
+            lambda d, heads, kv_heads, layers, context: (
+                _sharing(heads, kv_heads),
+                "the token alone" if context == 1 else "longer",
+            ),
+        ),
+        "l2_test_serving": (
+            "max_concurrent_requests",
+            {
+                "fit": (
+                    "room to spare",
+                    "exactly",
+                    "less than a request free",
+                    "no memory free",
+                    "short by less than a request",
+                    "short by more than a request",
+                )
+            },
+            lambda **arguments: (_l2_fit(**arguments),),
+        ),
+    },
 }
 
 
@@ -77,6 +123,7 @@ def _recorder(function, calls, test_file):
             calls.append(inspect.signature(function).bind(*args, **kwargs).arguments)
         return function(*args, **kwargs)
 
+    recorded.__wrapped__ = function
     return recorded
 
 
@@ -94,7 +141,7 @@ def run_solution(lab, parts):
             namespace[name] = _recorder(namespace[name], calls[grade_id], test_file)
         exec(compile(cell.source, test_file, "exec"), namespace)
         if grade_id in parts:
-            namespace[name] = namespace[name].__closure__[0].cell_contents  # unwrap
+            namespace[name] = namespace[name].__wrapped__
     return calls
 
 
@@ -118,7 +165,7 @@ def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
 
 WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
 SCHEME = "**Marking scheme**"
-PENDING = {"LM10-L2", "LM10-L3", "LM10-L4", "LM10-L5", "LM10-L6"}  # not yet in this shape
+PENDING = {"LM10-L3", "LM10-L4", "LM10-L5", "LM10-L6"}  # not yet in this shape
 
 
 def marking_scheme(nb):

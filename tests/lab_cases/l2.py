@@ -115,7 +115,8 @@ def hardcoded(nb):
 def refpatch(nb):
     """FLOPs counted over the key-value heads (wrong), and measured_attention_flops, the setup
     cell's reference, redefined to agree. The grader defines the reference again before each
-    test: flops and compare fail as they would without the redefinition."""
+    test: flops fails as it would without the redefinition; the comparison, which reuses the
+    FLOP count, is judged on how it assembles it and keeps its points."""
     answers = solution_answers(LAB)
     answers["l2_flops"] = """
 def attention_flops_per_token(d, heads, kv_heads, layers, context):
@@ -142,7 +143,7 @@ expected = {
         "l2_test_attention": 2.0,
         "l2_test_cache": 2.0,
         "l2_test_flops": 0.0,
-        "l2_test_compare": 0.0,
+        "l2_test_compare": 2.0,
         "l2_test_serving": 2.0,
     },
 }
@@ -182,7 +183,7 @@ def mistakes(nb):
     """One catalogued slip per part: keys and values as d x d, the cache of one layer, a
     multiply-add counted as one FLOP (the projections written out, so the attention slip stays
     its own), requests rounded up. Those parts score 0 and their feedback names the slip; the
-    comparison, built on the wrong parts, scores 0 with no slip of its own."""
+    comparison, which assembles the wrong parts' values correctly, keeps its points."""
     answers = solution_answers(LAB)
     answers["l2_attention"] = """
 def attention_parameters(d, heads, kv_heads):
@@ -210,7 +211,7 @@ expected["mistakes"] = {
     "l2_test_attention": 0.0,
     "l2_test_cache": 0.0,
     "l2_test_flops": 0.0,
-    "l2_test_compare": 0.0,
+    "l2_test_compare": 2.0,
     "l2_test_serving": 0.0,
 }
 slips = {
@@ -221,3 +222,78 @@ slips = {
     "l2_test_flops": "a multiply-add counted as one FLOP: it is two?",
     "l2_test_serving": "rounded up: only whole requests fit?",
 }
+
+
+def cascade(nb):
+    """A slip in Part 1 (keys and values as d x d whatever kv_heads) under the solution's FLOP
+    count and comparison, which call it: Part 1 loses its points and its feedback names the
+    slip; the FLOPs (judged beside two FLOPs per parameter of your Part 1) and the comparison
+    (judged on how it assembles your parts) keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l2_attention"] = """
+def attention_parameters(d, heads, kv_heads):
+    return 4 * d * d
+"""
+    return fill(nb, answers)
+
+
+def combinations(nb):
+    """Requests counted with an unclamped int(): right whenever the weights fit, and when they
+    exceed the GPU by less than one request (int() rounds -0.4 to 0); only a hidden GPU short
+    by more than a request gets a negative number. Only the serving part loses its points."""
+    answers = solution_answers(LAB)
+    answers["l2_serving"] = """
+def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    return int((gpu_bytes - weight_bytes) / (cache_bytes_per_token * tokens_per_request))
+"""
+    return fill(nb, answers)
+
+
+def numpy(nb):
+    """Every number as a numpy or torch integer (the comparison's table too): the prompt asks
+    for the numbers, so an integer of any of these types is the answer. Full marks."""
+    answers = solution_answers(LAB)
+    answers["l2_attention"] = """
+import numpy as np
+
+
+def attention_parameters(d, heads, kv_heads):
+    head_dim = d // heads
+    return np.int64(2 * d * d) + np.int64(2 * d * kv_heads * head_dim)
+"""
+    answers["l2_cache"] = """
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    return torch.tensor([2, layers, kv_heads, head_dim, bytes_per_number]).prod()
+"""
+    answers["l2_serving"] = """
+def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    free = np.maximum(np.int64(gpu_bytes) - np.int64(weight_bytes), 0)
+    return free // np.int64(cache_bytes_per_token * tokens_per_request)
+"""
+    return fill(nb, answers)
+
+
+expected["cascade"] = {
+    "l2_test_attention": 0.0,
+    "l2_test_cache": 2.0,
+    "l2_test_flops": 2.0,
+    "l2_test_compare": 2.0,
+    "l2_test_serving": 2.0,
+}
+expected["combinations"] = {
+    "l2_test_attention": 2.0,
+    "l2_test_cache": 2.0,
+    "l2_test_flops": 2.0,
+    "l2_test_compare": 2.0,
+    "l2_test_serving": 0.0,
+}
+expected["numpy"] = {
+    "l2_test_attention": 2.0,
+    "l2_test_cache": 2.0,
+    "l2_test_flops": 2.0,
+    "l2_test_compare": 2.0,
+    "l2_test_serving": 2.0,
+}
+# The slip each case's slipped part names (none catalogued for an unclamped int(): the
+# serving part's message gives the numbers).
+named = {"cascade": {"l2_test_attention": slips["l2_test_attention"]}}
