@@ -1,6 +1,7 @@
 """The student edition (tools/student_edition.py): the lessons, the released labs and the
 library, and never a solution, a hidden test or the grading tooling."""
 
+import ast
 import json
 import os
 import re
@@ -171,3 +172,93 @@ def test_every_notebook_a_student_opens_matches_the_installed_kernel(edition):
         stored = dict(metadata.get("language_info", {}))
         stored["version"] = ".".join(stored.get("version", "").split(".")[:2])
         assert stored == kernel, f"{path.relative_to(folder)}: language_info {stored}"
+
+
+def test_no_slip_rule_reaches_the_edition_or_the_labs(edition, tmp_path):
+    """The slip rules compute near-answers (grading/slips/): the edition and labs/ hold none,
+    only the library's tables of what each slip gives on the visible tests' inputs."""
+    folder, _ = edition
+    rules = student_edition.slip_rules()
+    assert len(rules) > 50, "too few slip sentences found: the scan would prove nothing"
+    assert student_edition.rule_leaks(folder) == []
+    assert student_edition.rule_leaks(ROOT / "labs") == []
+    tables = sorted((folder / "lib" / "lmcourse" / "data").glob("slips-*.json"))
+    assert [t.name for t in tables] == [f"slips-l{n}.json" for n in range(1, 7)]
+    shipped = (folder / "lib" / "lmcourse" / "slips.py").read_text()
+    tree = ast.parse(shipped)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.split(".")[0] == "grading"}, imported
+    # the scan finds a rule module copied in, and a lambda in a slips module
+    planted = tmp_path / "planted"
+    (planted / "lib").mkdir(parents=True)
+    shutil.copy(ROOT / "grading" / "slips" / "l6.py", planted / "lib" / "helpers.py")
+    (planted / "lib" / "slips.py").write_text("RULE = lambda w, d: w - 9 * d\n")
+    found = student_edition.rule_leaks(planted)
+    assert [f.split(":")[0] for f in found] == ["lib/helpers.py", "lib/slips.py"], found
+
+
+def test_the_course_wheel_leaves_the_slip_rules_out():
+    """A hub's students can read the installed course (grading/JUPYTERHUB.md): its wheel holds
+    the grading package, never grading.slips."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    packages = {
+        p
+        for where in find["find"]["where"]
+        for p in find_packages(ROOT / where, include=find["find"]["include"])
+    }
+    assert {"lmcourse", "grading"} <= packages
+    assert not {p for p in packages if p.startswith("grading.slips")}, sorted(packages)
+
+
+STUDENT_KERNEL = r"""
+import json, sys
+sys.modules["grading"] = None  # a student's machine: no grading package (the repository's is)
+import lmcourse.slips as slips
+assert slips.__file__.startswith(sys.argv[1]), slips.__file__
+d = 768
+right = 12 * d * d + 13 * d
+found = {
+    "visible": slips.hint("l1_test_gpt2_block", right - 9 * d, right, d=d),
+    "right": slips.hint("l1_test_gpt2_block", right, right, d=d),
+}
+for d in (64, 1024, 1600):  # the hidden tests' widths, and any other
+    right = 12 * d * d + 13 * d
+    found[str(d)] = slips.hint("l1_test_gpt2_block", right - 9 * d, right, d=d)
+try:
+    import grading.slips
+except ImportError:
+    found["rules"] = None
+else:
+    found["rules"] = grading.slips.__file__
+print(json.dumps(found))
+"""
+
+
+def test_a_student_kernel_names_slips_on_the_visible_inputs_and_on_no_other(edition):
+    """Validate names the slip of a visible test from the table; on any other input the
+    student's lmcourse.slips computes nothing, although the grader's rules name it."""
+    from grading import slips as rules
+
+    folder, _ = edition
+    lib = str(folder / "lib")
+    env = dict(os.environ, PYTHONPATH=lib)
+    done = subprocess.run(
+        [sys.executable, "-c", STUDENT_KERNEL, lib],
+        env=env,
+        cwd=folder / "labs" / "LM10-L1",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    slip = "\nLikely slip: every bias left out (3d + d in attention, 4d + d in the MLP)?"
+    assert found == {"visible": slip, "right": "", "64": "", "1024": "", "1600": "", "rules": None}
+    for d in (64, 1024, 1600):  # the grader's trusted process names each
+        right = 12 * d * d + 13 * d
+        assert rules.hint("l1_test_gpt2_block", right - 9 * d, right, d=d) == slip

@@ -16,12 +16,16 @@ writes OUT/lm10/ and the same folder as OUT/lm10.tar.gz:
 and never solutions/, grading/, tools/, tests/, benchmarks/, a gradebook or a submission. Before it
 writes the archive it scans every file for nbgrader's solution and hidden-test markers and for
 the text of every solution and hidden test in solutions/, and refuses to finish if any is found.
-Instructors keep the repository; students get the archive.
+It refuses too if any file holds a slip rule (grading/slips/: formulas that compute
+near-answers): the library's lmcourse.slips only looks up what each slip gives on the visible
+tests' inputs, in its tables (lib/lmcourse/data/slips-l<n>.json), the one place a slip's
+sentence may appear. Instructors keep the repository; students get the archive.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import shutil
 import tarfile
@@ -81,6 +85,41 @@ def leaks(folder: Path, secrets: set[str]) -> list[str]:
     return found
 
 
+def slip_rules():
+    """{sentence: module} of every slip rule (grading/slips/l<n>.py): the course repository's."""
+    from grading import slips
+
+    return {
+        sentence: lab.__name__
+        for lab in slips.LABS.values()
+        for rules in lab.PARTS.values()
+        for sentence in rules
+    }
+
+
+def rule_leaks(folder: Path) -> list[str]:
+    """'path: what' for every file under folder that holds a slip rule: a file other than the
+    library's slip tables that holds a rule's sentence (the rule modules pair each with its
+    formula), or a lambda in a shipped slips module (the rules' own form)."""
+    sentences, found = slip_rules(), []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        name = str(path.relative_to(folder))
+        if path.parent.name == "data" and path.name.startswith("slips-"):
+            continue  # the tables: each sentence beside data, never beside a formula
+        try:
+            text = _notebook_text(path) if path.suffix == ".ipynb" else path.read_text()
+        except UnicodeDecodeError:
+            continue
+        held = sorted({sentences[s] for s in sentences if s in text})
+        if held:
+            found.append(f"{name}: the sentences of {held}")
+        if path.suffix == ".py" and path.stem == "slips":
+            tree = ast.parse(text)
+            if any(isinstance(n, ast.Lambda) for n in ast.walk(tree)):
+                found.append(f"{name}: a lambda in the slips module")
+    return found
+
+
 def write_start_page(readme: Path, target: Path) -> None:
     """The README as a one-cell Markdown notebook: JupyterLab renders it, links and all, where
     it would open a .md file in a text editor. Its metadata is the lessons': JupyterLab writes
@@ -117,11 +156,12 @@ def build(out: Path) -> Path:
             else:
                 shutil.copy2(source, target)
     write_start_page(edition / "README.md", edition / "START.ipynb")
-    found = leaks(edition, secret_lines())
+    found = leaks(edition, secret_lines()) + rule_leaks(edition)
     if found:
         shutil.rmtree(edition)
         raise SystemExit(
-            "the student edition would contain solutions or hidden tests:\n  " + "\n  ".join(found)
+            "the student edition would contain solutions, hidden tests or slip rules:\n  "
+            + "\n  ".join(found)
         )
     archive = out / f"{NAME}.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:

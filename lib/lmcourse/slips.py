@@ -4,7 +4,7 @@ A lab's test, when an answer is wrong, asks `hint(part, got, want, **inputs)`; i
 value `got` is the value a common slip gives on these inputs, the hint names the slip in one
 line, the test adds it to its failure message:
 
-    Likely slip: every bias left out (3d + d in attention, 4d + d in the MLP)?
+    Likely slip: every bias left out (3d + d in attention, ...)?
 
 Two slips that give the same value share the line, as alternatives ("...? or ...?"). A right
 value gets no hint, a wrong one that is no known slip the plain message. The sentences are
