@@ -24,7 +24,7 @@ def correct(nb):
 def alternatives(nb):
     """Correct answers written unlike the model solution: the one-pass variance E[x^2] - E[x]^2,
     a sum and rsqrt for the root mean square, the mean fraction from sums, and the norm inputs
-    read by forward hooks on the norms instead of from output_hidden_states. Full marks."""
+    concatenated along the batch dimension instead of stacked. Full marks."""
     return fill(
         nb,
         {
@@ -49,18 +49,9 @@ def alternatives(nb):
                 "    return (y.sum(dim=-1) / n) / torch.sqrt((y * y).sum(dim=-1) / n)\n"
             ),
             "l3_norm_inputs": (
-                "def norm_inputs(model, input_ids):\n"
-                "    seen = []\n"
-                "    hooks = [layer.input_layernorm.register_forward_hook(\n"
-                "        lambda module, args, out: seen.append(args[0][0].detach()))\n"
-                "        for layer in model.model.layers]\n"
-                "    try:\n"
-                "        with torch.no_grad():\n"
-                "            model(input_ids, use_cache=False)\n"
-                "    finally:\n"
-                "        for hook in hooks:\n"
-                "            hook.remove()\n"
-                "    return torch.stack(seen)\n"
+                "def norm_inputs(hidden_states):\n"
+                "    # every entry but the last, which transformers gives after the final norm\n"
+                "    return torch.cat([h for h in hidden_states[:-1]], dim=0)\n"
             ),
         },
     )
@@ -100,12 +91,10 @@ def hardcoded(nb):
                 "def mean_fraction(y):\n    return y.mean() / y.pow(2).mean().sqrt()\n"
             ),
             "l3_norm_inputs": (
-                "_fixed = model(input_ids, output_hidden_states=True, "
-                "use_cache=False).hidden_states\n"
-                "_fixed = torch.stack(_fixed[:30])[:, 0].detach()\n"
+                "_fixed = torch.stack(hidden_states[:30])[:, 0]\n"
                 "\n"
                 "\n"
-                "def norm_inputs(model, input_ids):\n"
+                "def norm_inputs(hidden_states):\n"
                 "    return _fixed\n"
             ),
         },
