@@ -98,6 +98,7 @@ class ModelSpec:
     norm_topk: bool = False  # renormalise the top-k router weights to sum to 1
     router_bias: bool = False  # DeepSeek-V3's score-correction bias on the router
     routed_scale: float = 1.0  # multiplier of the routed output (DeepSeek-V3: 2.5)
+    router_weights_in_model_dtype: bool = False  # top-k weights in the model's dtype (Qwen3-MoE)
     n_group: int = 1  # DeepSeek-V3's group-limited routing: groups of experts
     topk_group: int = 1  # ... and how many groups a token may choose from
     # ---- latent attention, MLA (kv_lora_rank == 0: ordinary attention)

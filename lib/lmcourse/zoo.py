@@ -116,16 +116,23 @@ def kv_sharing(config) -> str:
     return "MQA" if s.kv_heads == 1 else f"GQA {s.heads // s.kv_heads}:1"
 
 
+# Fields that only say how a family rounds in half precision (in float32 they change nothing):
+# an implementation's choice, not the block's design. `design_diff` leaves them out.
+ROUNDING_FIELDS = frozenset({"router_weights_in_model_dtype"})
+
+
 def design_diff(base, spec) -> dict[str, tuple]:
-    """`diff` less `SIZE_FIELDS`, plus `kv_sharing` and `learned_positions` where they differ:
-    the choices two published models differ in, whatever their sizes."""
+    """`diff` less `SIZE_FIELDS` and `ROUNDING_FIELDS`, plus `kv_sharing` and
+    `learned_positions` where they differ: the choices two published models differ in, whatever
+    their sizes."""
     a, b = as_spec(base), as_spec(spec)
     decided = {
         "kv_sharing": (kv_sharing(a), kv_sharing(b)),
         "learned_positions": (bool(a.positions), bool(b.positions)),
     }
     changes = {k: v for k, v in decided.items() if v[0] != v[1]}
-    return changes | {k: v for k, v in diff(a, b).items() if k not in SIZE_FIELDS}
+    left_out = SIZE_FIELDS | ROUNDING_FIELDS
+    return changes | {k: v for k, v in diff(a, b).items() if k not in left_out}
 
 
 def presets_by_family() -> dict[str, list[str]]:

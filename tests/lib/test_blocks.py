@@ -382,3 +382,22 @@ def test_the_blocks_import_neither_the_bridge_nor_transformers():
     import lmcourse
 
     assert lmcourse.from_transformers is bridge.from_transformers
+
+
+def test_the_blocks_never_ask_which_family_they_build():
+    """DESIGN: what a family chose is a spec field (docs/ADDING_A_FAMILY.md); the blocks read
+    the fields, never `spec.family` nor a family's name."""
+    import ast
+    from pathlib import Path
+
+    import lmcourse.blocks
+    from lmcourse.families import FAMILIES
+
+    found = {}
+    for path in sorted(Path(lmcourse.blocks.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "family":
+                found.setdefault(path.name, []).append(f"line {node.lineno}: .family")
+            elif isinstance(node, ast.Constant) and node.value in FAMILIES:
+                found.setdefault(path.name, []).append(f"line {node.lineno}: {node.value!r}")
+    assert found == {}, f"the blocks test a family's name: {found}"

@@ -26,6 +26,7 @@ FEATURES = (
     "router_bias",
     "routed_scale",
     "norm_topk",
+    "router_weights_in_model_dtype",
     "residual_scale",
     "logit_divisor",
 )

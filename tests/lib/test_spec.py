@@ -369,6 +369,7 @@ CHANGES = {
     "dense_layers": dict(_EXPERTS, dense_layers=1),
     "norm_topk": dict(norm_topk=True),
     "router_bias": dict(router_bias=True),
+    "router_weights_in_model_dtype": dict(router_weights_in_model_dtype=True),
     "routed_scale": dict(routed_scale=2.5),
     "n_group": dict(_EXPERTS, n_group=2),
     "topk_group": dict(_EXPERTS, n_group=2, topk_group=2),

@@ -115,6 +115,9 @@ def test_design_diff_leaves_out_sizes_and_shows_the_key_value_sharing_they_decid
     assert zoo.design_diff(configs.load("Llama-3.1-8B"), configs.load("gpt2"))[
         "learned_positions"
     ] == (False, True)
+    moe = ("Qwen3-8B", "Qwen3-30B-A3B")  # a rounding rule is in the diff, not in the design
+    assert zoo.diff(*map(configs.load, moe))["router_weights_in_model_dtype"] == (False, True)
+    assert "router_weights_in_model_dtype" not in zoo.design_diff(*map(configs.load, moe))
 
 
 def test_presets_by_family_covers_the_registry_with_presets_of_that_family():

@@ -14,10 +14,10 @@ the same). DeepSeek-V3 keeps its router weight and bias in float32 (its
 `_keep_in_fp32_modules_strict`) and computes its logits in float32 (`DeepseekV3TopkRouter`);
 Mixtral and Qwen3-MoE compute theirs in the model's dtype, then a float32 softmax
 (`MixtralTopKRouter`, `Qwen3MoeTopKRouter`). Qwen3-MoE rounds the top-k weights back to the
-model's dtype, the other two keep them in float32. Each expert's output is multiplied by its
-weight, the k products of a token are summed, and only the sum is cast to the model's dtype, as
-transformers' default experts implementation (`grouped_mm_experts_forward` in
-`integrations/moe.py`) does.
+model's dtype (spec.router_weights_in_model_dtype), the other two keep them in float32. Each
+expert's output is multiplied by its weight, the k products of a token are summed, and only the
+sum is cast to the model's dtype, as transformers' default experts implementation
+(`grouped_mm_experts_forward` in `integrations/moe.py`) does.
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ from torch import nn
 from .ffn import GatedMLP, activation
 from .precision import KeepFloat32
 
-# families whose top-k router weights are rounded to the model's dtype (Qwen3MoeTopKRouter)
-WEIGHTS_IN_MODEL_DTYPE = frozenset({"qwen3_moe"})
-
 
 class Router(KeepFloat32):
     def __init__(self, spec):
@@ -39,7 +36,7 @@ class Router(KeepFloat32):
         self.k, self.experts = spec.experts_per_token, spec.experts
         self.weight = nn.Parameter(torch.empty(spec.experts, spec.d))
         self.sigmoid = spec.router_bias
-        self.weights_in_model_dtype = spec.family in WEIGHTS_IN_MODEL_DTYPE
+        self.weights_in_model_dtype = spec.router_weights_in_model_dtype
         if self.sigmoid:  # DeepSeek-V3: weight and bias stay float32 under .to(bfloat16)
             self.register_buffer("correction_bias", torch.zeros(spec.experts))
             self.keep_float32 = ("weight", "correction_bias")

@@ -21,7 +21,9 @@ def changes(c) -> dict:
             f"decoder_sparse_step=1); got sparse layers {sparse}"
         )
     return experts(c, c.moe_intermediate_size) | dict(
-        dense_layers=dense, norm_topk=bool(c.norm_topk_prob)
+        dense_layers=dense,
+        norm_topk=bool(c.norm_topk_prob),
+        router_weights_in_model_dtype=True,  # Qwen3MoeTopKRouter casts them back
     )
 
 
