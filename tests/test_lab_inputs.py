@@ -114,6 +114,27 @@ AXES = {
             lambda **arguments: (_l2_fit(**arguments),),
         ),
     },
+    "LM10-L4": {
+        "l4_test_angles": (
+            "rope_cos_sin",
+            {"positions": ("0 .. T-1", "any order"), "pairs": ("even count", "odd count")},
+            lambda positions, head_dim, base: (
+                "0 .. T-1" if positions.tolist() == list(range(len(positions))) else "any order",
+                "odd count" if head_dim // 2 % 2 else "even count",
+            ),
+        ),
+        "l4_test_score": (
+            "rope_score",
+            {"order": ("query after the key", "query before the key", "same position")},
+            lambda q, k, m, n, base: (
+                "query after the key"
+                if m > n
+                else "query before the key"
+                if m < n
+                else "same position",
+            ),
+        ),
+    },
 }
 
 
@@ -165,7 +186,7 @@ def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
 
 WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
 SCHEME = "**Marking scheme**"
-PENDING = {"LM10-L3", "LM10-L4", "LM10-L5", "LM10-L6"}  # not yet in this shape
+PENDING = {"LM10-L3", "LM10-L5", "LM10-L6"}  # not yet in this shape
 
 
 def marking_scheme(nb):

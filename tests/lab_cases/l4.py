@@ -68,7 +68,8 @@ def mistake(nb):
     """rotate_half with its signs swapped: every pair turns the wrong way.
 
     The tables (Part 1) and the periods (Part 4) are right; the rotation no longer matches
-    transformers (Part 2) and the score sees n - m instead of m - n (Part 3): 5 of 10 points.
+    transformers (Part 2). The score, which uses the rotation, is judged on what is its own
+    (the score your functions make) and keeps its points: 7 of 10 points.
     """
     answers = solution_answers(LAB)
     answers["l4_rotate"] = """
@@ -134,7 +135,8 @@ def hardcoded(nb):
 def refpatch(nb):
     """Tables in the interleaved layout (wrong for Llama weights), and reference_cos_sin, the
     setup cell's reference, redefined to agree. The grader defines the reference again before
-    each test: Part 1 and the score fail as they would without the redefinition."""
+    each test: Part 1 fails as it would without the redefinition; the score, built on it, is
+    judged on what is its own and keeps its points."""
     answers = solution_answers(LAB)
     right = "angles = torch.cat([angles, angles], dim=-1)"
     assert right in answers["l4_angles"], "the solution changed: update this case"
@@ -154,13 +156,13 @@ expected = {
     "mistake": {
         "l4_test_angles": 3.0,
         "l4_test_rotate": 0.0,
-        "l4_test_score": 0.0,
+        "l4_test_score": 2.0,
         "l4_test_periods": 2.0,
     },
     "refpatch": {
         "l4_test_angles": 0.0,
         "l4_test_rotate": 3.0,
-        "l4_test_score": 0.0,
+        "l4_test_score": 2.0,
         "l4_test_periods": 2.0,
     },
 }
@@ -224,7 +226,7 @@ def mistakes(nb):
     """One catalogued slip per part with a catalogue: pair i given the exponent i/d, the
     rotation turned the wrong way, the periods without 2 pi (written on their own, so the
     frequency slip stays Part 1's). Those parts score 0 and their feedback names the slip;
-    the score, built on the wrong parts, scores 0 with no slip of its own."""
+    the score, built on the wrong parts, is judged on what is its own and keeps its points."""
     answers = solution_answers(LAB)
     answers["l4_angles"] = replaced(
         answers["l4_angles"],
@@ -245,7 +247,7 @@ def mistakes(nb):
 expected["mistakes"] = {
     "l4_test_angles": 0.0,
     "l4_test_rotate": 0.0,
-    "l4_test_score": 0.0,
+    "l4_test_score": 2.0,
     "l4_test_periods": 0.0,
 }
 slips = {
@@ -253,3 +255,62 @@ slips = {
     "l4_test_rotate": "rotated the wrong way: rotate_half sends the halves (x1, x2) to (-x2, x1)?",
     "l4_test_periods": "the periods without the factor 2 pi: a full turn is 2 pi radians?",
 }
+
+
+def cascade(nb):
+    """A slip in Part 1 (pair i given the exponent i/d) under the solution's score and periods,
+    which call Part 1's functions: Part 1 loses its points and its feedback names the slip; the
+    score and the periods are judged on what is their own (the score your rotation makes, the
+    periods of your frequencies) and keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l4_angles"] = replaced(
+        answers["l4_angles"],
+        "torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim",
+        "torch.arange(0, head_dim // 2, dtype=torch.float32) / head_dim",
+    )
+    return fill(nb, answers)
+
+
+def combinations(nb):
+    """Tables built for positions 0 .. T-1 whatever `positions` holds: right on the visible
+    positions (0 to 5), wrong on the hidden ones out of order. Only Part 1 loses its points
+    (the score, which calls it with [m, n], is judged on what is its own)."""
+    answers = solution_answers(LAB)
+    answers["l4_angles"] = replaced(
+        answers["l4_angles"],
+        "angles = positions.float()[:, None]",
+        "angles = torch.arange(len(positions)).float()[:, None]",
+    )
+    return fill(nb, answers)
+
+
+def numpy(nb):
+    """The score as a numpy float (float(...) left out after .numpy()): the prompt asks for a
+    Python float and the visible check says so before hand-in. Only the score loses its points,
+    with a message naming the type."""
+    answers = solution_answers(LAB)
+    answers["l4_score"] = replaced(
+        answers["l4_score"], "return (q_rot @ k_rot).item()", "return (q_rot @ k_rot).numpy()[()]"
+    )
+    return fill(nb, answers)
+
+
+expected["cascade"] = {
+    "l4_test_angles": 0.0,
+    "l4_test_rotate": 3.0,
+    "l4_test_score": 2.0,
+    "l4_test_periods": 2.0,
+}
+expected["combinations"] = {
+    "l4_test_angles": 0.0,
+    "l4_test_rotate": 3.0,
+    "l4_test_score": 2.0,
+    "l4_test_periods": 2.0,
+}
+expected["numpy"] = {
+    "l4_test_angles": 3.0,
+    "l4_test_rotate": 3.0,
+    "l4_test_score": 0.0,
+    "l4_test_periods": 2.0,
+}
+named = {"cascade": {"l4_test_angles": slips["l4_test_angles"]}}
