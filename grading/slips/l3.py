@@ -56,3 +56,18 @@ PARTS = {
     "l3_test_layer_norm": _layer_norm(),
     "l3_test_rms_norm": _rms_norm(),
 }
+
+
+def _norm_inputs():
+    import torch
+
+    return {
+        "hidden_states[1:] taken: entry i is the input of block i, and the last entry comes "
+        "after the final norm?": lambda w, hidden_states: torch.stack(hidden_states[1:])[:, 0],
+    }
+
+
+# Ready for the norm-inputs test (l3_test_norm_inputs) once it asks, on a failure,
+#     hint("l3_test_norm_inputs", got, expected_x, hidden_states=states)
+# then PARTS["l3_test_norm_inputs"] = NORM_INPUTS.
+NORM_INPUTS = _norm_inputs()

@@ -326,3 +326,84 @@ def test_the_tables_are_what_the_rules_give_on_the_labs_visible_inputs():
         assert path.read_text() == table.text(table.build(lab)), (
             f"{path.name} is stale: `make release LAB={lab}` (or python -m grading.slips.table)"
         )
+
+
+def test_the_block_slips_are_what_transformers_computes_with_the_slip():
+    """L5's block slips (ready for l5_test_block: grading/slips/l5.py), against transformers'
+    own LlamaDecoderLayer: eager attention without a mask, or with another scaling. Heads of
+    width 12 make heads x head_dim (72) differ from hidden_size (48)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    from grading.slips import l5
+
+    config = LlamaConfig(
+        hidden_size=48,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        head_dim=12,
+        intermediate_size=64,
+        rms_norm_eps=1e-5,
+        attn_implementation="eager",
+    )
+    torch.manual_seed(0)
+    layer = LlamaDecoderLayer(config, layer_idx=0).eval()
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            p.copy_(torch.rand_like(p) + 0.5 if "norm" in name else torch.randn_like(p) * 0.2)
+    x = torch.randn(2, 7, 48)
+    angles = LlamaRotaryEmbedding(config)(x, torch.arange(7)[None])
+    causal = torch.full((7, 7), float("-inf")).triu(1)[None, None]
+    weights = layer.state_dict()
+
+    def transformers_layer(mask):
+        with torch.no_grad():
+            return layer(x, attention_mask=mask, position_embeddings=angles).double()
+
+    right = l5.llama_layer(x, weights, config)
+    torch.testing.assert_close(right, transformers_layer(causal), rtol=0, atol=1e-5)
+    rules = {s.split(":")[0]: rule for s, rule in l5.BLOCK.items()}
+    no_mask = rules["no causal mask"](right, x, weights, config)
+    torch.testing.assert_close(no_mask, transformers_layer(None), rtol=0, atol=1e-5)
+    for slip, scaling in (
+        ("scores scaled by 1/sqrt(hidden_size)", 48**-0.5),
+        ("scores left unscaled", 1.0),
+    ):
+        layer.self_attn.scaling = scaling
+        value = rules[slip](right, x, weights, config)
+        torch.testing.assert_close(value, transformers_layer(causal), rtol=0, atol=1e-5)
+        assert (value - right).abs().max() > 1e-2, f"{slip}: no different from the right layer"
+    assert (no_mask - right).abs().max() > 1e-2
+
+
+def test_the_norm_inputs_slip_is_the_hidden_states_shifted_by_one():
+    """L3's hidden_states[1:] (ready for l3_test_norm_inputs: grading/slips/l3.py), against
+    the inputs of a tiny Llama's norms, seen by hooks."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from grading.slips import l3
+
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=32,
+        num_hidden_layers=3,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    seen, last = [], []
+    for block in model.model.layers:
+        block.input_layernorm.register_forward_hook(lambda m, args, out: seen.append(args[0][0]))
+    model.model.layers[-1].register_forward_hook(lambda m, args, out: last.append(out))
+    with torch.no_grad():
+        states = model(torch.arange(5)[None], output_hidden_states=True).hidden_states
+        final = model.model.norm(last[0])[0]  # the last entry: after the final norm
+    want = torch.stack(seen)  # [layers, T, width]: what each norm receives
+    (rule,) = l3.NORM_INPUTS.values()
+    shifted = rule(want, states)
+    assert shifted.shape == want.shape
+    torch.testing.assert_close(shifted[:-1], want[1:], rtol=0, atol=0)
+    torch.testing.assert_close(shifted[-1], final, rtol=0, atol=1e-6)
+    assert (shifted - want).abs().max() > 1e-2
