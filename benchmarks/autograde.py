@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook
 
-from tests.lab_cases import AUTOGRADE, course_copy, fill
+from tools.course_copy import AUTOGRADE, course_copy, fill
 
 PLAIN_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "LM10"

@@ -38,7 +38,7 @@ from pathlib import Path
 import psutil
 
 from benchmarks.autograde import environment, make_course, submissions
-from tests.lab_cases import AUTOGRADE
+from tools.course_copy import AUTOGRADE
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1 << 30

@@ -4,7 +4,11 @@ Fixtures: the SmolLM2 models are loaded once per test session (and converted fro
 first if the user's cache does not hold them yet): tests must not modify them.
 
 Helpers that several test modules use are plain functions here, imported with
-`from conftest import random_model, spec` (pytest puts tests/ on sys.path).
+`from conftest import random_model, spec` (pytest puts tests/ on sys.path). A test module
+imports no other test module (tests/test_imports.py): what several share is here or in a helper
+module (tests/browsing.py, tests/formgrader_pages.py, tests/lib/parity_cases.py, tests/lab_cases).
+
+The `browser` fixture (below) is chromium for the browser tests.
 """
 
 import functools
@@ -110,3 +114,26 @@ def sandbox_installed():
         if os.environ.get("LM10_REQUIRE_SANDBOX") == "1":
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """CI (.ci/run sets LM10_REQUIRE_BROWSER=1) must have chromium; elsewhere, skip loudly."""
+    from browsing import CHROMIUM, CHROMIUM_ARGS
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if sync_playwright is None or not CHROMIUM.exists():
+        message = (
+            "the browser test needs Debian's chromium (apt-get install chromium; .ci/run "
+            "does) and Playwright for Python (the dev extras)"
+        )
+        if os.environ.get("LM10_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_browser import CHROMIUM_ARGS, SHOTS, browser, jupyterlab  # noqa: F401 - a fixture
+from browsing import SHOTS, jupyterlab
 
 from tools import book, colour_vision, student_edition
 

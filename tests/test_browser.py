@@ -13,49 +13,21 @@ chromium; .ci/run does). Screenshots go to build/screenshots/, or to $LM10_SCREE
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import secrets
 import shutil
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-import pytest
-import test_formgrader_page as formgrader_page
+import formgrader_pages
+from browsing import ROOT, RUN_S, SHOTS, START_S, STEP_S, Lab, jupyterlab
 
 from tools import student_edition
 
-ROOT = Path(__file__).resolve().parents[1]
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-dev-shm-usage",
-    "--disable-gpu",
-    "--disable-extensions",
-]
-BIN = Path(sys.executable).parent
-SHOTS = Path(os.environ.get("LM10_SCREENSHOTS", ROOT / "build" / "screenshots"))
-VIEWPORT = {"width": 1200, "height": 800}
 LESSON = "lessons/LM10-T2-rotary-positions.ipynb"  # figures and a widget of three sliders
 WIDGET_CALL = "rope_score_widget"
 LAB = "labs/LM10-L1/LM10-L1.ipynb"
-# A loaded 2-core machine: JupyterLab's start, T2's run (about 100 s there), one validation.
-START_S, RUN_S, STEP_S = 180, 900, 300
-# No toast over the screenshots, and no autosave: a run's outputs are the student's to save, and
-# the check below is that opening, reading and validating write nothing.
-SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
-    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-}
 INSTRUCTOR_COMMANDS = [
     "nbgrader:open-formgrader",
     "nbgrader:open-create-assignment",
@@ -63,129 +35,6 @@ INSTRUCTOR_COMMANDS = [
     "nbgrader:open-assignment-list",
 ]
 ERROR_TEXT = ("does not exist", "Error fetching", "could not be created", "Traceback", "Unwritable")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """CI (.ci/run sets LM10_REQUIRE_BROWSER=1) must have chromium; elsewhere, skip loudly."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    if sync_playwright is None or not CHROMIUM.exists():
-        message = (
-            "the browser test needs Debian's chromium (apt-get install chromium; .ci/run "
-            "does) and Playwright for Python (the dev extras)"
-        )
-        if os.environ.get("LM10_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Lab:
-    """A JupyterLab server on loopback, a random port and token, its own data and settings."""
-
-    def __init__(self, url: str, token: str, log: Path):
-        self.url, self.token, self.log = url, token, log
-
-    def get(self, path: str) -> int:
-        """HTTP status of GET path (with the token)."""
-        try:
-            with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=30) as r:
-                return r.status
-        except urllib.error.HTTPError as error:
-            return error.code
-
-    def page(self, browser, path: str, problems: list[str]):
-        """A new tab on path; console errors and uncaught exceptions are appended to problems."""
-        page = browser.new_page(viewport=VIEWPORT)
-        page.set_default_timeout(STEP_S * 1000)
-        page.on("console", lambda m: m.type == "error" and problems.append(f"{path}: {m.text}"))
-        page.on("pageerror", lambda e: problems.append(f"{path}: uncaught {e}"))
-        page.goto(f"{self.url}{path}?token={self.token}&reset")  # reset: no earlier tabs
-        return page
-
-
-@contextlib.contextmanager
-def jupyterlab(root: Path, config_path: Path, scratch: Path):
-    """JupyterLab serving root, started as `make lab` starts it (JUPYTER_CONFIG_PATH, lessons
-    trusted), with the app exposed to the page so that the test can read the notebook model."""
-    token, port = secrets.token_hex(24), free_port()
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_PATH=str(config_path),
-        JUPYTER_DATA_DIR=str(scratch / "data"),
-        JUPYTER_RUNTIME_DIR=str(scratch / "run"),
-        JUPYTERLAB_SETTINGS_DIR=str(scratch / "settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
-        PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        PYTHONWARNINGS="ignore::DeprecationWarning",
-    )
-    for name, values in SETTINGS.items():
-        target = scratch / "settings" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(values))
-    lessons = sorted(map(str, root.glob("lessons/*.ipynb")))
-    if lessons:  # a course without lessons (tests/test_formgrader_browser.py) trusts none
-        subprocess.run(
-            [str(BIN / "jupyter"), "trust", *lessons],
-            cwd=root,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-    log = scratch / "server.log"
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            [
-                str(BIN / "jupyter"),
-                "lab",
-                "--no-browser",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                "--port-retries=0",
-                f"--IdentityProvider.token={token}",
-                f"--notebook-dir={root}",
-                "--LabApp.expose_app_in_browser=True",
-                "--allow-root",
-            ],
-            cwd=root,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    lab = Lab(f"http://127.0.0.1:{port}", token, log)
-    try:
-        deadline = time.monotonic() + START_S
-        while lab_status(lab) != 200:
-            assert server.poll() is None, f"JupyterLab exited:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"JupyterLab did not start:\n{log.read_text()}"
-            time.sleep(1)
-        yield lab
-    finally:
-        server.terminate()
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def lab_status(lab: Lab) -> int | None:
-    try:
-        return lab.get("/api/status")
-    except OSError:
-        return None
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -359,13 +208,13 @@ def instructor(browser, scratch: Path, problems: list[str]) -> None:
         page.close()
 
         # The grading page's MathJax comes from this server, not a CDN: the formgrader's own
-        # mathjax() macro (tests/test_formgrader_page.py), served at a formgrader address,
+        # mathjax() macro (tests/test_formgrader_pages.py), served at a formgrader address,
         # loads it and typesets a formula offline.
-        assert lab.get(formgrader_page.LOCAL) == 200
+        assert lab.get(formgrader_pages.LOCAL) == 200
         here = "/formgrader/manage_students"
         page = lab.page(browser, here, problems)
         address = f"{lab.url}/formgrader/submissions/mathjax-check"
-        html = formgrader_page.render("macro")
+        html = formgrader_pages.render("macro")
         page.route(address, lambda route: route.fulfill(content_type="text/html", body=html))
         page.goto(address)
         page.wait_for_function("() => window.MathJax && document.querySelector('#math .MathJax')")

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browsing import SHOTS, VIEWPORT, jupyterlab
 from lab_cases import AUTOGRADE, class_l2, course_copy
 from nbgrader.api import Gradebook
-from test_browser import SHOTS, VIEWPORT, browser, jupyterlab  # noqa: F401 (browser: a fixture)
 
 LAB = class_l2.LAB
 DUE = "2026-11-21 23:59:00 UTC"  # between class_l2.TIMESTAMP and LATE_TIMESTAMP

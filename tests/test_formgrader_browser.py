@@ -46,10 +46,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browsing import jupyterlab
+from formgrader_pages import BANNER, OVERLAY, Elements, hostile_notebook, live, overlay_notebook
 from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook
-from test_browser import browser, jupyterlab  # noqa: F401 (browser: a fixture)
-from test_formgrader_page import BANNER, OVERLAY, Elements, hostile_notebook, live, overlay_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB, STUDENT, WRITTEN = "LM10-L2", "hostile", "l2_written_tradeoff"

@@ -34,6 +34,8 @@ import nbformat
 import pytest
 from nbval.plugin import get_sanitize_patterns
 
+from tools import lesson_words
+
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
@@ -97,16 +99,8 @@ def headings(nb) -> list[tuple[int, str]]:
     return found
 
 
-_NOT_PROSE = [
-    re.compile(r"```.*?```", re.S),  # fenced code
-    re.compile(r"\$\$.*?\$\$", re.S),  # display math
-    re.compile(r"\\\[.*?\\\]", re.S),  # display math, \[ ... \]
-    re.compile(r"\$[^$\n]+\$"),  # inline math
-    re.compile(r"`[^`\n]+`"),  # inline code
-    re.compile(r"<[^>\n]+>"),  # HTML tags (their text content stays)
-    re.compile(r"https?://\S+"),  # URLs
-]
-_WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
+# what is not prose, and a word: one definition, shared with tools/lesson_words.py
+_NOT_PROSE, _WORD = lesson_words.NOT_PROSE, lesson_words.WORD
 
 
 def prose_words(nb) -> int:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browsing import VIEWPORT
 from lab_cases import copying
-from test_browser import VIEWPORT, browser  # noqa: F401 (browser: a fixture)
 
 from grading import csvout, similarity
 

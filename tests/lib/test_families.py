@@ -8,11 +8,11 @@ from lmcourse.blocks import DecoderLM
 from lmcourse.bridge import converted_state
 from lmcourse.families import FAMILIES, family
 from lmcourse.spec import ModelSpec
-from test_fastdecode import CASES as FAST_CASES
-from test_parity import CASES as PARITY_CASES
+from parity_cases import CASES
 
-PARITY = {case.values[0].model_type for case in PARITY_CASES}  # logits against transformers'
-FAST = {case.values[0].model_type for case in FAST_CASES}  # FastDecoder against DecoderLM
+# test_parity (logits against transformers') and test_fastdecode (FastDecoder against DecoderLM)
+# both parametrize over parity_cases.CASES (test_parity_cases_are_what_both_comparisons_check)
+PARITY = {case.values[0].model_type for case in CASES}
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -24,8 +24,8 @@ def test_every_family_has_every_part(name):
         "weight rules of its own or its parent's": entry.weights or entry.parent,
         "a toy size (toy)": bool(entry.toy),
         "a published config (published)": bool(entry.published),
-        "a parity case (parity), checked by tests/lib/test_parity.py": name in PARITY,
-        "a fast-path parity case, checked by tests/lib/test_fastdecode.py": name in FAST,
+        "a parity case (parity), checked by tests/lib/test_parity.py and, on the fast path, by "
+        "tests/lib/test_fastdecode.py": name in PARITY,
         "a parent in the registry": entry.parent is None
         or FAMILIES.get(entry.parent.name) is entry.parent,
     }
@@ -70,3 +70,28 @@ def test_weight_rules_fill_every_tensor_of_the_toy_model(name):
 def test_unknown_family_lists_the_registered_ones():
     with pytest.raises(ValueError, match=r"unsupported model_type 'bert'; supported families: "):
         family("bert")
+
+
+def test_parity_cases_are_what_both_comparisons_check():
+    """Both modules compare every case of parity_cases.CASES, read from their source (a test
+    module imports no other): `@pytest.mark.parametrize("config", CASES)`, CASES imported
+    from parity_cases."""
+    import ast
+    from pathlib import Path
+
+    for module in ("test_parity.py", "test_fastdecode.py"):
+        tree = ast.parse((Path(__file__).parent / module).read_text())
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "parity_cases"
+            for alias in node.names
+        }
+        over_cases = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "pytest.mark.parametrize"
+            and [ast.unparse(a) for a in node.args] == ["'config'", "CASES"]
+        ]
+        assert "CASES" in imported and over_cases, f"{module} no longer compares every case"

@@ -10,7 +10,7 @@ from conftest import spec
 from lmcourse import from_transformers
 from lmcourse.ablations import TiledAttention, UngatedMLP, tile_kv_heads, without_gate
 from lmcourse.fastdecode import FastDecoder
-from test_parity import CASES, PARITY, VOCAB, parity_config, random_hf_model
+from parity_cases import CASES, PARITY, VOCAB, parity_config, random_hf_model
 
 TOL = 1e-4
 
