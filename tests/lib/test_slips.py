@@ -407,3 +407,23 @@ def test_the_norm_inputs_slip_is_the_hidden_states_shifted_by_one():
     torch.testing.assert_close(shifted[:-1], want[1:], rtol=0, atol=0)
     torch.testing.assert_close(shifted[-1], final, rtol=0, atol=1e-6)
     assert (shifted - want).abs().max() > 1e-2
+
+
+def test_the_grader_names_slips_on_any_input_where_a_students_kernel_cannot():
+    """The trusted process that runs the labs' tests (grading/trusted_tests.py) installs the
+    rules: the setup's `from lmcourse.slips import hint` names a slip on a hidden test's input
+    there, and only there."""
+    import time
+
+    from grading import trusted_tests
+
+    source = (
+        'print(repr(hint("l1_test_gpt2_block", 12 * 64**2 + 4 * 64, 12 * 64**2 + 13 * 64, d=64)))'
+    )
+    deadline = time.monotonic() + 300
+    with trusted_tests.session(["from lmcourse.slips import hint"], set(), deadline) as tested:
+        # the one call it makes into the sandbox: the student's names (here none)
+        outputs, _ = tested.run(source, lambda payload: '{"value": {"__dict__": []}}', deadline)
+    printed = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
+    assert "Likely slip: every bias left out" in printed, outputs
+    assert lookup.hint("l1_test_gpt2_block", 12 * 64**2 + 4 * 64, 12 * 64**2 + 13 * 64, d=64) == ""
