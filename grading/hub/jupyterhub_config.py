@@ -46,12 +46,17 @@ the loopback (`bind_url`): put a TLS reverse proxy in front of it, or give it a 
 (`c.JupyterHub.ssl_cert`, `ssl_key`) and a public address.
 """
 
+import asyncio
 import grp
 import os
 import pwd
+import resource
 import shutil
 import sys
+import time
 from pathlib import Path
+
+from jupyterhub.spawner import LocalProcessSpawner
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -68,6 +73,9 @@ MAX_REQUEST_MIB = os.environ.get("LM10_NGSHARE_MAX_REQUEST_MIB", "16")
 QUOTA_MIB = os.environ.get("LM10_NGSHARE_QUOTA_MIB", "128")
 MAX_FILES = os.environ.get("LM10_NGSHARE_MAX_FILES", "500")
 AUTH_CACHE_SECONDS = os.environ.get("LM10_EXCHANGE_AUTH_CACHE_SECONDS", "5")
+HUB_URL = os.environ.get("LM10_HUB_URL", "http://localhost:8000")  # servers: <user>.<its host>
+TMPFS_MIB = int(os.environ.get("LM10_SANDBOX_TMPFS_MIB", "1024"))
+STUDENT_MAX_TASKS = int(os.environ.get("LM10_STUDENT_MAX_TASKS", "1024"))
 PATH = f"{BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"  # nbgrader runs `alembic` from BIN
 EXCHANGE_TOKEN_NOTE = "the course's exchange, for this server"  # marks the tokens it revokes
 BWRAP = shutil.which("bwrap")
@@ -109,6 +117,40 @@ def private_folder(path, account, mode=0o700):
     return path
 
 
+def mount_of(path):
+    """(mount point, options) of the file system that holds `path`, from /proc/self/mountinfo."""
+    best = ("", "")
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point, options = fields[4], fields[5]
+        super_options = fields[fields.index("-") + 3] if "-" in fields else ""
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[0]):
+            best = (point, f"{options},{super_options}")
+    return best
+
+
+def not_bounded_here():
+    """What this machine lets one student take from everyone, that this configuration cannot
+    bound by itself: said in the hub's log at every start, for a person to act on
+    (grading/JUPYTERHUB.md, "What one machine does not bound")."""
+    flags = [
+        "memory: a student's server and kernels together may take all of the machine's memory "
+        "(LocalProcessSpawner sets no memory limit; its temporary folders are capped at "
+        f"{TMPFS_MIB} MiB each): put each server in a memory-limited cgroup (SystemdSpawner "
+        "with mem_limit) or leave room for every student's peak",
+    ]
+    homes = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
+    for point, options in sorted(homes):
+        if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
+            flags.append(
+                f"disk: no user quota on {point}, where students' homes lie: one student can "
+                "fill it for everyone (the exchange's quota bounds only what is submitted): "
+                "enable user quotas there (quotaon, setquota) or give each home a volume"
+            )
+    return flags
+
+
 # --- logins: system accounts, only the course's two groups ---
 c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
@@ -116,6 +158,12 @@ c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
 # --- the hub's own state, root only ---
 hub_state = private_folder(STATE / "hub", pwd.getpwuid(0))
 c.JupyterHub.bind_url = "http://127.0.0.1:8000"
+# Every server on a host of its own (alice's at <alice>.<the hub's host>): another origin than
+# the hub's and every other server's, so a page a student's server serves (she decides what it
+# serves: it runs as her) cannot read the instructor's pages or call her server with her cookies.
+# On one origin, it could (tests/test_jupyterhub.py plays it). Needs wildcard DNS and, behind
+# TLS, a wildcard certificate; browsers resolve *.localhost to this machine by themselves.
+c.JupyterHub.subdomain_host = HUB_URL
 c.JupyterHub.db_url = f"sqlite:///{hub_state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub_state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub_state / "jupyterhub.pid")
@@ -189,7 +237,67 @@ c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", ACCESS]}]
 c.Spawner.server_token_scopes = ["users:activity!user"]
 
 # --- servers: each as its user, in a private home, in a sandbox of its own ---
-c.JupyterHub.spawner_class = "localprocess"
+
+
+def listeners(port):
+    """The uids of the sockets listening on TCP `port` of this machine (IPv4 and IPv6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(int(fields[7]))
+    return found
+
+
+class SandboxedSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner, with what a shared machine needs besides the sandbox:
+
+    - a port drawn afresh for every start (JupyterHub 5 reuses a spawner's last port, which
+      anyone saw in /proc/net/tcp and could listen on once the server stopped);
+    - the server is routed to only once the listener on its port is its user's: if anyone
+      else listens there (a student who took the port first), the start fails and says who,
+      for a person to look into, and nothing is sent there;
+    - a student's processes and threads, together, at most `max_tasks` (RLIMIT_NPROC)."""
+
+    max_tasks = None  # set per start by prepare_server
+
+    def make_preexec_fn(self, name):
+        drop_to_user = super().make_preexec_fn(name)
+        tasks = self.max_tasks
+
+        def preexec():
+            if tasks:
+                resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+            drop_to_user()
+
+        return preexec
+
+    async def start(self):
+        ip, port = await super().start()
+        owner = pwd.getpwnam(self.user.name).pw_uid
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            found = listeners(port)
+            if found - {owner}:
+                await self.stop(now=True)
+                self.port = 0
+                others = ", ".join(str(uid) for uid in sorted(found - {owner}))
+                raise RuntimeError(
+                    f"uid {others} (not {self.user.name}) listens on port {port}, where "
+                    f"{self.user.name}'s server was to listen: not routed there. Someone took "
+                    "the port: a person should find out who (the uid) and why"
+                )
+            if owner in found:
+                return ip, port
+            if await self.poll() is not None:
+                self.port = 0
+                raise RuntimeError(f"{self.user.name}'s server ended before it listened")
+            await asyncio.sleep(0.2)
+        return ip, port  # still starting: JupyterHub's own timeout decides
+
+
+c.JupyterHub.spawner_class = SandboxedSpawner
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
 # Kernels talk to their server over Unix sockets in the server's private /tmp, not over
 # loopback TCP ports that every user of the machine can list and connect to.
@@ -208,8 +316,10 @@ def sandbox_command(home, command):
     - its own PID namespace whose first process is bwrap's: when the server ends, or bwrap is
       signalled (the spawner's stop), or the hub that started it dies (--die-with-parent),
       every process started inside is killed, however it detached; /proc shows only these;
-    - a private /tmp, /var/tmp and /dev/shm (tmpfs, gone with the sandbox) and its own System V
-      IPC: nothing in them is shared with, or outlives into, another user's session;
+    - a private /tmp, /var/tmp and /dev/shm (tmpfs, gone with the sandbox, each at most
+      LM10_SANDBOX_TMPFS_MIB: tmpfs is memory, which they would otherwise take without bound)
+      and its own System V IPC: nothing in them is shared with, or outlives into, another
+      user's session;
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
       writes; the exchange's socket folder bound read-only (it connects, never writes there);
     - a new session (no terminal of the hub to push input into).
@@ -230,9 +340,9 @@ def sandbox_command(home, command):
         *("--ro-bind", "/", "/"),
         *("--dev", "/dev"),
         *("--proc", "/proc"),
-        *("--tmpfs", "/tmp"),
-        *("--tmpfs", "/var/tmp"),
-        *("--tmpfs", "/dev/shm"),
+        *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/tmp"),
+        *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/var/tmp"),
+        *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/dev/shm"),
         *again,
         *("--bind", str(home), str(home)),
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
@@ -294,17 +404,23 @@ def prepare_server(spawner):
             private_folder(course.resolve(), account)
         spawner.notebook_dir = str(course)
         config = [course / "grading", HERE / "config"]
+        spawner.max_tasks = None  # grading sets its own limits (grading/sandbox.py)
     else:
         config = [HERE / "student", HERE / "config"]
+        spawner.max_tasks = STUDENT_MAX_TASKS
     environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join(map(str, config))
     spawner.environment = {**spawner.environment, **environment}
     spawner.cmd = sandbox_command(home, [str(BIN / "jupyterhub-singleuser")])
 
 
 def server_stopped(spawner):
-    """After a server stops (its sandbox, and everything in it, gone): its exchange token too."""
+    """After a server stops (its sandbox, and everything in it, gone): its exchange token too,
+    and its port (the next start draws another)."""
     revoke_exchange_tokens(spawner.user)
+    spawner.port = 0
 
 
 c.Spawner.pre_spawn_hook = prepare_server
 c.Spawner.post_stop_hook = server_stopped
+for _flag in not_bounded_here():
+    print(f"LM10 hub: NOT BOUNDED on this machine: {_flag}", file=sys.stderr, flush=True)

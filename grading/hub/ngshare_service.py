@@ -4,6 +4,7 @@
                                           --instructors NAME[,NAME] [--prefix /services/ngshare/]
                                           [--max-request-mib 16] [--quota-mib 128]
                                           [--max-files 500] [--auth-cache-seconds 5]
+                                          [--connections-per-user 16]
 
 ngshare (PyPI `ngshare`) keeps nbgrader's releases, submissions and feedback in a database and a
 folder of its own and hands them out over a REST API to whoever JupyterHub says is calling, so
@@ -51,6 +52,11 @@ does not do:
   In a pod of its own (Kubernetes), on --listen HOST:PORT, behind a Service no user pod can
   take. No debug mode
   (ngshare's debug pages print its environment, hub token included) and no autoreload.
+- Connections: on the Unix socket, at most --connections-per-user open at once for each Unix
+  user (the kernel's SO_PEERCRED says whose), the rest closed as they arrive; a connection
+  idle for 30 s is closed. One student holding thousands of connections once took every file
+  descriptor the exchange had, and no one else's request got in. In a pod (TCP) every
+  connection comes from a pod's address, not a user: the cap does not apply there.
 """
 
 import argparse
@@ -59,10 +65,13 @@ import binascii
 import contextlib
 import json
 import os
+import resource
+import socket
 import stat
+import struct
 import sys
 import unicodedata
-from collections import namedtuple
+from collections import Counter, namedtuple
 from pathlib import Path
 
 from jupyterhub.services.auth import HubAuth
@@ -186,6 +195,52 @@ class CourseRules:
             )
 
 
+PEER_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+
+
+def peer_uid(sock):
+    """The Unix user at the other end of a Unix socket's connection (SO_PEERCRED, which the
+    kernel fills in: the caller cannot choose it), or None for another kind of socket."""
+    if sock.family != socket.AF_UNIX:
+        return None
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEER_CREDENTIALS.size)
+    return PEER_CREDENTIALS.unpack(raw)[1]
+
+
+class PerUserServer(HTTPServer):
+    """Tornado's HTTP server that keeps at most `per_user` connections of each Unix user open
+    on its Unix socket; past that, a new connection of that user's is closed as soon as it is
+    accepted. One student's thousands of connections then hold a bounded number of the
+    exchange's file descriptors, and everyone else still gets in (without it, they held every
+    descriptor the exchange may open, and no one else's request was answered)."""
+
+    per_user = 16
+
+    def handle_stream(self, stream, address):
+        if not hasattr(self, "open_by_uid"):
+            self.open_by_uid, self.uid_of = Counter(), {}
+        try:
+            uid = peer_uid(stream.socket)
+        except OSError:
+            stream.close()
+            return
+        if uid is not None:
+            if self.open_by_uid[uid] >= self.per_user:
+                stream.close()
+                return
+            self.open_by_uid[uid] += 1
+            self.uid_of[stream] = uid
+        super().handle_stream(stream, address)
+
+    def on_close(self, server_conn):
+        uid = self.uid_of.pop(server_conn.stream, None)
+        if uid is not None:
+            self.open_by_uid[uid] -= 1
+            if not self.open_by_uid[uid]:
+                del self.open_by_uid[uid]
+        super().on_close(server_conn)
+
+
 def join_parent_session(target, value, oldvalue, initiator):
     """An object set to belong to one in a session joins that session, as SQLAlchemy 1's
     backref cascade did."""
@@ -281,12 +336,26 @@ def parse(argv):
     parser.add_argument("--quota-mib", type=float, default=128)
     parser.add_argument("--max-files", type=int, default=500)
     parser.add_argument("--auth-cache-seconds", type=int, default=5)
+    parser.add_argument(
+        "--connections-per-user",
+        type=int,
+        default=16,
+        help="most connections one Unix user keeps open on --socket",
+    )
     args = parser.parse_args(argv)
     args.instructors = [n.strip() for n in args.instructors.split(",") if n.strip()]
     if not args.instructors:
         parser.error("--instructors: name at least one instructor")
-    if args.max_request_mib <= 0 or args.quota_mib <= 0 or args.max_files <= 0:
-        parser.error("--max-request-mib, --quota-mib and --max-files must be positive")
+    if (
+        args.max_request_mib <= 0
+        or args.quota_mib <= 0
+        or args.max_files <= 0
+        or args.connections_per_user <= 0
+    ):
+        parser.error(
+            "--max-request-mib, --quota-mib, --max-files and --connections-per-user must be "
+            "positive"
+        )
     if args.auth_cache_seconds < 0:
         parser.error("--auth-cache-seconds must not be negative")
     if not args.prefix.startswith("/") or not args.prefix.endswith("/"):
@@ -340,7 +409,17 @@ def main(argv=None):
         lm10_max_files=args.max_files,
     )
     set_instructors(app, args.course, args.instructors)
-    server = HTTPServer(app, max_body_size=int(args.max_request_mib * MIB))
+    # every descriptor the system lets it have; a connection that sends nothing for 30 s, or
+    # a body that takes more than a minute, is closed
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    server = PerUserServer(
+        app,
+        max_body_size=int(args.max_request_mib * MIB),
+        idle_connection_timeout=30,
+        body_timeout=60,
+    )
+    server.per_user = args.connections_per_user
     if args.socket:
         server.add_socket(bind_unix_socket(str(socket_path), mode=0o666))
     else:
