@@ -135,6 +135,34 @@ AXES = {
             ),
         ),
     },
+    "LM10-L5": {
+        "l5_test_expand_kv": (
+            "expand_kv",
+            {"kv_heads": ("one", "several"), "n_rep": ("once", "several times")},
+            lambda kv, n_rep: (
+                "one" if kv.shape[1] == 1 else "several",
+                "once" if n_rep == 1 else "several times",
+            ),
+        ),
+        "l5_test_rope": (
+            "apply_rope",
+            {"positions": ("0 .. T-1", "any order"), "pairs": ("even count", "odd count")},
+            lambda x, positions, base: (
+                "0 .. T-1" if positions.tolist() == list(range(len(positions))) else "any order",
+                "odd count" if x.shape[-1] // 2 % 2 else "even count",
+            ),
+        ),
+        "l5_test_block": (
+            "port_layer",
+            {"sharing": ("all", "grouped", "one"), "width": ("heads*head_dim == d", "!= d")},
+            lambda layer, config, **parts: (
+                _sharing(config.num_attention_heads, config.num_key_value_heads),
+                "heads*head_dim == d"
+                if config.num_attention_heads * config.head_dim == config.hidden_size
+                else "!= d",
+            ),
+        ),
+    },
 }
 
 
@@ -186,7 +214,7 @@ def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
 
 WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
 SCHEME = "**Marking scheme**"
-PENDING = {"LM10-L3", "LM10-L5", "LM10-L6"}  # not yet in this shape
+PENDING = {"LM10-L3", "LM10-L6"}  # not yet in this shape
 
 
 def marking_scheme(nb):

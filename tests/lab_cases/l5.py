@@ -57,8 +57,9 @@ def apply_rope(x, positions, base):
 def mistake(nb):
     """The silent bug the lab is about: key-value heads tiled instead of interleaved.
 
-    Everything loads and runs; only the rotation (2 of 10 points) is still right, because the
-    block and the logits go through expand_kv.
+    Everything loads and runs. Part 1 scores 0; the rotation is right, and the block and the
+    logits, which go through expand_kv, are judged on what is their own (run again with the
+    heads repeated in place) and keep their points: 8 of 10.
     """
     answers = solution_answers(LAB)
     answers["l5_expand_kv"] = """
@@ -133,8 +134,8 @@ expected = {
     "mistake": {
         "l5_test_expand_kv": 0.0,
         "l5_test_rope": 2.0,
-        "l5_test_block": 0.0,
-        "l5_test_logits": 0.0,
+        "l5_test_block": 3.0,
+        "l5_test_logits": 3.0,
     },
     "refpatch": {
         "l5_test_expand_kv": 2.0,
@@ -173,7 +174,8 @@ expected["delegate"] = {
 def mistakes(nb):
     """The two silent bugs of the lab, each a catalogued slip: the key-value heads tiled, the
     rotation pairs side by side. Parts 1 and 2 score 0 and their feedback names the slip; the
-    block and the logits, built on them, score 0 with no slip of their own."""
+    block and the logits, built on them, are judged on what is their own and keep their
+    points."""
     answers = solution_answers(LAB)
     answers["l5_expand_kv"] = """
 def expand_kv(kv, n_rep):
@@ -194,8 +196,8 @@ def apply_rope(x, positions, base):
 expected["mistakes"] = {
     "l5_test_expand_kv": 0.0,
     "l5_test_rope": 0.0,
-    "l5_test_block": 0.0,
-    "l5_test_logits": 0.0,
+    "l5_test_block": 3.0,
+    "l5_test_logits": 3.0,
 }
 slips = {
     "l5_test_expand_kv": (
@@ -206,3 +208,79 @@ slips = {
         "pairs side by side (2i, 2i + 1): Llama's weights pair coordinate i with i + head_dim/2?"
     ),
 }
+
+
+SIDE_BY_SIDE = """
+def apply_rope(x, positions, base):
+    hd = x.shape[-1]
+    inv_freq = 1.0 / base ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+    angles = positions.float()[:, None] * inv_freq[None, :]
+    cos, sin = angles.cos(), angles.sin()
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, odd * cos + even * sin], dim=-1).flatten(-2)
+"""
+
+
+def cascade(nb):
+    """A slip in Part 2 (rotation pairs side by side) under the solution's block and logits,
+    which rotate with it: Part 2 loses its points and its feedback names the slip; the block
+    and the logits are judged on what is their own (run again with pairs side by side on
+    weights permuted to match) and keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l5_rope"] = SIDE_BY_SIDE
+    return fill(nb, answers)
+
+
+def combinations(nb):
+    """A rotation that ignores `positions` and turns token t by t: right for positions
+    0 .. T-1, which the visible test and the block use; only a hidden input with other
+    positions finds it. Only Part 2 loses its points."""
+    answers = solution_answers(LAB)
+    answers["l5_rope"] = replaced(
+        answers["l5_rope"],
+        "angles = positions.float()[:, None]",
+        "angles = torch.arange(x.shape[-2]).float()[:, None]",
+    )
+    return fill(nb, answers)
+
+
+def numpy(nb):
+    """Sizes handled as numpy integers and logits returned in float64: nothing the prompt
+    rules out. Full marks."""
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = """
+import numpy as np
+
+
+def expand_kv(kv, n_rep):
+    b, kv_heads, t, hd = kv.shape
+    heads = np.int64(kv_heads) * np.int64(n_rep)
+    return kv[:, :, None].expand(b, kv_heads, int(n_rep), t, hd).reshape(b, int(heads), t, hd)
+"""
+    answers["l5_logits"] = replaced(
+        answers["l5_logits"],
+        "return final_norm(x) @ model.lm_head.weight.T  # [b, t, vocab]",
+        "return (final_norm(x) @ model.lm_head.weight.T).double()  # [b, t, vocab]",
+    )
+    return fill(nb, answers)
+
+
+expected["cascade"] = {
+    "l5_test_expand_kv": 2.0,
+    "l5_test_rope": 0.0,
+    "l5_test_block": 3.0,
+    "l5_test_logits": 3.0,
+}
+expected["combinations"] = {
+    "l5_test_expand_kv": 2.0,
+    "l5_test_rope": 0.0,
+    "l5_test_block": 3.0,
+    "l5_test_logits": 3.0,
+}
+expected["numpy"] = {
+    "l5_test_expand_kv": 2.0,
+    "l5_test_rope": 2.0,
+    "l5_test_block": 3.0,
+    "l5_test_logits": 3.0,
+}
+named = {"cascade": {"l5_test_rope": slips["l5_test_rope"]}}
