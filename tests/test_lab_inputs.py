@@ -194,6 +194,33 @@ def run_solution(lab, parts):
     return calls
 
 
+# Parts whose prompt offers no axis to combine, and why (a new part goes in AXES or here).
+WITHOUT_AXES = {
+    "l1_test_gpt2_block": "one argument, the width: the hidden widths vary it",
+    "l1_test_gpt2_model": "GPT-2 only, tied: the hidden sizes vary every argument",
+    "l2_test_compare": "assembles Parts 1-3, whose axes their own tests cover",
+    "l4_test_rotate": "rotates tables the test gives it: shapes and bases vary",
+    "l4_test_periods": "a function of the width and base, varied by the hidden inputs",
+    "l5_test_logits": "the block's axes are Part 3's; a second model's sizes here",
+}
+
+
+def test_every_part_declares_its_axes():
+    """Every autograded part of a lab in AXES is listed there or in WITHOUT_AXES."""
+    for lab, parts in AXES.items():
+        nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+        graded = {
+            meta(c)["grade_id"]
+            for c in nb.cells
+            if meta(c).get("grade") and not meta(c).get("solution")
+        }
+        unlisted = sorted(graded - set(parts) - set(WITHOUT_AXES))
+        assert not unlisted, (
+            f"{lab}: parts {unlisted} declare no axes: add them to AXES (the prompt's axes) or to "
+            "WITHOUT_AXES (why there is none) in tests/test_lab_inputs.py"
+        )
+
+
 @pytest.mark.parametrize("lab", sorted(AXES))
 def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
     parts = AXES[lab]
