@@ -119,7 +119,8 @@ def record(lab, hidden=False):
     """[(part, example, (want, inputs))] of every hint call the lab's tests make, in order,
     each once: the visible tests' (with `hidden`, the hidden tests' too). Each test cell runs
     once with each answer function it calls made wrong by one (its checks then fail and ask
-    for their hints, and go on to the next check), then as it is, which must pass."""
+    for their hints, and go on to the next check), then as it is, which must pass; a cell that
+    asks for no hint runs as it is only."""
     import torch
 
     path = notebook(lab)
@@ -135,7 +136,7 @@ def record(lab, hidden=False):
                 grade = cell.metadata.get("nbgrader", {})
                 where = f"{lab}: cell {index} ({grade.get('grade_id', 'no grade_id')})"
                 source = cell.source if hidden else visible(cell.source)
-                if grade.get("grade") and not grade.get("solution"):
+                if grade.get("grade") and not grade.get("solution") and "hint(" in source:
                     state = torch.get_rng_state(), random.getstate()
                     for name in answers:
                         if name not in source:
