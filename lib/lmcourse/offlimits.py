@@ -79,6 +79,10 @@ FAMILIES = {
         "batch_norm_gather_stats",
         "batch_norm_gather_stats_with_counts",
         "quantized_batch_norm",
+        "_batch_norm_with_update",
+        "_batch_norm_with_update_functional",
+        "_batch_norm_no_update",
+        "_transformer_encoder_layer_fwd",  # a fused encoder layer: two layer norms inside
         "cudnn_batch_norm",
         "miopen_batch_norm",
         "instance_norm",
@@ -192,12 +196,18 @@ class Guard:
     `test_file`: the file name under which the running test cell's code was compiled (in the
     student's kernel); None in the grader's sandbox, where no test code runs here.
     `boundary`: files of the code that calls the student's code on the test's behalf (the
-    sandbox's agent): the stack above them is not the student's. `missing_ok`: a name that
-    names nothing here is skipped (a graded room, grading/room.py, holds no references)."""
+    sandbox's agent). Given, the guard is armed by that code around one call of the student's
+    code: the frames on the stack when it is armed are the agent's, and whatever runs beneath
+    them while it is armed runs on the student's behalf, whichever file it is in. So neither
+    a frame of the agent's file that the student's code calls again (its dispatcher, a
+    configuration's repr) nor an answer that *is* a torch function, called by the agent with
+    no notebook frame between, passes for the test's side. `missing_ok`: a name that names
+    nothing here is skipped (a graded room, grading/room.py, holds no references)."""
 
     def __init__(self, names, namespace=None, test_file=None, boundary=(), missing_ok=False):
         self.names, self.test_file, self.fired = list(names), test_file, []
-        self.boundary = {__file__, *boundary}
+        self.for_agent = bool(boundary)  # armed around a call the sandbox's agent makes
+        self.outer = frozenset()  # ids of the agent's frames that armed it (__enter__)
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
         self.exempt = set()  # files under an off-limits folder that are not off limits
         for name in self.names + [n for n in ALWAYS if n not in self.names]:
@@ -268,15 +278,20 @@ class Guard:
 
     def _students(self, frame):
         """Whether the nearest notebook code above `frame` (off-limits code skipped) is any
-        but the running test's."""
+        but the running test's; reaching the frames that armed the guard first, whether the
+        agent armed it (then the call is the student's code's, see `boundary`). A stack with
+        neither (a thread started during the call) is the student's where the agent armed
+        the guard: under it, nothing runs on the test's behalf."""
         while frame is not None:
+            if id(frame) in self.outer:
+                return True
             code = frame.f_code
-            if code.co_filename in self.boundary:
+            if code.co_filename == __file__:  # the guard's own calls (its modes pass func on)
                 return False
             if self._reference(code) is None and code.co_filename.startswith(self.cell_prefixes):
                 return code.co_filename != self.test_file
             frame = frame.f_back
-        return False
+        return self.for_agent
 
     def hook(self, frame, event, arg):
         if event == "call":
@@ -299,6 +314,13 @@ class Guard:
     def __enter__(self):
         import threading
 
+        # The agent's frames stay alive while the guard is armed, so their ids stand for
+        # them; in Validate's kernel the guard is armed by a hook whose frames end at once.
+        frame, outer = sys._getframe(1) if self.for_agent else None, set()
+        while frame is not None:
+            outer.add(id(frame))
+            frame = frame.f_back
+        self.outer = frozenset(outer)
         self.previous_threads = threading.getprofile()
         threading.setprofile(self.hook)  # threads started while it is armed run under it
         self.previous = sys.getprofile()

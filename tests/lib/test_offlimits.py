@@ -177,6 +177,12 @@ ROUTES = {  # every route torch offers to a normalisation layer
     "instance": "F.instance_norm(x[None])[0]",
     "batch": "F.batch_norm(x.T, None, None, training=True).T",
     "group_builtin": "torch.group_norm(x[None], 1)[0]",
+    "fused_encoder": (  # an encoder layer with zero attention: x + ffn(layer_norm(x))
+        "torch._transformer_encoder_layer_fwd(x[None], 4, 1, torch.zeros(12, 4), torch.zeros(12),"
+        " torch.zeros(4, 4), torch.zeros(4), False, True, 1e-5, torch.ones(4), torch.zeros(4),"
+        " torch.ones(4), torch.zeros(4), torch.eye(4), torch.zeros(4), torch.eye(4),"
+        " torch.zeros(4), None, None)[0] - x"
+    ),
     "torchscript": "torch.jit.CompilationUnit(SCRIPT).rms(x, torch.ones(x.shape[-1]), 1e-6)",
     "references": "torch._refs.native_layer_norm(x, x.shape[-1:], None, None, 1e-5)[0]",
     "decompositions": "torch._decomp.decompositions._fused_rms_norm(x, [4], None, 1e-6)[0]",
@@ -216,4 +222,47 @@ def test_a_family_leaves_vector_norms_and_the_tests_own_references_alone():
     with guard:
         namespace["by_norm"](torch.randn(3, 4))
         cell("expected = torch.nn.RMSNorm(4)(torch.randn(3, 4))\n", test, {"torch": torch})
+    assert guard.fired == []
+
+
+AGENT = """
+def answer(guard, target, args):
+    with guard:
+        return target(*args)
+
+
+def dispatch(target, args):
+    return target(*args)
+"""
+
+
+def test_under_the_agent_nothing_beneath_it_passes_for_the_tests_side(tmp_path):
+    """In the sandbox the agent arms the guard around one call of the student's code: a norm
+    reached through the agent's own functions again (a student's code may import it), or an
+    answer that *is* torch's function, with no notebook frame between it and the agent, is
+    still the student's; an honest answer passes."""
+    agent_file = str(tmp_path / "agent.py")
+    agent = cell(AGENT, agent_file, {})
+    namespace = cell(
+        "def through_agent(x):\n"
+        "    out = []\n"
+        "    dispatch(out.extend, (map(F.layer_norm, [x], [x.shape[-1:]]),))\n"
+        "    return out[0]\n"
+        "def by_hand(x):\n"
+        "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, correction=0, keepdim=True)\n",
+        CELL + "agent_answers.py",
+        {"F": F, "dispatch": agent["dispatch"]},
+    )
+    x = torch.randn(3, 4)
+    for target, args in (
+        (namespace["through_agent"], (x,)),
+        (F.layer_norm, (x, (4,))),
+        (torch.layer_norm, (x, (4,))),
+    ):
+        guard = offlimits.Guard(["torch normalisation layers"], namespace, boundary=(agent_file,))
+        with pytest.raises(offlimits.OffLimitsError, match="normalisation layers are off"):
+            agent["answer"](guard, target, args)
+        assert guard.fired == ["torch normalisation layers"], target
+    guard = offlimits.Guard(["torch normalisation layers"], namespace, boundary=(agent_file,))
+    agent["answer"](guard, namespace["by_hand"], (x,))
     assert guard.fired == []
