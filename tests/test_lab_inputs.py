@@ -10,7 +10,10 @@ trip of the same notebooks is tests/test_labs.py (minutes per lab).
     pytest tests/test_lab_inputs.py -s     prints each part's coverage
 """
 
+import contextlib
+import importlib
 import inspect
+import io
 import itertools
 import re
 import sys
@@ -176,10 +179,12 @@ def _recorder(function, calls, test_file):
     return recorded
 
 
-def run_solution(lab, parts):
-    """Run the lab's solution in this process; {grade_id: [arguments of each recorded call]}."""
+def run_solution(lab, parts, answers=None):
+    """Run the lab's solution (its answer cells replaced by `answers`, grade_id -> source) in
+    this process, printing nothing: ({grade_id: [arguments of each recorded call]},
+    {test grade_id: None if it passed, else its error})."""
     nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
-    namespace, calls = {"__name__": "__main__"}, {g: [] for g in parts}
+    namespace, calls, verdicts = {"__name__": "__main__"}, {g: [] for g in parts}, {}
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -188,10 +193,22 @@ def run_solution(lab, parts):
         if grade_id in parts:
             name = parts[grade_id][0]
             namespace[name] = _recorder(namespace[name], calls[grade_id], test_file)
-        exec(compile(cell.source, test_file, "exec"), namespace)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(
+                    compile((answers or {}).get(grade_id, cell.source), test_file, "exec"),
+                    namespace,
+                )
+        except Exception as error:  # noqa: BLE001 (a test's verdict, or an answer's error)
+            if not meta(cell).get("grade") or answers is None:
+                raise
+            verdicts[grade_id] = f"{type(error).__name__}: {error}"[:500]
+        else:
+            if meta(cell).get("grade") and not meta(cell).get("solution"):
+                verdicts[grade_id] = None
         if grade_id in parts:
             namespace[name] = namespace[name].__wrapped__
-    return calls
+    return calls, verdicts
 
 
 # Parts whose prompt offers no axis to combine, and why (a new part goes in AXES or here).
@@ -224,7 +241,7 @@ def test_every_part_declares_its_axes():
 @pytest.mark.parametrize("lab", sorted(AXES))
 def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
     parts = AXES[lab]
-    calls = run_solution(lab, parts)
+    calls, _ = run_solution(lab, parts)
     missing = {}
     for grade_id, (name, axes, place) in parts.items():
         covered = {place(**arguments) for arguments in calls[grade_id]}
@@ -237,6 +254,29 @@ def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
         if allowed - covered:
             missing[grade_id] = sorted(allowed - covered, key=str)
     assert not missing, f"{lab}: combinations the prompt allows that no test tries: {missing}"
+
+
+FAIRNESS = ("cascade", "combinations", "numpy")
+
+
+@pytest.mark.parametrize("case", FAIRNESS)
+@pytest.mark.parametrize("lab", sorted(AXES))
+def test_fairness_cases_before_the_sandbox(lab, case):
+    """tests/lab_cases' fairness cases run here, with no sandbox: every part expected to keep
+    its points passes, every other fails. The sandboxed round trip (test_labs.py) grades the
+    same cases for real (scores, feedback, the room, which holds far less than this process:
+    an answer that uses a setup name the room lacks passes here only)."""
+    number = lab.rsplit("L", 1)[1]
+    cases = importlib.import_module(f"lab_cases.l{number}")
+    from lab_cases import answer_cells
+
+    released = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4)
+    submitted = answer_cells(getattr(cases, case)(released))
+    answers = {grade_id: cell.source for grade_id, cell in submitted.items()}
+    _, verdicts = run_solution(lab, {}, answers)
+    want = {grade_id: score > 0 for grade_id, score in cases.expected[case].items()}
+    got = {grade_id: verdict is None for grade_id, verdict in verdicts.items()}
+    assert got == want, f"{lab} {case}: passed {got}, expected {want}; errors: {verdicts}"
 
 
 WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
