@@ -16,6 +16,7 @@ of its grade_id: a student who marks a cell of their own as locked is still read
 """
 
 import ast
+import functools
 import re
 
 from nbgrader import utils
@@ -77,6 +78,26 @@ SUSPICIOUS_MODULES = {
     "site",
     "pydoc",
     "webbrowser",
+    # modules that run code from strings or data, or find modules by a computed name
+    # (`pkgutil.resolve_name("sandbox" + "_agent")`, `timeit.timeit("import ...")`)
+    "pkgutil",
+    "timeit",
+    "cProfile",
+    "profile",
+    "pdb",
+    "bdb",
+    "doctest",
+    "trace",
+    "unittest",
+    "codeop",
+    "imp",
+    "_imp",
+    "zipimport",
+    "modulefinder",
+    "shelve",
+    "dbm",
+    "_testcapi",
+    "_testinternalcapi",
     # the grader's own modules, which a kernel could import where they are on its path
     "grading",
     "sandbox_agent",
@@ -101,7 +122,7 @@ INTERNALS = {
     "torch.ops", "torch._C", "torch._VF", "torch._ops", "torch.library", "torch.overrides",
     "torch.utils._python_dispatch", "torch._dispatch", "torch._subclasses", "torch._refs",
     "torch._prims", "torch._decomp", "torch._dynamo", "torch._functorch", "torch.multiprocessing",
-    "torch.utils.cpp_extension",
+    "torch.utils.cpp_extension", "torch.hub", "torch.package",
     "lmcourse.offlimits", "lmcourse.slips",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
@@ -128,6 +149,9 @@ STARTS = {
     "start_new_thread", "start_new", "fork", "forkpty", "spawn", "Popen", "system",
     "posix_spawn", "spawnv", "execv",
 }  # fmt: skip
+# Calls that write a file of any content (`np.savetxt("m.py", [], header=code)`): the kernel
+# imports from its working folder.
+WRITERS = {"savetxt", "tofile", "savez", "savez_compressed", "write_text", "write_bytes"}
 # Names no submission binds at the notebook's top level, besides the setup cell's: the course's
 # packages and the grader's modules (a class or a loop variable named `torch` or `lmcourse`
 # stands in for the package where a test resolves a declared name).
@@ -141,6 +165,14 @@ GRADER_MODULES = {
     "sandbox_agent", "sandbox_exec", "trusted_tests", "offlimits", "lmcourse.offlimits",
     "lmcourse.slips", "grading.sandbox_agent", "grading.trusted_tests", "grading.sandbox_exec",
 }  # fmt: skip
+# Inside any string: what only code that is run from a string would name.
+IN_STRINGS = (*GRADER_MODULES, "__import__", "__builtins__", "__globals__", "__code__")
+# What evaluates an annotation written as a string (`def f(x: "__import__('os')")`), or loads
+# a pickle, which can run any code: `np.load(..., allow_pickle=True)`.
+EVALUATORS = {"get_type_hints", "ForwardRef", "_eval_type", "get_annotations", "singledispatch"}
+# What finds a module by a name computed at run time, whichever module offers it.
+RESOLVERS = {"resolve_name", "import_module", "find_spec", "get_loader", "exec_module"}
+PICKLE_KEYWORDS = {("allow_pickle", True), ("weights_only", False), ("pickle_module", None)}
 DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.M)
 SUSPICIOUS_CALLS = {
     "get_ipython": "uses get_ipython (IPython's hooks)",
@@ -429,6 +461,27 @@ class Bindings(ast.NodeVisitor):
             self.bind(node, node.rest, "a match pattern's capture")
 
 
+@functools.cache
+def installed(name):
+    """Whether `name` is a module of Python or of the environment, not one a submission
+    wrote beside itself (the kernel imports from its working folder)."""
+    import importlib.util
+    import os
+    import sys
+
+    if name in sys.builtin_module_names or name in sys.stdlib_module_names:
+        return True
+    try:
+        spec = importlib.util.find_spec(name)  # a top-level name: nothing is run
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    origin = spec.origin or ""  # the grader's own folder is no installation
+    folder = os.path.dirname(os.path.dirname(origin) if spec.submodule_search_locations else origin)
+    return folder != os.getcwd()
+
+
 def bindings(tree):
     """(line, name, how, path) for every name `tree` binds in the notebook's namespace
     (Bindings)."""
@@ -557,6 +610,13 @@ def _attribute_reason(attr, aliases, base=None):
         return f"uses {attr} (torch's interception points)"
     if attr in PRIVATE_TORCH or attr in ("ops", "library", "overrides"):
         return f"reaches torch's {attr} (past the off-limits guard)"
+    if attr in EVALUATORS:
+        return f"uses {attr} (it evaluates annotations written as strings)"
+    if attr in RESOLVERS:
+        return f"finds a module by name ({attr})"
+    torch_base = base is not None and (base == "torch" or base.startswith("torch."))
+    if torch_base and attr.startswith("_") and not attr.startswith("__"):
+        return f"reaches torch's private {attr} (past the off-limits guard)"
     if base is not None:
         parts = f"{base}.{attr}".split(".")
         for i in [0] + [i for i, part in enumerate(parts) if part in ("torch", "lmcourse")]:
@@ -591,6 +651,14 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     found.append((line, f"imports {module}"))
                 elif prefix := _under(path, INTERNALS):
                     found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
+                elif path.rsplit(".", 1)[-1] in EVALUATORS | RESOLVERS:
+                    found.append((line, f"imports {path} (it runs or finds code by name)"))
+                elif isinstance(node, ast.ImportFrom) and node.level:
+                    found.append((line, "a relative import (of a file the submission wrote?)"))
+                elif module and not installed(module.split(".")[0]):
+                    found.append(
+                        (line, f"imports {module}, no installed module (a file it wrote?)")
+                    )
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else None
@@ -599,6 +667,12 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             called = name or (func.attr if isinstance(func, ast.Attribute) else "a call")
             if called in STARTS:
                 found.append((line, f"starts a thread or process ({called})"))
+            if called in WRITERS or dotted(func, aliases) in ("torch.save", "numpy.save"):
+                found.append((line, f"writes a file ({called}), which the kernel could import"))
+            for keyword in node.keywords:
+                value = keyword.value.value if isinstance(keyword.value, ast.Constant) else None
+                if (keyword.arg, value) in PICKLE_KEYWORDS or keyword.arg == "pickle_module":
+                    found.append((line, f"loads a pickle ({keyword.arg}=...), which runs code"))
             target = _attribute_name(node)
             if target is not None:
                 if isinstance(target, ast.Constant) and isinstance(target.value, str):
@@ -612,6 +686,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 found.append((line, f"reads {node.id} (the kernel's history or internals)"))
             elif node.id in TORCH_HOOKS:
                 found.append((line, f"uses {node.id} (torch's interception points)"))
+            elif node.id in EVALUATORS:
+                found.append(
+                    (line, f"uses {node.id} (it evaluates annotations written as strings)")
+                )
             elif node.id in AS_VALUE and id(node) not in calls and node.id not in own:
                 found.append((line, f"{AS_VALUE[node.id]}: {node.id} passed around as a value"))
             elif isinstance(node.ctx, ast.Load) and (
@@ -625,6 +703,22 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 found.append((line, reason))
         elif isinstance(node, ast.Constant) and node.value in DUNDERS | GRADER_MODULES:
             found.append((line, f"names {node.value} in a string"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for name in IN_STRINGS:
+                if name in node.value:
+                    found.append((line, f"names {name} in a string"))
+        if isinstance(node, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign):
+            annotation = (
+                node.returns
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                else node.annotation
+            )
+            if (
+                isinstance(annotation, ast.Constant)
+                and isinstance(annotation.value, str)
+                and not re.fullmatch(r"[\w.\[\], |]*", annotation.value)
+            ):
+                found.append((line, "an annotation written as a string that holds code"))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name in DUNDER_DEFS:
                 found.append(

@@ -200,6 +200,27 @@ REACHES = {
     "ctypeslib": ("np.ctypeslib.load_library('x', '.')", "module ctypeslib"),
     "print-self": ("print.__self__.open", "uses __self__"),
     "builtins-name": ("b = __builtins__", "reads __builtins__"),
+    # issue 38's security tester: each reached the sandbox's agent, or ran a string, unflagged
+    "pkgutil": ('pkgutil.resolve_name("sandbox" + "_agent")', "finds a module by name"),
+    "import-pkgutil": ("import pkgutil", "imports pkgutil"),
+    "timeit": ("import timeit", "imports timeit"),
+    "timeit-string": ('t.timeit("import sandbox_agent", number=1)', "names sandbox_agent in a"),
+    "cprofile": ("from cProfile import run", "imports cProfile"),
+    "unittest-mock": ("from unittest import mock", "imports unittest"),
+    "string-annotation": ("def f(x: \"__import__('os')\"):\n    pass", "annotation written as"),
+    "string-annotation-call": ('def f() -> "g()":\n    pass', "annotation written as a string"),
+    "get-type-hints": ("typing.get_type_hints(f)", "get_type_hints"),
+    "get-type-hints-name": ("from typing import get_type_hints", "get_type_hints"),
+    "import-in-string": ("code = 'x = __import__(name)'", "names __import__ in a string"),
+    "written-module": ("import lm10_written_here", "no installed module"),
+    "relative-import": ("from . import helper", "relative import"),
+    "savetxt": ('np.savetxt("m.py", [], header=code)', "writes a file (savetxt)"),
+    "torch-save": ('torch.save(x, "m.py")', "writes a file (save)"),
+    "allow-pickle": ('np.load("x.npy", allow_pickle=True)', "loads a pickle"),
+    "weights-only": ('torch.load("x.pt", weights_only=False)', "loads a pickle"),
+    "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
+    "torch-private-alias": ("F._canonical_mask(x)", "torch's private"),
+    "torch-hub": ('torch.hub.load(".", "m", source="local")', "torch.hub"),
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
@@ -226,6 +247,10 @@ HONEST = {
     "exception": "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n    message = str(error)",
     "function-attribute": "def answer(x):\n    return x\nanswer.calls = 0",
     "parameter-named-vars": "def answer(vars, compile=None):\n    return vars, compile",
+    "annotations": 'def f(x: "torch.Tensor", n: "int | None") -> "list[int]":\n    pass',
+    "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",
+    "installed-modules": "import itertools\nimport tqdm\nfrom numpy import linalg",
+    "tensor-private-name": "v = x._version",
 }
 
 
