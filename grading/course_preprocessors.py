@@ -369,7 +369,11 @@ class SandboxedExecute(Execute):
     total_timeout = Integer(
         900, help="Seconds the whole notebook may run in the sandbox before it is stopped."
     ).tag(config=True)
-    output_chars = Integer(20_000, help="Characters kept of each output.").tag(config=True)
+
+    @property
+    def output_chars(self) -> int:
+        """Characters kept of each output: c.SandboxLimits.output_chars (grading/sandbox.py)."""
+        return sandbox.SandboxLimits(config=self.config).output_chars
 
     def furnish(self, prepared, setup, names, tested):
         """Replace the setup cells of the notebook the sandbox runs by the room's (grading/
@@ -422,7 +426,8 @@ class SandboxedExecute(Execute):
                 cell.outputs, cell.execution_count = [], None
         if not notes.isolated:
             self.log.warning(sandbox.NOT_ISOLATED)
-        limits = sandbox.Limits(output_chars=self.output_chars, room=room_names is not None)
+        # every limit from c.SandboxLimits, as the worker warmed its sandbox with them
+        limits = sandbox.SandboxLimits(config=self.config).limits(room=room_names is not None)
         results, clean = {}, {}
         delimiters = ClearHiddenTests(config=self.config)
         with trusted_tests.session(

@@ -88,6 +88,17 @@ c.ExportApp.plugin_class = GradesExport
 # grading/autograde.py bounds a whole submission (--timeout, SandboxedExecute.total_timeout).
 c.Execute.timeout = 120
 
+# The limits of every graded sandbox, each described in grading/sandbox.py (SandboxLimits; the
+# defaults below are Limits'). The batch's workers warm their sandbox with these and
+# SandboxedExecute grades with them, so a change here changes both; a submission whose limits
+# differ from the warm sandbox's would run in a cold one, and the worker's log says so.
+# c.SandboxLimits.memory_bytes = 8 << 30  # address space of each process
+# c.SandboxLimits.file_bytes = 64 << 20  # largest file written, largest message back
+# c.SandboxLimits.processes = 512  # processes and threads at once
+# c.SandboxLimits.cpu_seconds = 3600  # CPU seconds of each process
+# c.SandboxLimits.home_bytes = 256 << 20  # the private home and /tmp, each
+# c.SandboxLimits.output_chars = 20_000  # characters kept of each output of a cell
+
 # nbgrader's Validate runs a lab's tests in the student's own kernel: there the course's IPython
 # extension stops the student's code from calling what a test declares off limits, as
 # autograding does in the sandbox (lmcourse/offlimits.py). The student edition's

@@ -28,8 +28,10 @@ the autograded notebook and the grades export say so.
 
 import atexit
 import contextlib
+import dataclasses
 import errno
 import importlib.util
+import logging
 import os
 import resource
 import shutil
@@ -42,6 +44,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from traitlets import Integer
+from traitlets.config import Configurable
 
 from grading import sandbox_exec as frames
 
@@ -119,6 +124,49 @@ class Limits:
     # A room (grading/room.py): transformers and the course library are not in the sandbox,
     # only stand-ins that say so (the guard, lmcourse.offlimits, stays: the agent arms it).
     room: bool = False
+
+
+class SandboxLimits(Configurable):
+    """Every limit of a graded sandbox, set in grading/nbgrader_config.py as
+    `c.SandboxLimits.<name>` (the defaults are `Limits`'s). The worker warms its sandbox with
+    them (grading/workers.py) and SandboxedExecute grades with them, so a submission runs in the
+    warm sandbox; one whose limits differ runs in a cold sandbox, and `execute` logs why."""
+
+    memory_bytes = Integer(
+        Limits.memory_bytes,
+        min=1,
+        help="Address space of each process in the sandbox, in bytes (torch reserves much of "
+        "it at import: 8 GiB).",
+    ).tag(config=True)
+    file_bytes = Integer(
+        Limits.file_bytes,
+        min=1,
+        help="Largest file a process in the sandbox may write, in bytes; also the largest "
+        "message the sandbox may send back to the grader.",
+    ).tag(config=True)
+    processes = Integer(
+        Limits.processes,
+        min=1,
+        help="Processes and threads the sandbox may hold at once (torch starts a thread per core).",
+    ).tag(config=True)
+    cpu_seconds = Integer(
+        Limits.cpu_seconds, min=1, help="CPU seconds each process in the sandbox may use."
+    ).tag(config=True)
+    home_bytes = Integer(
+        Limits.home_bytes,
+        min=1,
+        help="Size of the sandbox's private home and of its /tmp, each, in bytes.",
+    ).tag(config=True)
+    output_chars = Integer(
+        Limits.output_chars,
+        min=1,
+        help="Characters kept of each output of a cell (the rest is cut, and the cut is said).",
+    ).tag(config=True)
+
+    def limits(self, room: bool = False) -> Limits:
+        """These limits, for a sandbox that holds a room (grading/room.py) or not."""
+        values = {name: getattr(self, name) for name in self.class_trait_names(config=True)}
+        return Limits(**values, room=room)
 
 
 def bwrap():
@@ -586,6 +634,16 @@ class Sandbox:
 
 
 _warm = None
+log = logging.getLogger(__name__)
+
+
+def differences(a: Limits, b: Limits) -> str:
+    """'name a -> b' for every limit in which `b` differs from `a`."""
+    return ", ".join(
+        f"{f.name} {getattr(a, f.name)} -> {getattr(b, f.name)}"
+        for f in dataclasses.fields(Limits)
+        if getattr(a, f.name) != getattr(b, f.name)
+    )
 
 
 def warm(imports, limits=None):
@@ -611,6 +669,12 @@ def execute(notebook_json, cell_timeout, total_timeout, limits=None, on_test=Non
     limits = limits or Limits()
     if _warm is not None and limits == _warm.limits:
         return _warm.execute(notebook_json, cell_timeout, total_timeout, on_test)
+    if _warm is not None:  # never silent: a cold sandbox imports the lab's packages again
+        log.warning(
+            "this submission runs in a cold sandbox: its limits differ from the warm "
+            "sandbox's (%s); set both from c.SandboxLimits (SandboxLimits)",
+            differences(_warm.limits, limits),
+        )
     path = bwrap()
     if path is None:
         require()  # raises, unless the instructor chose to grade without isolation

@@ -165,10 +165,11 @@ def serve(lab, grading, timeout, cell_timeout):
 
     root = Path(config.CourseDirectory.root)
     imports, room_imports = warm_imports(root / "labs" / lab / f"{lab}.ipynb")
+    limits = sandbox.SandboxLimits(config=config)  # as SandboxedExecute reads them
     if room_imports is None:
-        sandbox.warm(imports)
+        sandbox.warm(imports, limits.limits())
     else:  # the lab declares a room (grading/room.py): its sandbox imports what it holds
-        sandbox.warm(room_imports, sandbox.Limits(room=True))
+        sandbox.warm(room_imports, limits.limits(room=True))
     trusted_tests.warm(imports)
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     try:
