@@ -35,7 +35,13 @@ users' processes, subscribing to every other user's loopback listener while alic
 planting torch.compile's cache folder and other files in shared temporary folders for alice,
 taking the exchange's address, using the instructor's exchange credential elsewhere, tokens
 after revocation and expiry, names and empty files that cost the exchange, names that write to a
-terminal, and a process of hers that outlives her server.
+terminal, and a process of hers that outlives her server. And a second tester's (issue 39):
+filling her sandbox's temporary folders (memory), a thread bomb while alice starts threads,
+holding thousands of the exchange's connections while alice asks it something, a page her own
+server serves to anyone that the instructor opens in Chromium (reaching for the instructor's
+server with the instructor's cookies), and listening on the port of alice's stopped server for
+its next start. Every server has a host of its own under DOMAIN, which this process and the
+browser resolve to the loopback. The hub's log must flag what one machine does not bound.
 """
 
 import ast
@@ -95,6 +101,20 @@ def config_names():
         ):
             names[node.targets[0].id] = node.value.value
     return names
+
+
+def config_settings():
+    """The names of the traits jupyterhub_config.py sets (`c.<Class>.<name> = ...`)."""
+    return {
+        target.attr
+        for node in ast.walk(ast.parse(HUB_CONFIG.read_text()))
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Attribute)
+        and isinstance(target.value.value, ast.Name)
+        and target.value.value.id == "c"
+    }
 
 
 NAMES = config_names()
@@ -763,7 +783,7 @@ def wait_for(what, check, seconds):
 class Hub:
     def __init__(self, url, socket_path, process, log):
         self.url, self.socket, self.process, self.log = url, socket_path, process, log
-        self.subdomains = "subdomain_host" in HUB_CONFIG.read_text()
+        self.subdomains = "subdomain_host" in config_settings()
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"token {TOKEN}"
         self.exchange = requests.Session()  # the exchange's socket, as servers reach it
@@ -1959,7 +1979,8 @@ def test_no_students_page_reaches_the_instructors_server(played):
 def test_no_one_answers_for_anothers_server(played):
     assert played["alice's old port"] in played["squatted"], played["squatted"]
     again = played["alice starts again"]
-    assert again["started"] and again["answer"] == 200, again  # a port of her own
+    assert again["started"] and again["answer"] == 200, again  # a port of her own...
+    assert again["her listeners"], again  # ...on which her own server listens
     pinned = played["alice starts on her old port"]
     assert not pinned["started"], pinned  # the hub would not route to mallory's listener
     assert played["heard by mallory"] == [], played["heard by mallory"]

@@ -12,7 +12,9 @@ loopback ports). The hub runs as root, from the course's Python environment, and
   its own PID namespace (the server and everything it starts die together, when the server
   stops or the hub does, and no one else's process is visible), a private /tmp, /var/tmp and
   /dev/shm, the rest of the machine read-only, TMPDIR and every cache under the private home,
-  kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach).
+  kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach);
+  each server on a host of its own (<user>.<the hub's host>: its own origin in a browser), on a
+  port drawn for each start and routed to only once its own user listens there;
   A student's server reads the students' configuration (grading/hub/student,
   grading/hub/config), an instructor's opens the course, `~/LM10`, a clone of this repository
   that only they can read, with the course's grading configuration (the formgrader, the grading
@@ -40,6 +42,11 @@ Site settings, from the hub's environment:
     LM10_NGSHARE_MAX_FILES    500                     most files in one request
     LM10_EXCHANGE_AUTH_CACHE_SECONDS  5               how long the exchange trusts the hub's
                                                       last answer about a token
+    LM10_HUB_URL              http://localhost:8000   the hub's public address; each server is
+                                                      at <user>.<its host> (wildcard DNS and
+                                                      certificate)
+    LM10_SANDBOX_TMPFS_MIB    1024                    each server's /tmp, /var/tmp, /dev/shm
+    LM10_STUDENT_MAX_TASKS    1024                    a student's processes and threads
 
 and the names STUDENTS, INSTRUCTORS (Unix groups) and NGSHARE_USER below. The hub listens on
 the loopback (`bind_url`): put a TLS reverse proxy in front of it, or give it a certificate
