@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
+.PHONY: lab gradebook test test-fast test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -37,7 +37,7 @@ format: setup
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test: setup lint hub-proxy hub-exchange book-assets
-	$(RUN) $(BIN)/python -m pytest tests
+	$(RUN) $(BIN)/python -m pytest tests --durations=10
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
 
@@ -49,6 +49,13 @@ test: setup lint hub-proxy hub-exchange book-assets
 LIB_TESTS := tests/lib
 test-lib: setup
 	$(RUN) $(BIN)/python -m pytest -q -p no:cacheprovider $(LIB_TESTS) -m "not slow"
+
+# The inner loop: the library and the grading logic, without a sandbox, a kernel, a Jupyter
+# server, a hub or a browser. The test modules that start one are slow as a whole (SLOW_MODULES
+# in tests/conftest.py) and a test elsewhere that starts one fails, so a new one cannot join
+# this set unmarked; tests marked slow (15 s or more by themselves) are left out too.
+test-fast: setup
+	$(RUN) $(BIN)/python -m pytest -q -p no:cacheprovider tests -m "not slow" --durations=10
 
 # The stored outputs must hold on other machines too. Here they are compared again as another
 # machine would present them: torch's generic CPU kernels instead of this CPU's vector ones, one

@@ -14,8 +14,112 @@ The `browser` fixture (below) is chromium for the browser tests.
 import functools
 import os
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+# `make test-fast` is `pytest tests -m "not slow"`. Every test of these modules is marked slow:
+# each starts a sandbox, a kernel, a Jupyter server, a hub or a browser (or runs nbgrader's
+# pipeline, or takes minutes). A test elsewhere that starts one fails, naming what it started
+# (`pytest_runtest_protocol` below): add its module here, or mark the test @pytest.mark.slow.
+SLOW_MODULES = frozenset(
+    {
+        "test_book.py",
+        "test_browser.py",
+        "test_class_report.py",
+        "test_exchange.py",
+        "test_formgrader_browser.py",
+        "test_grading_hostile.py",
+        "test_jupyterhub.py",
+        "test_lab_command.py",
+        "test_labs.py",
+        "test_lessons.py",
+        "test_similarity.py",
+        "test_student_edition.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.relative_to(TESTS).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
+# make targets that start a Jupyter server, a kernel, a sandbox or nbgrader's grading
+_MAKE_STARTS = {"lab", "test", "test-perturbed", "notebooks", "autograde", "feedback", "book"}
+_SERVERS = {"lab", "server", "notebook"}  # jupyter's subcommands that start a server
+
+
+def starts(args) -> str | None:
+    """What a command line starts that a fast test must not: a sandbox, a kernel, a Jupyter
+    server or notebook run, nbgrader's grading, a hub or a browser; None for anything else."""
+    argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+    argv = [os.fsdecode(a) for a in argv]
+    if len(argv) == 1:  # a shell command line
+        argv = argv[0].split()
+    names = [Path(a).name for a in argv]
+
+    def verb(program):  # the first word after the program's name that is not an option
+        rest = argv[names.index(program) + 1 :]
+        return next((a for a in rest if not a.startswith("-")), "")
+
+    if "bwrap" in names:
+        return "a sandbox (bubblewrap)"
+    if {"ipykernel_launcher", "ipykernel"} & set(names):
+        return "a kernel"
+    if names and names[0].startswith(("chromium", "chrome", "headless_shell")):
+        return "a browser"
+    if "run-driver" in argv:
+        return "a browser (Playwright's driver)"
+    if {"jupyterhub", "configurable-http-proxy"} & set(names):
+        return "a hub"
+    if "--nbval" in argv or "--execute" in argv:
+        return "a notebook run"
+    if {"grading.autograde", "grading.workers"} & set(argv):
+        return "a batch of sandboxed grading"
+    if "nbgrader" in names and verb("nbgrader") in {"autograde", "validate", "generate_feedback"}:
+        return f"nbgrader {verb('nbgrader')}"
+    if names and names[0] in {f"jupyter-{s}" for s in _SERVERS}:
+        return "a Jupyter server"
+    if "jupyter" in names and verb("jupyter") in _SERVERS:
+        return "a Jupyter server"
+    if names[:1] == ["make"] and "-n" not in argv and _MAKE_STARTS & set(argv[1:]):
+        return f"make {' '.join(sorted(_MAKE_STARTS & set(argv[1:])))}"
+    return None
+
+
+class StartedInAFastTest(RuntimeError):
+    """A test outside SLOW_MODULES, not marked slow, started a sandbox, kernel, server, hub or
+    browser."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Outside the slow tests, every process started from this one (its setup, call and
+    teardown, module fixtures included) is refused if it is one that `starts` names."""
+    if item.get_closest_marker("slow"):
+        yield
+        return
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **options):
+        what = starts(args)
+        if what:
+            raise StartedInAFastTest(
+                f"{item.nodeid} starts {what} ({args!r}): a test that does is slow; add its "
+                "module to SLOW_MODULES in tests/conftest.py or mark it @pytest.mark.slow, so "
+                "that `make test-fast` leaves it to `make test`"
+            )
+        return original(self, args, *rest, **options)
+
+    subprocess.Popen.__init__ = guarded
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = original
 
 
 def spec(**changes):
