@@ -252,12 +252,75 @@ def _guard(names):
     return guard if guard.guards_anything else contextlib.nullcontext()
 
 
+class _OnlyTheAgentReplies:
+    """While the student's code runs for a call, a display it publishes carrying the reply's
+    MIME type is dropped, and the call's reply says so: the executor reads the call cell's
+    first reply (sandbox_exec.run_test), and a reply the student's code made itself would leave
+    out the names the guard stopped. The agent's own reply goes out before this ends, through
+    the publisher as it was."""
+
+    def __init__(self):
+        from IPython.core.interactiveshell import InteractiveShell
+
+        shell = InteractiveShell.instance() if InteractiveShell.initialized() else None
+        self.publisher = getattr(shell, "display_pub", None)
+        self.forged = False
+
+    def __enter__(self):
+        if self.publisher is None:
+            self.publish = None
+            return self
+        self.own = self.publisher.__dict__.get("publish")  # one set on the instance, if any
+        self.publish = original = self.publisher.publish
+
+        def publish(data=None, *args, **kwargs):
+            if isinstance(data, dict) and MIME in data:
+                self.forged = True
+                return None
+            return original(data, *args, **kwargs)
+
+        self.publisher.publish = publish
+        return self
+
+    def reply(self, payload):
+        if self.publish is None:
+            from IPython.display import publish_display_data
+
+            publish_display_data({MIME: payload})
+        else:
+            self.publish(data={MIME: payload}, metadata={})
+
+    def __exit__(self, *exc):
+        if self.publisher is not None:
+            self.publisher.__dict__.pop("publish", None)
+            if self.own is not None:
+                self.publisher.publish = self.own
+        return False
+
+
 def answer(text):
     """Run one request (base64 of a pickle of the request and the names the running test
     declares off limits) and publish its reply; the names that were called anyway go with
-    it, whatever the student's code did with the error."""
-    from IPython.display import publish_display_data
+    it, whatever the student's code did with the error, and so does a reply the student's
+    code tried to publish itself (an error: see _OnlyTheAgentReplies)."""
+    with _OnlyTheAgentReplies() as replies:
+        reply = _answer(text)
+        if replies.forged:
+            reply = {
+                "error": "ForgedReply",
+                "builtin": False,
+                "message": "your code published a reply of the grader's own kind while it "
+                "was called: the grader reads no answer from such a call",
+                **({"off_limits": reply["off_limits"]} if "off_limits" in reply else {}),
+            }
+        try:
+            payload = json.dumps(reply)
+        except (TypeError, ValueError) as error:
+            payload = json.dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
+        replies.reply(payload)
 
+
+def _answer(text):
     guard = contextlib.nullcontext()
     try:
         request, off_limits = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
@@ -275,8 +338,4 @@ def answer(text):
             reply = _error(error)
         if getattr(guard, "fired", None):
             reply["off_limits"] = list(guard.fired)
-    try:
-        payload = json.dumps(reply)
-    except (TypeError, ValueError) as error:
-        payload = json.dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
-    publish_display_data({MIME: payload})
+    return reply
