@@ -56,6 +56,33 @@ def _l2_fit(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
     return "short by less than a request" if -free < request else "short by more than a request"
 
 
+def _l6_kind(config):
+    if getattr(config, "kv_lora_rank", None):
+        return "latent"
+    sharing = _sharing(config.num_attention_heads, config.num_key_value_heads)
+    return "full" if sharing == "all" else sharing
+
+
+def _l6_window(config, tokens):
+    window = getattr(config, "sliding_window", None)
+    kinds = getattr(config, "layer_types", None)
+    if not window:
+        sliding = "none"
+    elif kinds and "full_attention" in kinds:
+        sliding = "some layers"
+    else:
+        sliding = "every layer"
+    edge = window or 6  # the hidden tests' stand-in for a model without a window
+    fill = (
+        "below the window"
+        if tokens < edge - 1
+        else "at its edge"
+        if tokens == edge - 1
+        else "beyond"
+    )
+    return sliding, fill
+
+
 # lab -> grade_id -> (the answer function its test calls, the prompt's axes, where a call lies)
 AXES = {
     "LM10-L1": {
@@ -164,6 +191,46 @@ AXES = {
                 if config.num_attention_heads * config.head_dim == config.hidden_size
                 else "!= d",
             ),
+        ),
+    },
+    "LM10-L6": {
+        "l6_test_ffn_width": (
+            "ffn_width",
+            {"multiplier": ("none", "given"), "8d/3": ("a multiple", "rounded up")},
+            lambda d, multiple_of, multiplier=None: (
+                "none" if multiplier is None else "given",
+                "a multiple"
+                if int((multiplier or 1) * int(2 * 4 * d / 3)) % multiple_of == 0
+                else "rounded up",
+            ),
+        ),
+        "l6_test_moe": (
+            "moe_parameters",
+            {"tied": (True, False), "shared experts": (0, 1, 2), "dense first": ("none", "some")},
+            lambda config: (
+                config.tie_word_embeddings,
+                config.n_shared_experts,
+                "some" if config.first_k_dense_replace else "none",
+            ),
+        ),
+        "l6_test_cache": (
+            "cache_bytes_per_token",
+            {
+                "key-value heads": ("full", "grouped", "one", "latent"),
+                "kv_bytes": ("default", "given"),
+            },
+            lambda config, kv_bytes=None: (
+                _l6_kind(config),
+                "default" if kv_bytes is None else "given",
+            ),
+        ),
+        "l6_test_window": (
+            "cache_bytes",
+            {
+                "sliding": ("every layer", "some layers", "none"),
+                "tokens": ("below the window", "at its edge", "beyond"),
+            },
+            lambda config, tokens, kv_bytes=2: _l6_window(config, tokens),
         ),
     },
 }
@@ -281,7 +348,7 @@ def test_fairness_cases_before_the_sandbox(lab, case):
 
 WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
 SCHEME = "**Marking scheme**"
-PENDING = {"LM10-L3", "LM10-L6"}  # not yet in this shape
+PENDING = {"LM10-L3"}  # not yet in this shape
 
 
 def marking_scheme(nb):

@@ -107,7 +107,7 @@ CASES = ("correct", "alternatives", "delegate", "mistakes", "mistake", "hardcode
 # hidden input tries, and answers that are numpy or torch integers.
 FAIRNESS = ("cascade", "combinations", "numpy")
 # Labs whose fairness cases are still to be written (their setup cells are being reworked).
-FAIRNESS_PENDING = {"LM10-L3", "LM10-L6"}
+FAIRNESS_PENDING = {"LM10-L3"}
 
 
 @pytest.fixture(scope="module")

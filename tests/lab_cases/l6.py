@@ -220,3 +220,70 @@ slips = {
         "sliding_window - 1 earlier ones are kept?"
     ),
 }
+
+
+def cascade(nb):
+    """A slip in Part 3 (the latent cache without its rotary part) under the solution's
+    windowed cache, which calls it: Part 3 loses its points and its feedback names the slip;
+    the windowed cache is judged on the tokens each layer keeps and keeps its points."""
+    answers = solution_answers(LAB)
+    answers["l6_cache"] = replaced(
+        answers["l6_cache"],
+        "per_layer = config.kv_lora_rank + config.qk_rope_head_dim",
+        "per_layer = config.kv_lora_rank",
+    )
+    return fill(nb, answers)
+
+
+def combinations(nb):
+    """The head width always hidden_size // num_attention_heads, right wherever a config's
+    head_dim agrees (every visible one); only a hidden configuration that sets another head_dim
+    finds it. Only Part 3 loses its points (Part 4, which calls it, is judged on its own)."""
+    answers = solution_answers(LAB)
+    answers["l6_cache"] = replaced(
+        answers["l6_cache"],
+        'return getattr(config, "head_dim", None) or config.hidden_size'
+        " // config.num_attention_heads",
+        "return config.hidden_size // config.num_attention_heads",
+    )
+    return fill(nb, answers)
+
+
+def numpy(nb):
+    """Every count as a numpy or torch integer: the prompt asks for integers, so any of these
+    types is the answer. Full marks."""
+    answers = solution_answers(LAB)
+    answers["l6_ffn_width"] = replaced(
+        answers["l6_ffn_width"],
+        "return multiple_of * ((hidden + multiple_of - 1) // multiple_of)",
+        "return np.int64(multiple_of) * ((hidden + multiple_of - 1) // multiple_of)",
+    )
+    answers["l6_ffn_width"] = "import numpy as np\n\n\n" + answers["l6_ffn_width"]
+    answers["l6_moe"] = replaced(
+        answers["l6_moe"], "return total, active", "return np.int64(total), torch.tensor(active)"
+    )
+    answers["l6_window"] = replaced(
+        answers["l6_window"], "return sum(held) * per_layer", "return np.sum(held) * per_layer"
+    )
+    return fill(nb, answers)
+
+
+expected["cascade"] = {
+    "l6_test_ffn_width": 2.0,
+    "l6_test_moe": 4.0,
+    "l6_test_cache": 0.0,
+    "l6_test_window": 2.0,
+}
+expected["combinations"] = {
+    "l6_test_ffn_width": 2.0,
+    "l6_test_moe": 4.0,
+    "l6_test_cache": 0.0,
+    "l6_test_window": 2.0,
+}
+expected["numpy"] = {
+    "l6_test_ffn_width": 2.0,
+    "l6_test_moe": 4.0,
+    "l6_test_cache": 3.0,
+    "l6_test_window": 2.0,
+}
+named = {"cascade": {"l6_test_cache": slips["l6_test_cache"]}}
