@@ -1656,9 +1656,10 @@ def played(hub, machine):
     )
 
     # 10. A server's port: she notes the ports others listen on; alice's server stops; she
-    # listens on every port that came free. Alice starts again: on a port the hub draws, and
-    # once on her old one (the test's pin: the race's outcome, or JupyterHub 5's own reuse of
-    # a spawner's port); each time a request goes to alice's server, as her browser's would.
+    # listens on every port that came free. Alice starts again: on a port the hub draws, then
+    # on her old one (the test's pin: the outcome of the race for a freshly drawn port, which
+    # mallory could win only by chance); each time a request goes to alice's server, as her
+    # browser's would.
     kernel[ATTACKER] = hub.start_kernel(ATTACKER)
     out["ports of others"] = attack(OTHERS_PORTS)
     alice_port = next(

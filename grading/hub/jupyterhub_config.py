@@ -13,8 +13,8 @@ loopback ports). The hub runs as root, from the course's Python environment, and
   stops or the hub does, and no one else's process is visible), a private /tmp, /var/tmp and
   /dev/shm, the rest of the machine read-only, TMPDIR and every cache under the private home,
   kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach);
-  each server on a host of its own (<user>.<the hub's host>: its own origin in a browser), on a
-  port drawn for each start and routed to only once its own user listens there;
+  each server on a host of its own (<user>.<the hub's host>: its own origin in a browser), and
+  routed to only once its own user listens on its port;
   A student's server reads the students' configuration (grading/hub/student,
   grading/hub/config), an instructor's opens the course, `~/LM10`, a clone of this repository
   that only they can read, with the course's grading configuration (the formgrader, the grading
@@ -260,11 +260,10 @@ def listeners(port):
 class SandboxedSpawner(LocalProcessSpawner):
     """LocalProcessSpawner, with what a shared machine needs besides the sandbox:
 
-    - a port drawn afresh for every start (JupyterHub 5 reuses a spawner's last port, which
-      anyone saw in /proc/net/tcp and could listen on once the server stopped);
     - the server is routed to only once the listener on its port is its user's: if anyone
-      else listens there (a student who took the port first), the start fails and says who,
-      for a person to look into, and nothing is sent there;
+      else listens there (a student who listened on the port the hub drew before the server
+      could), the start fails and says who, for a person to look into, and nothing is sent
+      there (JupyterHub itself took any answer on the port for the server's);
     - a student's processes and threads, together, at most `max_tasks` (RLIMIT_NPROC)."""
 
     max_tasks = None  # set per start by prepare_server
@@ -288,7 +287,6 @@ class SandboxedSpawner(LocalProcessSpawner):
             found = listeners(port)
             if found - {owner}:
                 await self.stop(now=True)
-                self.port = 0
                 others = ", ".join(str(uid) for uid in sorted(found - {owner}))
                 raise RuntimeError(
                     f"uid {others} (not {self.user.name}) listens on port {port}, where "
@@ -298,7 +296,6 @@ class SandboxedSpawner(LocalProcessSpawner):
             if owner in found:
                 return ip, port
             if await self.poll() is not None:
-                self.port = 0
                 raise RuntimeError(f"{self.user.name}'s server ended before it listened")
             await asyncio.sleep(0.2)
         return ip, port  # still starting: JupyterHub's own timeout decides
@@ -421,10 +418,8 @@ def prepare_server(spawner):
 
 
 def server_stopped(spawner):
-    """After a server stops (its sandbox, and everything in it, gone): its exchange token too,
-    and its port (the next start draws another)."""
+    """After a server stops (its sandbox, and everything in it, gone): its exchange token too."""
     revoke_exchange_tokens(spawner.user)
-    spawner.port = 0
 
 
 c.Spawner.pre_spawn_hook = prepare_server
