@@ -571,6 +571,10 @@ def dotted(node, aliases):
     return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
 
 
+def _dunder(name):
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
 def _under(path, prefixes):
     """The prefix of `prefixes` that dotted `path` is or is inside, or None."""
     for prefix in prefixes:
@@ -719,6 +723,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 and not re.fullmatch(r"[\w.\[\], |]*", annotation.value)
             ):
                 found.append((line, "an annotation written as a string that holds code"))
+        if isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Store):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            if _dunder(name) and name not in ("__slots__", "__doc__", "__all__"):
+                found.append((line, f"sets {name} (a method other code calls implicitly)"))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name in DUNDER_DEFS:
                 found.append(

@@ -220,6 +220,11 @@ REACHES = {
     "weights-only": ('torch.load("x.pt", weights_only=False)', "loads a pickle"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
     "torch-private-alias": ("F._canonical_mask(x)", "torch's private"),
+    "dunder-attribute": (
+        "R.__repr__ = functools.partial(out.extend, map(F.rms_norm, [x], [s]))",
+        "sets __repr__",
+    ),
+    "dunder-class-body": ("class R:\n    __repr__ = print", "sets __repr__"),
     "torch-hub": ('torch.hub.load(".", "m", source="local")', "torch.hub"),
 }
 HONEST = {
