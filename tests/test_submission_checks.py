@@ -225,6 +225,7 @@ REACHES = {
         "sets __repr__",
     ),
     "dunder-class-body": ("class R:\n    __repr__ = print", "sets __repr__"),
+    "zipfile": ("from zipfile import ZipFile", "imports zipfile"),
     "torch-hub": ('torch.hub.load(".", "m", source="local")', "torch.hub"),
 }
 HONEST = {
