@@ -61,16 +61,16 @@ def test_every_slow_module_exists():
 def test_the_fast_set_leaves_out_every_test_of_a_slow_module():
     """Collected with -m "not slow" (as `make test-fast` does): a slow module's tests are
     deselected, a fast module's kept."""
-    slow = "test_lab_command.py"
-    assert slow in SLOW_MODULES and "test_csvout.py" not in SLOW_MODULES
+    slow, fast = "test_lab_command.py", "test_imports.py"  # two modules quick to import
+    assert slow in SLOW_MODULES and fast not in SLOW_MODULES
     done = subprocess.run(
-        [PYTHON, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-        + ["-m", "not slow", f"tests/{slow}", "tests/test_csvout.py"],
+        [PYTHON, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:nbval"]
+        + ["-m", "not slow", f"tests/{slow}", f"tests/{fast}"],
         cwd=TESTS.parent,
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     collected = [line for line in done.stdout.splitlines() if "::" in line]
-    assert collected and all(line.startswith("tests/test_csvout.py::") for line in collected)
+    assert collected and all(line.startswith(f"tests/{fast}::") for line in collected)
     assert "deselected" in done.stdout
