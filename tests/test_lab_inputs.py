@@ -144,6 +144,21 @@ AXES = {
             lambda **arguments: (_l2_fit(**arguments),),
         ),
     },
+    "LM10-L3": {
+        "l3_test_layer_norm": (
+            "layer_norm",
+            {"weight": ("given", "None"), "bias": ("given", "None")},
+            lambda x, weight=None, bias=None, eps=1e-5: (
+                "None" if weight is None else "given",
+                "None" if bias is None else "given",
+            ),
+        ),
+        "l3_test_rms_norm": (
+            "rms_norm",
+            {"weight": ("given", "None")},
+            lambda x, weight=None, eps=1e-6: ("None" if weight is None else "given",),
+        ),
+    },
     "LM10-L4": {
         "l4_test_angles": (
             "rope_cos_sin",
@@ -283,6 +298,8 @@ WITHOUT_AXES = {
     "l1_test_gpt2_block": "one argument, the width: the hidden widths vary it",
     "l1_test_gpt2_model": "GPT-2 only, tied: the hidden sizes vary every argument",
     "l2_test_compare": "assembles Parts 1-3, whose axes their own tests cover",
+    "l3_test_mean_fraction": "one tensor in, its rows of any length and sign: varied by the tests",
+    "l3_test_norm_inputs": "the hidden states of other text, of other lengths",
     "l4_test_rotate": "rotates tables the test gives it: shapes and bases vary",
     "l4_test_periods": "a function of the width and base, varied by the hidden inputs",
     "l5_test_logits": "the block's axes are Part 3's; a second model's sizes here",
@@ -348,7 +365,6 @@ def test_fairness_cases_before_the_sandbox(lab, case):
 
 WRITTEN = re.compile(r"(one|half a) point each for", re.IGNORECASE)
 SCHEME = "**Marking scheme**"
-PENDING = {"LM10-L3"}  # not yet in this shape
 
 
 def marking_scheme(nb):
@@ -365,8 +381,6 @@ def test_released_rubrics_say_what_is_assessed_not_the_answer(lab):
     """A written part's marking scheme (what earns each point) lives in its solution cell, under
     "**Marking scheme**", which nbgrader replaces in the release; the prompt names the criteria
     only. The release holds none of the scheme's lines and no "one point each for ..." list."""
-    if lab in PENDING:
-        pytest.xfail(f"{lab}: its written part is being reworked with its setup (issue 40)")
     source = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
     released = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", as_version=4)
     text = "\n".join(c.source for c in released.cells)

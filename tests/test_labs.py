@@ -106,8 +106,6 @@ CASES = ("correct", "alternatives", "delegate", "mistakes", "mistake", "hardcode
 # a slip in an early part that later parts build on, a combination of the prompt's axes only a
 # hidden input tries, and answers that are numpy or torch integers.
 FAIRNESS = ("cascade", "combinations", "numpy")
-# Labs whose fairness cases are still to be written (their setup cells are being reworked).
-FAIRNESS_PENDING = {"LM10-L3"}
 
 
 @pytest.fixture(scope="module")
@@ -380,8 +378,6 @@ def test_a_slip_costs_its_own_part_and_is_named(round_trip, lab, case):
     slipped part loses only its own (exactly expected[case]), and where the lab's slip catalogue
     knows the slip (the module's dict `named`: case -> grade_id -> sentence), the slipped
     part's output names it."""
-    if lab in FAIRNESS_PENDING and not hasattr(round_trip["cases"], case):
-        pytest.xfail(f"{lab}: the `{case}` case is still to be written (issue 40)")
     cases = round_trip["cases"]
     assert hasattr(cases, case), f"tests/lab_cases for {lab} has no `{case}` case"
     scores = autograded_scores(round_trip, case)

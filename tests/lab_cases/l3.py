@@ -174,9 +174,8 @@ expected["delegate"] = {
 def mistakes(nb):
     """One catalogued slip per norm: LayerNorm with eps outside the square root (only a hidden
     test, with a large eps, sees it: the feedback names the slip under the neutral message),
-    RMSNorm dividing the squares by n - 1 (the visible tests see it). Both parts score 0, and
-    so does Part 4, whose hidden test runs the student's RMSNorm on SmolLM2's hidden states;
-    Part 3 keeps its points."""
+    RMSNorm dividing the squares by n - 1 (the visible tests see it). Both parts score 0;
+    Parts 3 and 4, whose tests use torch's norms, keep their points."""
     answers = solution_answers(LAB)
     answers["l3_layer_norm"] = replaced(
         answers["l3_layer_norm"], "torch.sqrt(var + eps)", "(torch.sqrt(var) + eps)"
@@ -193,10 +192,70 @@ expected["mistakes"] = {
     "l3_test_layer_norm": 0.0,
     "l3_test_rms_norm": 0.0,
     "l3_test_mean_fraction": 2.0,
-    "l3_test_norm_inputs": 0.0,
+    "l3_test_norm_inputs": 2.0,
 }
 slips_only_hidden_tests_find = {"l3_test_layer_norm"}  # Validate passes it; the feedback names it
 slips = {
     "l3_test_layer_norm": "eps added outside the square root: it goes inside, sqrt(var + eps)?",
     "l3_test_rms_norm": "the squares divided by n - 1: the mean divides by n?",
 }
+
+
+def cascade(nb):
+    """A slip in Part 2 (the squares divided by n - 1) beside the solution's other answers:
+    Part 2 loses its points and its feedback names the slip; Part 3 and Part 4, whose tests use
+    torch's norms, keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l3_rms_norm"] = replaced(
+        answers["l3_rms_norm"],
+        "x.pow(2).mean(dim=-1, keepdim=True)",
+        "x.pow(2).sum(dim=-1, keepdim=True) / (x.shape[-1] - 1)",
+    )
+    return fill(nb, answers)
+
+
+def combinations(nb):
+    """LayerNorm that applies the weight and the bias only when both are given: right with
+    both and with neither (every visible input), wrong with a weight alone or a bias alone,
+    which only hidden inputs try. Only Part 1 loses its points."""
+    answers = solution_answers(LAB)
+    answers["l3_layer_norm"] = replaced(
+        answers["l3_layer_norm"],
+        "    if weight is not None:\n        y = y * weight\n    if bias is not None:\n"
+        "        y = y + bias\n",
+        "    if weight is not None and bias is not None:\n        y = y * weight + bias\n",
+    )
+    return fill(nb, answers)
+
+
+def numpy(nb):
+    """Norms computed in float64 and returned so, and the fraction as a float64 tensor: nothing
+    the prompt rules out. Full marks."""
+    answers = solution_answers(LAB)
+    answers["l3_mean_fraction"] = replaced(
+        answers["l3_mean_fraction"],
+        "return y.mean(dim=-1) / y.pow(2).mean(dim=-1).sqrt()",
+        "y = y.double()\n    return y.mean(dim=-1) / y.pow(2).mean(dim=-1).sqrt()",
+    )
+    return fill(nb, answers)
+
+
+expected["cascade"] = {
+    "l3_test_layer_norm": 3.0,
+    "l3_test_rms_norm": 0.0,
+    "l3_test_mean_fraction": 2.0,
+    "l3_test_norm_inputs": 2.0,
+}
+expected["combinations"] = {
+    "l3_test_layer_norm": 0.0,
+    "l3_test_rms_norm": 3.0,
+    "l3_test_mean_fraction": 2.0,
+    "l3_test_norm_inputs": 2.0,
+}
+expected["numpy"] = {
+    "l3_test_layer_norm": 3.0,
+    "l3_test_rms_norm": 3.0,
+    "l3_test_mean_fraction": 2.0,
+    "l3_test_norm_inputs": 2.0,
+}
+named = {"cascade": {"l3_test_rms_norm": slips["l3_test_rms_norm"]}}
