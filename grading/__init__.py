@@ -12,6 +12,8 @@
     lms                 grades into Canvas and Moodle: `python -m grading.lms` (`make lms`)
     course_preprocessors, submission_checks, sandbox, trusted_tests, sanitise,
     grades_export, formgrader_csp: nbgrader's pipeline and the pages (see CONTRIBUTING.md)
+    slips/              the labs' slip rules, one module per lab: the grader's side only; the
+                        student edition gets tables for the visible inputs (lmcourse.slips)
     hub/                the course on JupyterHub, a system user per student, and its exchange
                         (ngshare with the course's rules): grading/JUPYTERHUB.md
 

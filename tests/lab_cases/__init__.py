@@ -36,6 +36,18 @@ and, optionally,
     alternatives(nb)  correct answers written unlike the model solution (another formula, a
                    loop, another route to the same tensors) -> full marks, like `correct`
 
+and issue 40's three fairness cases, which every lab has (tests/test_labs.py FAIRNESS, and
+tests/test_lab_inputs.py runs them without a sandbox first):
+
+    cascade(nb)    a slip in an early part that later parts build on -> only that part
+                   loses its points; the later parts' feedback says to fix it first
+    combinations(nb)  a slip only a combination of the prompt's axes finds, which only a
+                   hidden input tries -> that part loses its points
+    numpy(nb)      correct answers given as numpy or torch integers where the prompt asks
+                   for a number -> full marks
+    (each with its exact scores in `expected`, and in the dict `named`, case -> grade_id ->
+    sentence, the slips its feedback must name)
+
 and a dict
 
     expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "refpatch": {...}, ...}
