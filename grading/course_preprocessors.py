@@ -31,7 +31,6 @@ metadata and the whole submission fails with `KeyError: 'grade_id'`. This versio
 emptied metadata instead, so the copies become ordinary cells.
 """
 
-import builtins
 import json
 import os
 import re
@@ -95,10 +94,11 @@ def plain_error(ename, evalue):
 
 def shown_name(ename):
     """The exception's name as feedback may show it after a hidden input reached the
-    student's code: Python's own names as they are, any other (the student's code chose it,
-    and could spell the hidden input in it) as "Error"."""
-    kind = getattr(builtins, str(ename), None)
-    return ename if isinstance(kind, type) and issubclass(kind, BaseException) else "Error"
+    student's code: a failed check (AssertionError) as it is, any other as "Error". The
+    student's code chose that exception, and which of Python's dozens of names it chose could
+    spell bits of the hidden input (a hidden width modulo 4 as one of four names); that a check
+    failed is one bit, which the score shows anyway."""
+    return "AssertionError" if ename == "AssertionError" else "Error"
 
 
 def neutral_error(output):

@@ -26,13 +26,14 @@ import os
 import queue
 import re
 import select
-import shutil
 import signal
+import subprocess
 import sys
 import time
 import warnings
 
 PR_SET_DUMPABLE = 4
+RM = ["rm", "-rf", "--one-file-system"]
 INTERRUPT_GRACE = 10  # seconds an interrupted kernel has to take the next request
 STOPPED = "The grader stopped this cell: {reason}. Later cells were not run; their tests score 0."
 
@@ -151,7 +152,13 @@ def fork_kernel():
         sys.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", path]
         from ipykernel.kernelapp import IPKernelApp
 
-        IPKernelApp.launch_instance(sys.argv[3:])
+        class Kernel(IPKernelApp):
+            def init_path(self):
+                """Not the working folder first on sys.path, as ipykernel puts it: there a
+                file the student's code wrote under an installed module's name (tqdm.py)
+                would be imported in its place, by the grader's own code among others."""
+
+        Kernel.launch_instance(sys.argv[3:])
     finally:
         os._exit(0)
 
@@ -222,13 +229,11 @@ def empty(folder, mounts):
             empty(path, mounts)
             continue
         if entry.is_dir(follow_symlinks=False):
-            for root, dirs, _ in os.walk(path):  # a student may have made them read-only
-                for name in dirs:
-                    with contextlib.suppress(OSError):
-                        os.chmod(os.path.join(root, name), 0o700)
-            with contextlib.suppress(OSError):
-                os.chmod(path, 0o700)
-            shutil.rmtree(path, ignore_errors=True)
+            # GNU chmod and rm walk a tree of any depth (Python's os.walk and shutil.rmtree
+            # recurse, and a student's tree 3,000 folders deep stopped them), never leaving
+            # this file system; chmod first, as a student may have made folders read-only.
+            for command in (["chmod", "-R", "u+rwx", "--", path], RM + ["--", path]):
+                subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, check=False)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
@@ -444,8 +449,10 @@ def run_test(client, index, channel, cell_timeout):
             )
         elif stopped is not None:
             reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
-        elif replies and isinstance(replies[0], str):
+        elif len(replies) == 1 and isinstance(replies[0], str):
             reply = replies[0]
+        elif len(replies) > 1:  # the agent publishes one: another is the student's code's
+            reply = reply_error("ForgedReply", "the call published more than one answer")
         else:
             reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
         channel.send({"reply": reply})

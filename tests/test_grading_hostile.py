@@ -322,6 +322,17 @@ def attention_parameters(d, heads, kv_heads):
     from lmcourse import describe
     return describe(dict(d=d, heads=heads, kv_heads=kv_heads))["block"]
 """
+# A module written into the working folder, under a name of its own: were the folder on the
+# kernel's sys.path (ipykernel puts it first), a file named like an installed module (tqdm.py)
+# would run in its place, in the grader's own imports as well.
+SHADOW = """
+with open("lm10_shadow.py", "w") as handle:
+    handle.write("print('SHADOW-RAN')\\n")
+try:
+    import lm10_shadow
+except ImportError:
+    print("SHADOW-REFUSED")
+"""
 FLOOD = 'print("x" * 50_000_000)\nfor i in range(200_000):\n    print(i)\n'
 
 # Wrong answers: every function of the lab gives zero (0 of 10 points on their own). Each
@@ -517,6 +528,7 @@ def submissions(released, course):
     subs["killexec"] = fill(released, answers(l2_serving=KILL_EXECUTOR))
     subs["manyclasses"] = fill(released, dict(answers(), l2_attention=MANY_CLASSES))
     subs["noroom"] = fill(released, dict(answers(), l2_attention=OUTSIDE_THE_ROOM))
+    subs["shadow"] = fill(released, answers(l2_serving=SHADOW))
     deleted = copy.deepcopy(released)
     deleted.cells = []
     subs["nocells"] = deleted
@@ -688,16 +700,18 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "hiddenleak": ("flagged", 0, "imports base64"),
     "lockedcell": ("flagged", 0, "l2_attention line 1: imports os"),
     "inputs": ("graded", 10, "all autograded tests passed"),
-    # the smuggled value fails the cache's visible check (and the comparison built on it):
-    # the feedback shows neither it nor the counter
+    # the smuggled value fails the cache's visible check; the comparison, which holds what
+    # that cache function gives, keeps its points (a slip costs its own part): the feedback
+    # shows neither the value nor the counter
     # (test_nothing_a_hidden_input_reached_is_in_the_feedback). manyclasses and noroom lose
-    # the attention part and the two parts that call it.
-    "smuggle": ("flagged", 6, "uses get_ipython"),
+    # the attention part and the two parts that call it, which raise with it.
+    "smuggle": ("flagged", 8, "uses get_ipython"),
     "smuggle2": ("graded", 8, "first failure l2_test_serving"),
     "tqdm": ("graded", 10, "all autograded tests passed"),
     "killexec": ("error", 0, "executor in the sandbox was stopped by signal 9"),
     "manyclasses": ("graded", 4, "more than 256 kinds"),
     "noroom": ("graded", 4, "first failure l2_test_attention: ImportError"),
+    "shadow": ("flagged", 10, "imports lm10_shadow, no installed module"),
 }
 
 
@@ -857,10 +871,13 @@ def test_nothing_a_hidden_input_reached_is_in_the_feedback(batch):
     assert "calls so far: none" in text, "blind check: the early display is not there"
     # (the student's own source, which the feedback shows, spells "CALLS: {" and "Leak_" + ...)
     assert "CALLS: [(" not in text, "the feedback shows the calls an earlier display recorded"
-    assert "Leak_1000000000" not in text, "the feedback shows a hidden call's exception name"
+    assert not re.search(r"Leak_\d", text), "the feedback shows a hidden call's exception name"
     graded = nbformat.read(course / "autograded" / "smuggle2" / LAB / f"{LAB}.ipynb", 4)
     names = [o.get("ename") for c in graded.cells if c.cell_type == "code" for o in c.outputs]
-    assert "Leak_1000000000_999999999_1_1" in names, "blind check: the hidden call raised"
+    leaked = [n for n in names if n and re.fullmatch(r"Leak_\d+_\d+_\d+_\d+", n)]
+    assert leaked, f"blind check: the hidden call raised, carrying its arguments: {names}"
+    shadow = outputs_text(course / "autograded" / "shadow" / LAB / f"{LAB}.ipynb")
+    assert "SHADOW-REFUSED" in shadow and "SHADOW-RAN" not in shadow, shadow[:2000]
     room = outputs_text(course / "autograded" / "noroom" / LAB / f"{LAB}.ipynb")
     assert "NOT-IN-ROOM transformers is not available to your code" in room, room[:2000]
     counts = nbformat.read(course / "autograded" / "smuggle" / LAB / f"{LAB}.ipynb", 4)
@@ -1217,3 +1234,37 @@ def test_a_reply_the_students_code_publishes_itself_is_no_answer():
     (reply,) = json.loads(forged[1])
     assert reply["error"] == "ForgedReply" and "value" not in reply, reply
     assert said["honest"] == '2 [{"value": 41}]', said
+
+
+def test_feedback_names_no_exception_the_students_code_chose():
+    """After a hidden input reached the student's code, which exception it raised could spell
+    bits of that input (a hidden width modulo 4 as one of four of Python's names): the
+    feedback says "Error", except for a failed check."""
+    from grading.course_preprocessors import shown_name
+
+    for name in ("BufferError", "LookupError", "ValueError", "Leak_576", "OffLimitsError"):
+        assert shown_name(name) == "Error", name
+    assert shown_name("AssertionError") == "AssertionError"
+
+
+def test_the_warm_sandbox_empties_a_tree_of_any_depth(tmp_path):
+    """A student's tree 3,000 folders deep, some read-only, in a folder the warm sandbox
+    empties between students: Python's own walkers recurse and stopped on it."""
+    from grading import sandbox_exec
+
+    root = tmp_path / "home"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    for depth in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        if depth % 500 == 0:
+            os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        if depth % 700 == 0:
+            os.chmod("d", 0o500, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    (root / "plain.txt").write_text("x")
+    sandbox_exec.empty(str(root), set())
+    assert list(root.iterdir()) == []
