@@ -1089,6 +1089,20 @@ def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
     )
 
 
+def grader_script(script):
+    """Run `script` in a Python whose working folder is grading/ (it imports sandbox as the
+    graders do); its finished process, which must have succeeded."""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT / "grading",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_only_the_capped_folders_are_writable_in_the_sandbox():
     """/dev (a memory file system of half the machine's RAM) and the root are read-only; the
     home, /tmp and /dev/shm are writable and each capped at Limits.home_bytes."""
@@ -1108,14 +1122,7 @@ def test_only_the_capped_folders_are_writable_in_the_sandbox():
         "command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', probe]\n"
         "print(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT / "grading",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    done = grader_script(script)
     said = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
     assert said == {
         "/dev/note": "Read-only file system",
@@ -1158,14 +1165,7 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
         "print(done.stdout, done.stderr, file=sys.stderr if done.returncode else sys.stdout)\n"
         "sys.exit(done.returncode)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT / "grading",
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr
+    done = grader_script(script)
     said = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
     assert said == {
         "shmget": "-1 Function not implemented",
@@ -1176,14 +1176,7 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
     }, done.stdout
     # the same calls without the filter succeed: the test sees the filter, not a missing libc
     unfiltered = script.replace(", rules.fileno())", ")")
-    done = subprocess.run(
-        [sys.executable, "-c", unfiltered],
-        cwd=ROOT / "grading",
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr
+    done = grader_script(unfiltered)
     assert "shmget -1" not in done.stdout and "shmget 0" in done.stdout, done.stdout
 
 
