@@ -63,20 +63,26 @@ def declared(setup_sources, pattern=DECLARATION):
     return names if found else None
 
 
-def answered(setup_sources):
+def _parsed(setup_sources):
+    try:
+        return [ast.parse(source) for source in setup_sources]
+    except SyntaxError as error:
+        raise RoomError(f"the setup cell does not parse: {error}") from None
+
+
+def answered(setup_sources, trees=None):
     """The setup's helpers the trusted process answers for the room, in order (maybe none).
     RoomError when one is not a function the setup defines at its top level, or when the lab
-    declares them without a room."""
+    declares them without a room. `trees`: the setup cells already parsed."""
     names = declared(setup_sources, ANSWERED) or []
     if names and declared(setup_sources) is None:
         raise RoomError("the setup declares helpers answered by the grader but no room")
-    functions = set()
-    for source in setup_sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError as error:
-            raise RoomError(f"the setup cell does not parse: {error}") from None
-        functions |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    functions = {
+        node.name
+        for tree in trees or _parsed(setup_sources)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
     missing = [n for n in names if n not in functions]
     if missing:
         raise RoomError(
@@ -111,13 +117,8 @@ def sandbox_setup(setup_sources, names):
     that read only what the room holds (`torch.manual_seed(0)`), and the imports those and the
     declaration need, from modules a room may hold; the other declared names are shipped.
     RoomError when a declared name is neither imported, defined nor assigned by the setup."""
-    trees = []
-    for source in setup_sources:
-        try:
-            trees.append(ast.parse(source))
-        except SyntaxError as error:
-            raise RoomError(f"the setup cell does not parse: {error}") from None
-    helpers = answered(setup_sources)
+    trees = _parsed(setup_sources)
+    helpers = answered(setup_sources, trees)
     clash = [n for n in helpers if n in names]
     if clash:
         raise RoomError(

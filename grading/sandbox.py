@@ -246,8 +246,8 @@ def weight_cache():
 
 # System V IPC objects (shared memory segments, semaphore sets, message queues) are memory that
 # no process's address-space limit counts and that outlives every process that made it: a
-# submission could hold gigabytes of the grader's machine that way until the sandbox is cleared
-# (sandbox_exec.remove_ipc). Nothing a kernel, torch or the course needs makes one (they use
+# submission could hold gigabytes of the grader's machine that way, and leave them to the next
+# student a warm sandbox grades. Nothing a kernel, torch or the course needs makes one (they use
 # POSIX shared memory, files in the capped /dev/shm), so a seccomp filter refuses to create
 # them: shmget, semget and msgget fail with ENOSYS. Syscalls of an architecture the filter does
 # not know (a 32-bit program, whose `ipc` multiplexer would get around it) all fail.

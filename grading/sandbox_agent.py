@@ -254,10 +254,10 @@ def _guard(names):
 
 class _OnlyTheAgentReplies:
     """While the student's code runs for a call, a display it publishes carrying the reply's
-    MIME type is dropped, and the call's reply says so: the executor reads the call cell's
-    first reply (sandbox_exec.run_test), and a reply the student's code made itself would leave
-    out the names the guard stopped. The agent's own reply goes out before this ends, through
-    the publisher as it was."""
+    MIME type is dropped, and the call's reply says so: a reply the student's code made itself
+    would leave out the names the guard stopped. (The executor, outside the kernel, also takes
+    a call cell with more than one reply for a forgery: sandbox_exec.run_test.) The agent's
+    own reply goes out before this ends, through the publisher as it was."""
 
     def __init__(self):
         from IPython.core.interactiveshell import InteractiveShell

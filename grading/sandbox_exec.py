@@ -33,7 +33,6 @@ import time
 import warnings
 
 PR_SET_DUMPABLE = 4
-RM = ["rm", "-rf", "--one-file-system"]
 INTERRUPT_GRACE = 10  # seconds an interrupted kernel has to take the next request
 STOPPED = "The grader stopped this cell: {reason}. Later cells were not run; their tests score 0."
 
@@ -163,26 +162,10 @@ def fork_kernel():
         os._exit(0)
 
 
-def remove_ipc():
-    """Remove every System V shared memory segment, message queue and semaphore set of this
-    sandbox's IPC namespace: a segment a submission detached from outlives its processes, holds
-    memory no process limit counts, and the next student would see it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for table, remove in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
-        with contextlib.suppress(OSError), open(f"/proc/sysvipc/{table}") as handle:
-            rows = handle.read().splitlines()[1:]
-        for row in rows:
-            ident = int(row.split()[1])  # the id column (the key is the first)
-            if table == "sem":
-                remove(ident, 0, 0)  # IPC_RMID is 0 for all three
-            else:
-                remove(ident, 0, None)
-
-
 def clear(folders):
     """Before and after each submission: kill every process in this sandbox but its init and
-    this one (what a student left running, detached or not), remove its System V IPC objects,
-    and empty the writable folders."""
+    this one (what a student left running, detached or not), and empty the writable folders
+    (System V IPC objects cannot be made there: sandbox.ipc_filter)."""
     me = os.getpid()
     for _ in range(200):
         with contextlib.suppress(ChildProcessError):
@@ -201,7 +184,6 @@ def clear(folders):
         time.sleep(0.02)
     else:
         raise RuntimeError(f"processes left in the sandbox: {alive[:5]}")
-    remove_ipc()
     mounts = mount_points()
     for folder in folders:
         empty(folder, mounts)
@@ -232,7 +214,10 @@ def empty(folder, mounts):
             # GNU chmod and rm walk a tree of any depth (Python's os.walk and shutil.rmtree
             # recurse, and a student's tree 3,000 folders deep stopped them), never leaving
             # this file system; chmod first, as a student may have made folders read-only.
-            for command in (["chmod", "-R", "u+rwx", "--", path], RM + ["--", path]):
+            for command in (
+                ["chmod", "-R", "u+rwx", "--", path],
+                ["rm", "-rf", "--one-file-system", "--", path],
+            ):
                 subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, check=False)
         else:
             with contextlib.suppress(OSError):
