@@ -74,6 +74,14 @@ HIDDEN_MESSAGE = (
 )
 
 
+# After a hidden input, feedback lists the part's catalogued slips instead of naming one
+# (with_slips).
+HIDDEN_SLIPS = (
+    "The common slips of this part (after a hidden input, feedback does not say whether your "
+    "answer made one of them, or which: that would show something of the input):"
+)
+
+
 def hidden_line_numbers(source, begin, end):
     """1-based numbers of the lines from `begin` to `end` delimiter, both included."""
     numbers, inside = set(), False
@@ -130,16 +138,22 @@ def scrub_error(output, hidden):
     return neutral_error(output)  # origin unknown: assume the worst
 
 
-def with_slips(scrubbed, original, part):
-    """A neutral error (a hidden test failed, or a visible one after a hidden input) with the
-    hint lines its message held put back: they are lmcourse.slips' fixed sentences for this part,
-    with nothing of the hidden inputs."""
+def with_slips(scrubbed, part):
+    """A neutral error (a hidden test failed, or a visible one after a hidden input) with every
+    slip catalogued for its part listed, the same list whatever the student's value was.
+
+    Which slip, if any, the value matched was decided by code that had met a hidden input: naming
+    that one would hand a choice of the code back to the student (a bit or two of the input per
+    failing part). The list is fixed text of the catalogue, so it tells nothing; the autograded
+    notebook, which only the instructor reads, keeps the slip the test named."""
     if scrubbed.evalue != HIDDEN_MESSAGE and not scrubbed.evalue.startswith(AFTER_HIDDEN_START):
         return scrubbed  # the message was kept whole, hints and all
-    found = slips.lines(original.get("evalue", ""), part)
-    if not found:
+    known = sorted(slips.sentences(part))
+    if not known:
         return scrubbed
-    return plain_error(scrubbed.ename, scrubbed.evalue + "".join(f"\n{line}" for line in found))
+    return plain_error(
+        scrubbed.ename, scrubbed.evalue + f"\n{HIDDEN_SLIPS}" + "".join(f"\n- {s}" for s in known)
+    )
 
 
 class StripHiddenTests(ClearHiddenTests):
@@ -236,7 +250,7 @@ class StripHiddenTests(ClearHiddenTests):
                 scrubbed = scrub_error(output, hidden) if hidden else output
                 if mark.get("error", True) is False and scrubbed.evalue != HIDDEN_MESSAGE:
                     scrubbed = after_hidden_error(scrubbed, output, visible_source)
-                outputs.append(with_slips(scrubbed, output, part))
+                outputs.append(with_slips(scrubbed, part))
         cell.outputs = outputs
         return cell, resources
 

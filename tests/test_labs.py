@@ -28,7 +28,7 @@ from lmcourse import offlimits, slips
 from nbgrader.api import Gradebook
 
 from grading import autograde, report, room, submission_checks
-from grading.course_preprocessors import HIDDEN_MESSAGE
+from grading.course_preprocessors import HIDDEN_MESSAGE, HIDDEN_SLIPS
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted(
@@ -326,8 +326,9 @@ def absent_from_room(error, outside):
 
 def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_trip, lab, course):
     """Each part's slip (lmcourse.slips) costs the part its points and is named in the
-    autograded notebook, the HTML feedback (under the neutral message when a hidden test found
-    it), the autograde report and Validate; correct answers are never given a hint."""
+    autograded notebook, the autograde report, Validate and the HTML feedback (where a hidden
+    test found it, the feedback lists the part's slips instead, without singling it out);
+    correct answers are never given a hint."""
     cases = round_trip["cases"]
     assert hasattr(cases, "mistakes"), f"tests/lab_cases for {lab} has no `mistakes` case"
     scores = autograded_scores(round_trip, "mistakes")
@@ -352,19 +353,26 @@ def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_
         assert any(sentence in slips.named(e, grade_id) for e in errors), (
             f"{lab} {grade_id}: the autograded notebook does not name {sentence!r}: {errors}"
         )
-        assert f"{slips.PREFIX}{sentence}" in feedback, f"{lab} {grade_id}: not in the feedback"
         assert sentence in reported.get(grade_id, []), f"{lab} {grade_id}: not in the report"
         visible = sources[grade_id].source.split("### BEGIN HIDDEN TESTS")[0].strip()[:200]
         validated = next((e for src, e in failed.items() if src.startswith(visible)), None)
         if grade_id in hidden_only:  # Validate runs the visible tests only: they pass
             assert validated is None, f"{lab} {grade_id}: Validate failed it: {validated}"
-            assert f"{HIDDEN_MESSAGE}\n{slips.PREFIX}{sentence}" in feedback, (
-                f"{lab} {grade_id}: the feedback should name the slip under the neutral message"
+            # Under the neutral message, every slip of the part, the same list whichever the
+            # answer made (course_preprocessors.with_slips): the one found is not singled out.
+            listed = "".join(f"\n- {s}" for s in sorted(slips.sentences(grade_id)))
+            assert f"{HIDDEN_MESSAGE}\n{HIDDEN_SLIPS}{listed}" in feedback, (
+                f"{lab} {grade_id}: the feedback should list the part's slips under the neutral "
+                "message"
+            )
+            assert f"{slips.PREFIX}{sentence}" not in feedback, (
+                f"{lab} {grade_id}: the feedback names the slip a hidden test found"
             )
         else:
             assert validated and sentence in validated, (
                 f"{lab} {grade_id}: Validate does not name {sentence!r}: {validated!r}"
             )
+            assert f"{slips.PREFIX}{sentence}" in feedback, f"{lab} {grade_id}: not in the feedback"
     for student in ("correct", "alternatives"):
         path = round_trip["autograded"] / student / lab / f"{lab}.ipynb"
         if path.is_file():

@@ -8,9 +8,10 @@ line, the test adds it to its failure message:
 
 Two slips that give the same value share the line, as alternatives ("...? or ...?"). A right
 value gets no hint, a wrong one that is no known slip the plain message. The sentences are
-fixed text, with nothing of a test's inputs in them, so the grader keeps them in the feedback
-even when a hidden test found the slip (grading/course_preprocessors.py: StripHiddenTests), and
-the autograde report counts them (`named`).
+fixed text, with nothing of a test's inputs in them; the autograde report counts them (`named`).
+Where a hidden test found the slip, the feedback lists every sentence of the part instead of the
+one named (grading/course_preprocessors.py: with_slips): which one matched was chosen by code
+that had seen the hidden input.
 
 This module holds no rule. What a slip gives is data: `data/slips-l<n>.json`, written for each
 lab by `make release` (grading/slips/table.py) from the slip rules and the inputs of the lab's
