@@ -179,3 +179,37 @@ def warm_imports(setup_sources, names):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 lines.append(ast.unparse(node))
     return "\n".join(lines)
+
+
+_NAME = re.compile(r"^name '(\w+)' is not defined")
+_ATTRIBUTE = re.compile(r"^module '(\w+)' has no attribute '(\w+)'")
+_IMPORT = re.compile(r"^cannot import name '(\w+)' from '(\w+)'")
+
+
+def absent(error, message, setup_names, held):
+    """The message of a student's error `error` ("NameError", ...) with `message`, when it
+    says that the student's code reached for what the room does not hold: a name of the setup
+    outside the room (`setup_names` less `held`, the room's), or a package no room holds
+    (OUTSIDE, or a name of one); None for any other error."""
+    held = list(held)
+    where = (
+        f"the room holds only your own code and, of the setup, {', '.join(held)}"
+        if held
+        else "the room holds only your own code and none of the setup"
+    )
+    outside = set(setup_names) - set(held) | set(OUTSIDE)
+    name = _NAME.match(message) if error == "NameError" else None
+    attribute = _ATTRIBUTE.match(message) if error == "AttributeError" else None
+    imported = _IMPORT.match(message) if error in ("ImportError", "ModuleNotFoundError") else None
+    if name and name.group(1) in outside:
+        missing = name.group(1)
+    elif attribute and attribute.group(1) in OUTSIDE:
+        missing = f"{attribute.group(1)}.{attribute.group(2)}"
+    elif imported and imported.group(2) in OUTSIDE:
+        missing = f"{imported.group(2)}.{imported.group(1)}"
+    else:
+        return None
+    return (
+        f"{missing} is not in the room while graded: {where} (the lab's introduction says "
+        f"why); transformers and lmcourse stay with the grader. ({message})"
+    )

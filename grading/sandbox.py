@@ -198,19 +198,20 @@ raise ImportError(
     "This lab gives you what you need in its setup cell."
 )
 '''
-LMCOURSE_IN_THE_ROOM = '''"""The course library in a graded sandbox: only its guard."""
+LMCOURSE_IN_THE_ROOM = '''"""The course library in a graded sandbox: its guard and stand-ins."""
 '''
 
 
 def room_stand_ins():
     """{real folder: stand-in folder} for a room's sandbox (grading/room.py): transformers is
     a package whose import fails with the reason; the course library keeps only
-    lmcourse.offlimits, the guard the agent arms. Made once per batch process, in a private
-    folder, and left read-only."""
+    lmcourse.offlimits, the guard the agent arms, and lmcourse.standins, the stand-ins a test
+    gives a later part for the earlier ones (values, no formula). Made once per batch process,
+    in a private folder, and left read-only."""
     global _stand_ins
     import lmcourse
     import transformers
-    from lmcourse import offlimits
+    from lmcourse import offlimits, standins
 
     if _stand_ins is None:
         root = Path(tempfile.mkdtemp(prefix="lm10-room-"))
@@ -222,6 +223,7 @@ def room_stand_ins():
         (root / "lmcourse").mkdir()
         (root / "lmcourse" / "__init__.py").write_text(LMCOURSE_IN_THE_ROOM)
         shutil.copyfile(offlimits.__file__, root / "lmcourse" / "offlimits.py")
+        shutil.copyfile(standins.__file__, root / "lmcourse" / "standins.py")
         for path in (root, root / "transformers", root / "lmcourse"):
             path.chmod(0o755)
         _stand_ins = {

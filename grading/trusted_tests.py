@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 
-from lmcourse import offlimits
+from lmcourse import offlimits, standins
 
 from grading import room as rooms
 from grading import sandbox_exec as frames
@@ -404,6 +404,7 @@ class Session:
         if room is not None:  # only the room's names exist in the sandbox: the rest by value
             self.shared = {i: n for i, n in self.shared.items() if n in room}
             self.answers = {n: namespace[n] for n in rooms.answered(setup)}
+        standins.use_room(self)  # a test's stand-ins are made in the sandbox too
 
     def plain(self, names):
         """The room's copies of the setup's values `names`: base64 of a pickle of a dict."""
@@ -469,10 +470,27 @@ class Session:
             if self.called:
                 raise offlimits.OffLimitsError(offlimits.message(self.called[0]))
         if "error" in reply:
-            raise_error(reply)
+            raise_error(self.told(reply))
         if set(reply) != {"value"}:
             raise AnswerError("the student's kernel sent back no readable answer")
         return _value(reply["value"], self.link, 0)
+
+    def told(self, reply):
+        """The student's error `reply`, its message saying so where the student's code reached for
+        what the room does not hold (grading/room.py: absent)."""
+        if self.room is None or not isinstance(reply.get("message"), str):
+            return reply
+        better = rooms.absent(
+            _name(reply.get("error"), "Error"), reply["message"], self.originals, self.room
+        )
+        return reply if better is None else dict(reply, message=better)
+
+    def stand_in(self, functions):
+        """lmcourse.standins' route: the student's earlier functions stood in, in the sandbox."""
+        self.link(("stand_in", functions))
+
+    def stand_down(self, names):
+        self.link(("stand_down", list(names)))
 
     def from_hidden_line(self):
         """Whether the running test cell makes this call from one of its hidden lines: the

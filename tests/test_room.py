@@ -211,3 +211,24 @@ def test_what_cannot_be_a_plain_copy_is_refused():
     Opaque.__module__ = "transformers.made_up"
     with pytest.raises(pickle.PicklingError, match="cannot enter the sandbox"):
         through_the_room(Opaque())
+
+
+def test_what_the_room_does_not_hold_is_named_so():
+    """A student's code that reaches for a setup name the room does not hold, or for
+    transformers or the course library, is told so, not left with a bare NameError."""
+    setup, held = {"torch", "model", "describe", "transformers"}, ["torch"]
+    said = room.absent("NameError", "name 'model' is not defined", setup, held)
+    assert said.startswith("model is not in the room while graded: the room holds only your own")
+    assert "of the setup, torch" in said and "(name 'model' is not defined)" in said
+    assert room.absent("NameError", "name 'lmcourse' is not defined", setup, held)
+    message = "module 'lmcourse' has no attribute 'describe'"
+    assert room.absent("AttributeError", message, setup, held).startswith("lmcourse.describe is")
+    message = "cannot import name 'describe' from 'lmcourse' (/x/lmcourse/__init__.py)"
+    assert room.absent("ImportError", message, setup, held).startswith("lmcourse.describe is")
+    for error, message in [
+        ("NameError", "name 'torch' is not defined"),  # the room's own: a student's slip
+        ("NameError", "name 'my_helper' is not defined"),
+        ("AttributeError", "module 'torch' has no attribute 'rms'"),
+        ("ValueError", "name 'model' is not defined"),
+    ]:
+        assert room.absent(error, message, setup, held) is None

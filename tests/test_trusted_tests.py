@@ -110,3 +110,75 @@ def test_the_students_exceptions_are_raised_here_as_builtin_or_named_ones():
     assert type(caught.value).__name__ == "ValueError"
     with pytest.raises(trusted_tests.StudentError):  # never the grader's own KeyboardInterrupt
         trusted_tests.raise_error({"error": "KeyboardInterrupt", "builtin": True, "message": ""})
+
+
+def test_an_earlier_part_stands_in_with_the_test_values_and_nothing_else(monkeypatch):
+    """While a later part's test runs, the sandbox's name of an earlier part is a stand-in
+    (lmcourse.standins, made by the agent from plain data): the test's values for its own
+    arguments, bound as the prompt's parameters are (keywords, defaults, integers of any
+    library), and a refusal for anything else; the student's own comes back after."""
+    import numpy
+    from lmcourse import standins
+
+    namespace = {"block": "the student's own"}
+    monkeypatch.setattr(sandbox_agent, "_namespace", lambda: namespace)
+    listed = standins.parameters("d, bias=True")
+    assert listed == [["d", False, None], ["bias", True, True]]
+    sandbox_agent._run(
+        (
+            "stand_in",
+            {
+                "block": (listed, [[(768,), 7_087_872]]),
+                "absent": (standins.parameters("x"), [[(1,), 2]]),
+            },
+        )
+    )
+    standing = namespace["block"]
+    for call in ((768,), (numpy.int64(768),), (torch.tensor(768),)):
+        assert standing(*call) == 7_087_872
+    assert standing(d=768, bias=True) == 7_087_872 and namespace["absent"](1) == 2
+    for args, kwargs in (((768.0,), {}), ((64,), {}), ((768,), {"bias": False})):
+        with pytest.raises(ValueError, match="stands in with the right values.*answers no call"):
+            standing(*args, **kwargs)
+    with pytest.raises(TypeError, match=r"block\(d, bias=True\): missing a required argument"):
+        standing()
+    sandbox_agent._run(("stand_down", ["block", "absent", "never stood in"]))
+    assert namespace == {"block": "the student's own"}
+
+
+def test_a_test_swaps_its_own_name_and_routes_the_swap_to_the_sandbox():
+    """In one process (Validate) the name is swapped where the test runs; in the grader's
+    trusted process the swap also goes to the sandbox, before the name changes here."""
+    from lmcourse import standins
+
+    sent = []
+
+    class Route:
+        def stand_in(self, functions):
+            sent.append(("in", sorted(functions)))
+
+        def stand_down(self, names):
+            sent.append(("down", names))
+
+    code = (
+        "with standing_in(block=('d', {(768,): 7}), size=('n, m=2', {(3,): 9})):\n"
+        "    inside = block(768), size(3, m=2)\n"
+        "after = block\n"
+    )
+    namespace = {"standing_in": standins.standing_in, "block": "own"}
+    before = standins.use_room(Route())
+    try:
+        exec(code, namespace)
+    finally:
+        standins.use_room(before)
+    assert namespace["inside"] == (7, 9) and namespace["after"] == "own"
+    assert "size" not in namespace
+    assert sent == [("in", ["block", "size"]), ("down", ["block", "size"])]
+    exec(code, namespace)  # no route: here only
+    assert namespace["inside"] == (7, 9) and len(sent) == 2
+    with pytest.raises(ValueError, match="plain data"):
+        standins.standing_in(block=("d", {(768,): object()}))
+    with pytest.raises(ValueError, match="not a parameter list"):
+        standins.standing_in(block=("d,,", {(768,): 1}))
+    with pytest.raises(TypeError, match="too many"):
+        standins.standing_in(block=("d", {(768, 2): 1}))
