@@ -490,7 +490,7 @@ class Session:
         self.link(("stand_in", functions))
 
     def stand_down(self, names):
-        self.link(("stand_down", list(names)))
+        return self.link(("stand_down", list(names)))
 
     def from_hidden_line(self):
         """Whether the running test cell makes this call from one of its hidden lines: the

@@ -142,8 +142,8 @@ def test_an_earlier_part_stands_in_with_the_test_values_and_nothing_else(monkeyp
             standing(*args, **kwargs)
     with pytest.raises(TypeError, match=r"block\(d, bias=True\): missing a required argument"):
         standing()
-    sandbox_agent._run(("stand_down", ["block", "absent", "never stood in"]))
-    assert namespace == {"block": "the student's own"}
+    calls = sandbox_agent._run(("stand_down", ["block", "absent", "never stood in"]))
+    assert namespace == {"block": "the student's own"} and calls == {"block": 4, "absent": 1}
 
 
 def test_a_test_swaps_its_own_name_and_routes_the_swap_to_the_sandbox():
@@ -159,11 +159,12 @@ def test_a_test_swaps_its_own_name_and_routes_the_swap_to_the_sandbox():
 
         def stand_down(self, names):
             sent.append(("down", names))
+            return {"block": 2}  # calls answered in the sandbox
 
     code = (
-        "with standing_in(block=('d', {(768,): 7}), size=('n, m=2', {(3,): 9})):\n"
+        "with standing_in(block=('d', {(768,): 7}), size=('n, m=2', {(3,): 9})) as stood:\n"
         "    inside = block(768), size(3, m=2)\n"
-        "after = block\n"
+        "after, calls = block, stood.calls\n"
     )
     namespace = {"standing_in": standins.standing_in, "block": "own"}
     before = standins.use_room(Route())
@@ -172,10 +173,11 @@ def test_a_test_swaps_its_own_name_and_routes_the_swap_to_the_sandbox():
     finally:
         standins.use_room(before)
     assert namespace["inside"] == (7, 9) and namespace["after"] == "own"
-    assert "size" not in namespace
+    assert "size" not in namespace and namespace["calls"] == {"block": 3, "size": 1}
     assert sent == [("in", ["block", "size"]), ("down", ["block", "size"])]
     exec(code, namespace)  # no route: here only
     assert namespace["inside"] == (7, 9) and len(sent) == 2
+    assert namespace["calls"] == {"block": 1, "size": 1}
     with pytest.raises(ValueError, match="plain data"):
         standins.standing_in(block=("d", {(768,): object()}))
     with pytest.raises(ValueError, match="not a parameter list"):

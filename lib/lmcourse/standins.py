@@ -22,7 +22,9 @@ values: nothing in it computes an answer for any other input.
 Inside the `with`, the name means the stand-in everywhere the test's and the student's code
 look it up by name; the test calls the student's own earlier function outside it. Code that
 kept the earlier function under another name (a default argument, an alias) still reaches
-the student's own: the test judges what is the later part's own there (L1's Part 2).
+the student's own: `with standing_in(...) as stood:` leaves in `stood.calls` how many calls
+each stand-in answered, so a test knows when none did and judges what is the later part's own
+there (L1's Part 2).
 
 Where the swap is made:
 - in a student's kernel (Validate) and wherever a lab runs in one process (tests/
@@ -47,7 +49,8 @@ PLAIN = (type(None), bool, int, float, str)
 
 def use_room(route):
     """Make every swap in the graded sandbox too: `route` has `stand_in({name: (parameters,
-    answers)})` and `stand_down([name, ...])` (None: swaps here only). Returns the one before."""
+    answers)})` and `stand_down([name, ...]) -> {name: calls answered there}` (None: swaps
+    here only). Returns the one before."""
     global _route
     before, _route = _route, route
     return before
@@ -105,7 +108,7 @@ class StandIn:
                 for p, has_default, default in parameters
             ]
         )
-        self._answers = {}
+        self._answers, self.calls = {}, 0
         for arguments, value in answers:
             key = self._key(tuple(arguments), {})
             if key is None:
@@ -133,6 +136,7 @@ class StandIn:
                 f"no call {name}({shown[:300]}) (arguments of the prompt's kinds, as the test "
                 "gives them)"
             )
+        self.calls += 1
         return copy.deepcopy(self._answers[key])
 
     def __repr__(self):
@@ -175,14 +179,14 @@ class standing_in:  # noqa: N801 (used as a statement: `with standing_in(...)`)
             StandIn(name, listed, rows)  # a key that does not fit the parameters fails here
             self.functions[name] = (listed, rows)
         self.namespace = sys._getframe(1).f_globals
-        self.before = {}
+        self.before, self.standing, self.calls = {}, {}, {}
 
     def __enter__(self):
         if _route is not None:  # first: if the sandbox cannot take it, nothing was swapped
             _route.stand_in(self.functions)
         for name, (listed, rows) in self.functions.items():
             self.before[name] = self.namespace.get(name, _ABSENT)
-            self.namespace[name] = StandIn(name, listed, rows)
+            self.namespace[name] = self.standing[name] = StandIn(name, listed, rows)
         return self
 
     def __exit__(self, *exc):
@@ -191,6 +195,10 @@ class standing_in:  # noqa: N801 (used as a statement: `with standing_in(...)`)
                 self.namespace.pop(name, None)
             else:
                 self.namespace[name] = before
-        if _route is not None:
-            _route.stand_down(list(self.functions))
+        there = _route.stand_down(list(self.functions)) if _route is not None else None
+        # `calls`: how many calls each stand-in answered, here and in the sandbox: none means
+        # the later part did not call the earlier one by its name
+        for name, standing in self.standing.items():
+            elsewhere = there.get(name, 0) if isinstance(there, dict) else 0
+            self.calls[name] = standing.calls + (elsewhere if type(elsewhere) is int else 0)
         return False
