@@ -132,7 +132,7 @@ def round_trip(lab, course):
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
     submissions = {
         name: getattr(cases, name)(copy.deepcopy(released))
-        for name in CASES + FAIRNESS
+        for name in CASES + FAIRNESS + tuple(getattr(cases, "more", ()))
         if hasattr(cases, name)
     }
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
@@ -386,6 +386,18 @@ def test_a_slip_costs_its_own_part_and_is_named(round_trip, lab, case):
     slipped part loses only its own (exactly expected[case]), and where the lab's slip catalogue
     knows the slip (the module's dict `named`: case -> grade_id -> sentence), the slipped
     part's output names it."""
+    costs_its_own_part(round_trip, lab, case)
+
+
+def test_more_slips_cost_their_own_parts(round_trip, lab):
+    """The lab's further fairness cases (its module's tuple `more`: an earlier part that
+    raises or returns a float, a later part that keeps the earlier one under another name,
+    ...), each held to the same rule as the three above."""
+    for case in getattr(round_trip["cases"], "more", ()):
+        costs_its_own_part(round_trip, lab, case)
+
+
+def costs_its_own_part(round_trip, lab, case):
     cases = round_trip["cases"]
     assert hasattr(cases, case), f"tests/lab_cases for {lab} has no `{case}` case"
     scores = autograded_scores(round_trip, case)

@@ -48,6 +48,11 @@ tests/test_lab_inputs.py runs them without a sandbox first):
     (each with its exact scores in `expected`, and in the dict `named`, case -> grade_id ->
     sentence, the slips its feedback must name)
 
+and, optionally, a tuple `more` naming further fairness cases the module defines (an earlier
+part that raises or returns a float under a later part that calls it, a later part that keeps
+the earlier function under another name, ...), each held to the same rules as the three
+above, with its `expected` scores and `named` slips.
+
 and a dict
 
     expected = {"mistake": {"l<n>_test_<what>": 0.0, ...}, "refpatch": {...}, ...}
