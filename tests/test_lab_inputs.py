@@ -357,6 +357,18 @@ def test_fairness_cases_before_the_sandbox(lab, case):
     its points passes, every other fails. The sandboxed round trip (test_labs.py) grades the
     same cases for real (scores, feedback, the room, which holds far less than this process:
     an answer that uses a setup name the room lacks passes here only)."""
+    fair_before_the_sandbox(lab, case)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_more_fairness_cases_before_the_sandbox(lab):
+    """The lab's further fairness cases (its module's tuple `more`), as above."""
+    number = lab.rsplit("L", 1)[1]
+    for case in getattr(importlib.import_module(f"lab_cases.l{number}"), "more", ()):
+        fair_before_the_sandbox(lab, case)
+
+
+def fair_before_the_sandbox(lab, case):
     number = lab.rsplit("L", 1)[1]
     cases = importlib.import_module(f"lab_cases.l{number}")
     from lab_cases import answer_cells

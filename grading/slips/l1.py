@@ -74,11 +74,18 @@ def _count():
         assert kv != heads
         return w + config["layers"] * 2 * config["d"] * (heads - kv) * (config["d"] // heads)
 
+    def kv_bias_as_queries(w, config):
+        heads, kv = config["heads"], config.get("kv_heads", config["heads"])
+        assert config["bias"] and kv != heads
+        return w + config["layers"] * 2 * (heads - kv) * (config["d"] // heads)
+
     return {
         "the output head counted although the config ties it to the token table?": tied_twice,
         "the output head left out although the config does not tie it?": untied_once,
         "the final norm left out?": final_norm,
         "kv_heads ignored: keys and values as wide as the queries?": kv_ignored,
+        "key and value biases as wide as the queries: with fewer key-value heads they have "
+        "kv_heads x head_dim entries each?": kv_bias_as_queries,
     }
 
 

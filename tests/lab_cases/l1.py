@@ -212,8 +212,8 @@ slips = {
 
 def cascade(nb):
     """A slip in Part 1 (every bias left out of the block) and the solution's model, which calls
-    the block: the block loses its points and its feedback names the slip; the model is judged
-    on what it adds to the blocks and keeps its points."""
+    the block: the block loses its points and its feedback names the slip; the model, which
+    meets the right block counts while its test runs (lmcourse.standins), keeps its points."""
     answers = solution_answers(LAB)
     answers["l1_gpt2_block"] = """
 def gpt2_block(d):
@@ -283,6 +283,70 @@ expected["numpy"] = {
     "l1_test_attention": 2.0,
     "l1_test_count": 4.0,
 }
-# The slip each case's slipped part names (none catalogued for key-value biases at query
-# width: the count's message gives the numbers).
-named = {"cascade": {"l1_test_gpt2_block": slips["l1_test_gpt2_block"]}}
+KV_BIAS = (
+    "key and value biases as wide as the queries: with fewer key-value heads they have "
+    "kv_heads x head_dim entries each?"
+)
+# The slip each case's slipped part names.
+named = {
+    "cascade": {"l1_test_gpt2_block": slips["l1_test_gpt2_block"]},
+    "combinations": {"l1_test_count": KV_BIAS},
+}
+
+more = ("cascade_raises", "cascade_alias")
+
+
+def cascade_raises(nb):
+    """Earlier parts that fail without a wrong number under later parts that call them: a block
+    count as a float, an attention count that raises (never answered). The model calls the
+    block, the general count calls attention_parameters: both meet the right values while
+    their tests run and keep their points; the block and the attention lose only their own."""
+    answers = solution_answers(LAB)
+    answers["l1_gpt2_block"] = """
+def gpt2_block(d):
+    return 12.0 * d * d + 13 * d
+"""
+    answers["l1_attention"] = """
+def attention_parameters(d, heads, kv_heads, head_dim):
+    raise NotImplementedError("not yet")
+"""
+    answers["l1_count"] = replaced(
+        answers["l1_count"],
+        "attention = 2 * d * heads * head_dim + 2 * d * kv_heads * head_dim",
+        "attention = attention_parameters(d, heads, kv_heads, head_dim)",
+    )
+    return fill(nb, answers)
+
+
+def cascade_alias(nb):
+    """One LayerNorm left out of the block (2d short), under a model that keeps the block
+    function as a default argument, out of the stand-in's reach: the model is judged on what it
+    adds to the student's own blocks and keeps its points, even on the hidden one-layer model,
+    where 2d short is also what leaving out the final LayerNorm gives (the slip is Part 1's)."""
+    answers = solution_answers(LAB)
+    answers["l1_gpt2_block"] = """
+def gpt2_block(d):
+    return 12 * d * d + 11 * d
+"""
+    answers["l1_gpt2_model"] = """
+def gpt2_model(d, layers, vocab, positions, block=gpt2_block):
+    return layers * block(d) + vocab * d + positions * d + 2 * d
+"""
+    return fill(nb, answers)
+
+
+expected["cascade_raises"] = {
+    "l1_test_gpt2_block": 0.0,
+    "l1_test_gpt2_model": 2.0,
+    "l1_test_attention": 0.0,
+    "l1_test_count": 4.0,
+}
+expected["cascade_alias"] = {
+    "l1_test_gpt2_block": 0.0,
+    "l1_test_gpt2_model": 2.0,
+    "l1_test_attention": 2.0,
+    "l1_test_count": 4.0,
+}
+named["cascade_alias"] = {
+    "l1_test_gpt2_block": ("one LayerNorm instead of two, or the LayerNorms without their shift?")
+}
