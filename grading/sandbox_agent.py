@@ -246,9 +246,9 @@ def _run(request):
         namespace = _namespace()
         return {"__dict__": [[n, encode(namespace[n])] for n in request[1] if n in namespace]}
     if kind == "stand_in":
-        return stand_in(request[1])
+        return encode(stand_in(request[1]))
     if kind == "stand_down":
-        return stand_down(request[1])
+        return encode(stand_down(request[1]))
     target = _objects[request[1]]
     if kind == "call":
         return encode(target(*request[2], **request[3]))
