@@ -282,9 +282,10 @@ def run_solution(lab, parts, answers=None):
                     namespace,
                 )
         except Exception as error:  # noqa: BLE001 (a test's verdict, or an answer's error)
-            if not meta(cell).get("grade") or answers is None:
+            if answers is None or not (meta(cell).get("grade") or meta(cell).get("solution")):
                 raise
-            verdicts[grade_id] = f"{type(error).__name__}: {error}"[:500]
+            if meta(cell).get("grade"):  # an answer cell's own error is only its output
+                verdicts[grade_id] = f"{type(error).__name__}: {error}"[:500]
         else:
             if meta(cell).get("grade") and not meta(cell).get("solution"):
                 verdicts[grade_id] = None

@@ -23,8 +23,13 @@ def _cache():
         assert layers > 1
         return w // layers
 
+    def two_bytes(w, layers, kv_heads, head_dim, bytes_per_number=2):
+        assert bytes_per_number != 2
+        return w // bytes_per_number * 2
+
     return {
         "numbers counted, not bytes: times bytes_per_number?": numbers,
+        "bytes_per_number ignored: 2 bytes a number whatever it is given?": two_bytes,
         "keys only: the cache holds the values too?": lambda w, **inputs: w // 2,
         "one layer only: every layer keeps its own keys and values?": one_layer,
         "bits, not bytes?": lambda w, **inputs: w * 8,
@@ -67,8 +72,22 @@ def _serving():
         assert free % per
         return -(-free // per)
 
+    def truncated(w, gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+        share = int((gpu_bytes - weight_bytes) / (cache_bytes_per_token * tokens_per_request))
+        assert share < 0
+        return share
+
+    def floored(w, gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+        share = (gpu_bytes - weight_bytes) // (cache_bytes_per_token * tokens_per_request)
+        assert share < 0
+        return share
+
     return {
         "rounded up: only whole requests fit?": rounded_up,
+        "a negative count when the weights alone do not fit (int() of a negative share): never "
+        "below 0?": truncated,
+        "a negative count when the weights alone do not fit (floor division of a negative free "
+        "memory): never below 0?": floored,
         "the weights' memory not taken off the GPU's?": (
             lambda w, gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request: (
                 gpu_bytes // (cache_bytes_per_token * tokens_per_request)

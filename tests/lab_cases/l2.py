@@ -227,8 +227,8 @@ slips = {
 def cascade(nb):
     """A slip in Part 1 (keys and values as d x d whatever kv_heads) under the solution's FLOP
     count and comparison, which call it: Part 1 loses its points and its feedback names the
-    slip; the FLOPs (judged beside two FLOPs per parameter of your Part 1) and the comparison
-    (judged on how it assembles your parts) keep theirs."""
+    slip; the FLOPs and the comparison, which meet the right parameter counts while their tests
+    run (lmcourse.standins), keep theirs."""
     answers = solution_answers(LAB)
     answers["l2_attention"] = """
 def attention_parameters(d, heads, kv_heads):
@@ -294,6 +294,64 @@ expected["numpy"] = {
     "l2_test_compare": 2.0,
     "l2_test_serving": 2.0,
 }
-# The slip each case's slipped part names (none catalogued for an unclamped int(): the
-# serving part's message gives the numbers).
-named = {"cascade": {"l2_test_attention": slips["l2_test_attention"]}}
+# The slip each case's slipped part names.
+named = {
+    "cascade": {"l2_test_attention": slips["l2_test_attention"]},
+    "combinations": {
+        "l2_test_serving": (
+            "a negative count when the weights alone do not fit (int() of a negative share): "
+            "never below 0?"
+        )
+    },
+}
+
+more = ("cascade_raises", "bytes_ignored")
+
+
+def cascade_raises(nb):
+    """Earlier parts that fail without a wrong integer under later parts that call them: the
+    attention count as a float (d / heads), a cache count that raises (never answered). The
+    FLOP count and the comparison call them, meet their right values while their tests run,
+    and keep their points; the two earlier parts lose only their own."""
+    answers = solution_answers(LAB)
+    answers["l2_attention"] = """
+def attention_parameters(d, heads, kv_heads):
+    return 2 * d * d + 2 * d * kv_heads * d / heads
+"""
+    answers["l2_cache"] = """
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    raise NotImplementedError("not yet")
+"""
+    return fill(nb, answers)
+
+
+def bytes_ignored(nb):
+    """The cache counted at 2 bytes a number whatever bytes_per_number says: right on the
+    visible (bfloat16) inputs, found by a hidden float64 cache, and named as that slip, not as
+    the keys-only slip that gives the same number at 4 bytes."""
+    answers = solution_answers(LAB)
+    answers["l2_cache"] = replaced(
+        answers["l2_cache"],
+        "return 2 * layers * kv_heads * head_dim * bytes_per_number",
+        "return 2 * layers * kv_heads * head_dim * 2",
+    )
+    return fill(nb, answers)
+
+
+expected["cascade_raises"] = {
+    "l2_test_attention": 0.0,
+    "l2_test_cache": 0.0,
+    "l2_test_flops": 2.0,
+    "l2_test_compare": 2.0,
+    "l2_test_serving": 2.0,
+}
+expected["bytes_ignored"] = {
+    "l2_test_attention": 2.0,
+    "l2_test_cache": 0.0,
+    "l2_test_flops": 2.0,
+    "l2_test_compare": 2.0,
+    "l2_test_serving": 2.0,
+}
+named["bytes_ignored"] = {
+    "l2_test_cache": "bytes_per_number ignored: 2 bytes a number whatever it is given?"
+}
