@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from grading.slips.rotary import f64, halves, rotated
+from grading.slips.rotary import f64, halves, rotated, tables
 
 
 def _angles():
@@ -14,9 +14,14 @@ def _angles():
     def reversed_order(w, head_dim, base):
         return f64(w).flip(-1)
 
-    def interleaved(w, table):
+    def interleaved(w, table, **where):
         first, _ = halves(f64(w))
         return first.repeat_interleave(2, dim=-1)
+
+    def swapped(w, table, positions, head_dim, base):
+        cos, sin = tables(positions, head_dim, base)
+        other = sin if table == "cos" else cos
+        return torch.cat([other, other], dim=-1)
 
     return {
         "pair i given the exponent i/d: it is 2i/d?": exponent_i,
@@ -25,6 +30,7 @@ def _angles():
         ),
         "each angle repeated side by side (a, a, b, b, ...): the rotate-half layout repeats the "
         "d/2 angles as [angles, angles]?": interleaved,
+        "cos and sin swapped: rope_cos_sin returns the cosines first?": swapped,
     }
 
 

@@ -30,12 +30,6 @@ def _rope():
     }
 
 
-PARTS = {
-    "l5_test_expand_kv": _expand_kv(),
-    "l5_test_rope": _rope(),
-}
-
-
 def llama_layer(x, weights, config, causal=True, scale=None):
     """A Llama decoder layer's output for x [batch, tokens, hidden] in float64, from the layer's
     `weights` (its state_dict) and `config`, positions 0, 1, ...; with a slip or two: no
@@ -88,7 +82,11 @@ def _block():
     }
 
 
-# Ready for the block test (l5_test_block) once it asks, on a failure,
-#     hint("l5_test_block", got, expected, x=x, weights=layer.state_dict(), config=c)
-# (data only: the table cannot hold a module): then PARTS["l5_test_block"] = BLOCK.
+# The block test asks, on a failure (data only: the table cannot hold a module),
+#     hint("l5_test_block", got, expected, x=x, weights=dict(layer.state_dict()), config=c)
 BLOCK = _block()
+PARTS = {
+    "l5_test_expand_kv": _expand_kv(),
+    "l5_test_rope": _rope(),
+    "l5_test_block": BLOCK,
+}

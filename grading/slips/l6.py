@@ -70,6 +70,10 @@ def _moe():
     def active_without_input_table(w, config):
         return w[0], w[1] - _moe_terms(config)["tables"]
 
+    def active_without_tables(w, config):
+        assert not config.tie_word_embeddings  # tied: one table, the slip above
+        return w[0], w[1] - 2 * _moe_terms(config)["tables"]
+
     return {
         "the shared experts left out?": without("shared"),
         "the router (one d-vector per routed expert and layer) left out?": without("router"),
@@ -81,6 +85,9 @@ def _moe():
         "the input table left out of the active count: the lab counts both token tables in full?": (
             active_without_input_table
         ),
+        "both token tables left out of the active count: the lab counts them in full?": (
+            active_without_tables
+        ),
     }
 
 
@@ -88,6 +95,10 @@ def _cache():
     def numbers(w, config, kv_bytes=2):
         assert kv_bytes > 1
         return w // kv_bytes
+
+    def bytes_ignored(w, config, kv_bytes=2):
+        assert kv_bytes != 2
+        return w // kv_bytes * 2
 
     def keys_only(w, config, kv_bytes=2):
         assert not getattr(config, "kv_lora_rank", None)
@@ -111,6 +122,7 @@ def _cache():
 
     return {
         "numbers counted, not bytes: times kv_bytes?": numbers,
+        "kv_bytes ignored: 2 bytes a number whatever it is given?": bytes_ignored,
         "keys only: the cache holds the values too?": keys_only,
         "the latent cache without its rotary part (qk_rope_head_dim)?": latent_without_rope,
         "latent attention cached as full keys and values: it caches the latent vector?": (

@@ -76,7 +76,8 @@ def lenient(source):
 
 
 def _wrong(value):
-    """A wrong answer of the right type: one more (tensors: in every entry)."""
+    """A wrong answer of the right type: one more (tensors: in every entry; a module: its
+    outputs)."""
     import torch
 
     if type(value) is tuple:
@@ -85,6 +86,8 @@ def _wrong(value):
         return value + 1
     if isinstance(value, torch.Tensor):
         return ~value if value.dtype == torch.bool else value + 1
+    if isinstance(value, torch.nn.Module):  # a module an answer builds (L5's port_layer)
+        value.register_forward_hook(lambda module, args, output: _wrong(output))
     return value
 
 
