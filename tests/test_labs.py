@@ -132,7 +132,7 @@ def round_trip(lab, course):
     released = nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
     submissions = {
         name: getattr(cases, name)(copy.deepcopy(released))
-        for name in CASES + FAIRNESS + tuple(getattr(cases, "more", ()))
+        for name in CASES + FAIRNESS + more_cases(cases)
         if hasattr(cases, name)
     }
     # Correct answers in a notebook as students leave them: an answer cell duplicated, a test
@@ -389,12 +389,24 @@ def test_a_slip_costs_its_own_part_and_is_named(round_trip, lab, case):
     costs_its_own_part(round_trip, lab, case)
 
 
+def more_cases(cases):
+    return tuple(getattr(cases, "more", ())) + tuple(getattr(cases, "sandboxed_only", ()))
+
+
 def test_more_slips_cost_their_own_parts(round_trip, lab):
-    """The lab's further fairness cases (its module's tuple `more`: an earlier part that
-    raises or returns a float, a later part that keeps the earlier one under another name,
-    ...), each held to the same rule as the three above."""
-    for case in getattr(round_trip["cases"], "more", ()):
+    """The lab's further fairness cases (its module's tuples `more` and `sandboxed_only`: an
+    earlier part that raises or returns a float, a later part that keeps the earlier one under
+    another name, an answer that reaches for what the room does not hold, ...), each held to
+    the same rule as the three above, and where the module's dict `said` (case -> grade_id ->
+    text) says so, the part's error says that text."""
+    cases = round_trip["cases"]
+    for case in more_cases(cases):
         costs_its_own_part(round_trip, lab, case)
+        graded = nbformat.read(round_trip["autograded"] / case / lab / f"{lab}.ipynb", 4)
+        cells = autograded_cells(graded)
+        for grade_id, text in getattr(cases, "said", {}).get(case, {}).items():
+            errors = [o.evalue for o in cells[grade_id].outputs if o.output_type == "error"]
+            assert any(text in e for e in errors), f"{lab} {case} {grade_id}: {errors}"
 
 
 def costs_its_own_part(round_trip, lab, case):
