@@ -259,3 +259,55 @@ expected["numpy"] = {
     "l3_test_norm_inputs": 2.0,
 }
 named = {"cascade": {"l3_test_rms_norm": slips["l3_test_rms_norm"]}}
+
+more = ("skip_first",)
+# graded in the sandbox only: in one process (tests/test_lab_inputs.py) the setup's model is
+# there to use
+sandboxed_only = ("outside_the_room",)
+
+
+def skip_first(nb):
+    """norm_inputs as hidden_states[1:], the slip the prompt warns about: Part 4 loses its
+    points and its feedback names the slip; the other parts keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l3_norm_inputs"] = """
+def norm_inputs(hidden_states):
+    return torch.stack(hidden_states[1:])[:, 0]
+"""
+    return fill(nb, answers)
+
+
+def outside_the_room(nb):
+    """norm_inputs that runs the setup's model, which the room does not hold: Part 4 loses its
+    points, and its feedback says that `model` is not in the room while graded, not a bare
+    NameError."""
+    answers = solution_answers(LAB)
+    answers["l3_norm_inputs"] = """
+def norm_inputs(hidden_states):
+    with torch.no_grad():
+        states = model(input_ids, output_hidden_states=True).hidden_states
+    return torch.stack(states[:-1])[:, 0]
+"""
+    return fill(nb, answers)
+
+
+expected["skip_first"] = {
+    "l3_test_layer_norm": 3.0,
+    "l3_test_rms_norm": 3.0,
+    "l3_test_mean_fraction": 2.0,
+    "l3_test_norm_inputs": 0.0,
+}
+expected["outside_the_room"] = dict(expected["skip_first"])
+named["skip_first"] = {
+    "l3_test_norm_inputs": (
+        "hidden_states[1:] taken: entry i is the input of block i, and the last entry comes "
+        "after the final norm?"
+    )
+}
+# what the error of a part says (case -> grade_id -> text)
+said = {
+    "outside_the_room": {
+        "l3_test_norm_inputs": "model is not in the room while graded: the room holds only your "
+        "own code and, of the setup, torch, nn, hidden_states"
+    }
+}

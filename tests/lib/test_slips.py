@@ -388,8 +388,8 @@ def test_the_block_slips_are_what_transformers_computes_with_the_slip():
 
 
 def test_the_norm_inputs_slip_is_the_hidden_states_shifted_by_one():
-    """L3's hidden_states[1:] (ready for l3_test_norm_inputs: grading/slips/l3.py), against
-    the inputs of a tiny Llama's norms, seen by hooks."""
+    """L3's hidden_states[1:] (l3_test_norm_inputs: grading/slips/l3.py, from the right value
+    and the last hidden state), against the inputs of a tiny Llama's norms, seen by hooks."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from grading.slips import l3
@@ -413,7 +413,8 @@ def test_the_norm_inputs_slip_is_the_hidden_states_shifted_by_one():
         final = model.model.norm(last[0])[0]  # the last entry: after the final norm
     want = torch.stack(seen)  # [layers, T, width]: what each norm receives
     (rule,) = l3.NORM_INPUTS.values()
-    shifted = rule(want, states)
+    shifted = rule(want, states[-1])
+    torch.testing.assert_close(shifted, torch.stack(states[1:])[:, 0], rtol=0, atol=0)
     assert shifted.shape == want.shape
     torch.testing.assert_close(shifted[:-1], want[1:], rtol=0, atol=0)
     torch.testing.assert_close(shifted[-1], final, rtol=0, atol=1e-6)
