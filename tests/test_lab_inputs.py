@@ -251,20 +251,45 @@ AXES = {
 }
 
 
-def _recorder(function, calls, test_file):
+BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def hidden_numbers(source):
+    """The numbers (1-based) of the lines of a test cell's hidden region."""
+    numbers, inside = set(), False
+    for number, text in enumerate(source.split("\n"), 1):
+        if BEGIN in text:
+            inside = True
+        elif END in text:
+            inside = False
+        elif inside:
+            numbers.add(number)
+    return numbers
+
+
+def _recorder(function, calls, test_file, details=None, hidden=()):
     def recorded(*args, **kwargs):
-        if sys._getframe(1).f_code.co_filename == test_file:  # the test's own calls only
-            calls.append(inspect.signature(function).bind(*args, **kwargs).arguments)
-        return function(*args, **kwargs)
+        frame = sys._getframe(1)
+        if frame.f_code.co_filename != test_file:  # the test's own calls only
+            return function(*args, **kwargs)
+        arguments = inspect.signature(function).bind(*args, **kwargs).arguments
+        calls.append(arguments)
+        result = function(*args, **kwargs)
+        if details is not None:
+            while frame.f_code.co_name != "<module>" or frame.f_code.co_filename != test_file:
+                frame = frame.f_back
+            details.append((dict(arguments), result, frame.f_lineno in hidden))
+        return result
 
     recorded.__wrapped__ = function
     return recorded
 
 
-def run_solution(lab, parts, answers=None):
+def run_solution(lab, parts, answers=None, details=None):
     """Run the lab's solution (its answer cells replaced by `answers`, grade_id -> source) in
     this process, printing nothing: ({grade_id: [arguments of each recorded call]},
-    {test grade_id: None if it passed, else its error})."""
+    {test grade_id: None if it passed, else its error}). `details`, a dict: filled with
+    {grade_id: [(arguments, result, whether from a hidden line)]}."""
     nb = nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
     namespace, calls, verdicts = {"__name__": "__main__"}, {g: [] for g in parts}, {}
     for cell in nb.cells:
@@ -274,7 +299,10 @@ def run_solution(lab, parts, answers=None):
         test_file = f"<{lab} {grade_id}>"
         if grade_id in parts:
             name = parts[grade_id][0]
-            namespace[name] = _recorder(namespace[name], calls[grade_id], test_file)
+            kept = None if details is None else details.setdefault(grade_id, [])
+            namespace[name] = _recorder(
+                namespace[name], calls[grade_id], test_file, kept, hidden_numbers(cell.source)
+            )
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 exec(
@@ -282,8 +310,9 @@ def run_solution(lab, parts, answers=None):
                     namespace,
                 )
         except Exception as error:  # noqa: BLE001 (a test's verdict, or an answer's error)
-            if answers is None or not (meta(cell).get("grade") or meta(cell).get("solution")):
-                raise
+            if answers is None or (meta(cell).get("locked") and not meta(cell).get("grade")):
+                raise  # the solution, or the setup: an answer's error in any other cell (a
+                # demonstration that calls it) is its output there, as in a kernel
             if meta(cell).get("grade"):  # an answer cell's own error is only its output
                 verdicts[grade_id] = f"{type(error).__name__}: {error}"[:500]
         else:
@@ -346,6 +375,53 @@ def test_hidden_inputs_cover_every_combination_the_prompt_allows(lab, capsys):
         if allowed - covered:
             missing[grade_id] = sorted(allowed - covered, key=str)
     assert not missing, f"{lab}: combinations the prompt allows that no test tries: {missing}"
+
+
+# Parts whose test calls its function with plain arguments (numbers, strings): lab -> grade_id
+# -> the function (a part with tensor, dict or configuration arguments is not listed).
+PLAIN_ARGUMENTS = {
+    "LM10-L1": {"l1_test_gpt2_model": "gpt2_model", "l1_test_attention": "attention_parameters"},
+    "LM10-L2": {
+        "l2_test_attention": "attention_parameters",
+        "l2_test_cache": "cache_bytes_per_token",
+        "l2_test_flops": "attention_flops_per_token",
+        "l2_test_compare": "compare_variants",
+        "l2_test_serving": "max_concurrent_requests",
+    },
+}
+
+
+def _same(a, b):
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("lab", sorted(PLAIN_ARGUMENTS))
+def test_no_answer_keyed_on_one_visible_argument_escapes_the_hidden_tests(lab):
+    """For each visible call of a part and each of its arguments, a hidden call gives that
+    argument the same value and has another right answer: an answer that returns the visible
+    result whenever that one argument has its visible value (`{32: 8_589_934_592}.get(kv_heads,
+    formula)`) fails a hidden test."""
+    parts = {g: (name, None, None) for g, name in PLAIN_ARGUMENTS[lab].items()}
+    details = {}
+    run_solution(lab, parts, details=details)
+    escapes = []
+    for grade_id, made in details.items():
+        visible = [(a, r) for a, r, hidden in made if not hidden]
+        hidden = [(a, r) for a, r, hid in made if hid]
+        assert visible and hidden, f"{lab} {grade_id}: no visible or no hidden call recorded"
+        for arguments, result in visible:
+            if len(arguments) < 2:
+                continue  # one argument: its visible value's result is the right answer
+            for name, value in arguments.items():
+                if not any(
+                    name in other and _same(other[name], value) and other_result != result
+                    for other, other_result in hidden
+                ):
+                    escapes.append(f"{grade_id}: {name}={value!r}")
+    assert not escapes, (
+        f"{lab}: an answer keyed on one visible argument passes every hidden test: "
+        f"{sorted(set(escapes))}"
+    )
 
 
 FAIRNESS = ("cascade", "combinations", "numpy")
