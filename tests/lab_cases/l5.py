@@ -284,3 +284,98 @@ expected["numpy"] = {
     "l5_test_logits": 3.0,
 }
 named = {"cascade": {"l5_test_rope": slips["l5_test_rope"]}}
+
+BLOCK_SLIPS = {
+    "no_mask": (
+        'weights = scores.masked_fill(future, float("-inf")).softmax(dim=-1)',
+        "weights = scores.softmax(dim=-1)",
+        "no causal mask: a position attends only to itself and the positions before it?",
+    ),
+    "unscaled": (
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)",
+        "scores = q @ k.transpose(-2, -1)",
+        "scores left unscaled: they are divided by sqrt(head_dim)?",
+    ),
+    "width_scale": (
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1])",
+        "scores scaled by 1/sqrt(hidden_size): the scale is 1/sqrt(head_dim)?",
+    ),
+}
+
+
+def _block_slip(kind):
+    def case(nb):
+        answers = solution_answers(LAB)
+        old, new, _ = BLOCK_SLIPS[kind]
+        answers["l5_block"] = replaced(answers["l5_block"], old, new)
+        return fill(nb, answers)
+
+    case.__doc__ = (
+        f"A slip of the block's attention ({kind}): the block loses its points and its "
+        "feedback names the slip; the logits, which run through the block, are judged on how "
+        "they put the student's own blocks together and keep theirs."
+    )
+    return case
+
+
+block_no_mask = _block_slip("no_mask")
+block_unscaled = _block_slip("unscaled")
+block_width_scale = _block_slip("width_scale")
+
+
+def block_eps_outside(nb):
+    """RMSNorm with eps added outside the square root: the block loses its points; the logits,
+    whose final norm is that RMSNorm, are judged on how they put the student's own blocks and
+    norm together and keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l5_block"] = replaced(
+        answers["l5_block"],
+        "return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))",
+        "return self.weight * x / (x.pow(2).mean(-1, keepdim=True).sqrt() + self.eps)",
+    )
+    return fill(nb, answers)
+
+
+def rope_swapped(nb):
+    """cos and sin swapped in the rotation: Part 2 loses its points and names the slip; the
+    block and the logits are judged with a right rotation and keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l5_rope"] = replaced(
+        answers["l5_rope"],
+        "return x * cos + torch.cat([-x2, x1], dim=-1) * sin",
+        "return x * sin + torch.cat([-x2, x1], dim=-1) * cos",
+    )
+    return fill(nb, answers)
+
+
+def expand_kv_raises(nb):
+    """Key-value heads repeated along the tokens (dim 2): a tensor of the wrong shape, so the
+    block and the logits raise with it. Part 1 loses its points; the block and the logits are
+    judged with the heads repeated in place and keep theirs."""
+    answers = solution_answers(LAB)
+    answers["l5_expand_kv"] = """
+def expand_kv(kv, n_rep):
+    return kv.repeat_interleave(n_rep, dim=2)
+"""
+    return fill(nb, answers)
+
+
+more = (
+    "block_no_mask",
+    "block_unscaled",
+    "block_width_scale",
+    "block_eps_outside",
+    "rope_swapped",
+    "expand_kv_raises",
+)
+FULL = {"l5_test_expand_kv": 2.0, "l5_test_rope": 2.0, "l5_test_block": 3.0, "l5_test_logits": 3.0}
+for _case in more[:4]:
+    expected[_case] = dict(FULL, l5_test_block=0.0)
+expected["rope_swapped"] = dict(FULL, l5_test_rope=0.0)
+expected["expand_kv_raises"] = dict(FULL, l5_test_expand_kv=0.0)
+for _kind in ("no_mask", "unscaled", "width_scale"):
+    named[f"block_{_kind}"] = {"l5_test_block": BLOCK_SLIPS[_kind][2]}
+named["rope_swapped"] = {
+    "l5_test_rope": "cos and sin swapped: x is multiplied by cos, rotate_half(x) by sin?"
+}
