@@ -287,3 +287,55 @@ expected["numpy"] = {
     "l6_test_window": 2.0,
 }
 named = {"cascade": {"l6_test_cache": slips["l6_test_cache"]}}
+
+
+def cache_float(nb):
+    """Part 3 returns its bytes as a float (a true division left in): Part 3 loses its points
+    on the type; the windowed cache, which calls it and so returns a float too, is judged on
+    the tokens each layer keeps and keeps its points."""
+    answers = solution_answers(LAB)
+    answers["l6_cache"] = replaced(
+        answers["l6_cache"],
+        "return config.num_hidden_layers * per_layer * kv_bytes",
+        "return config.num_hidden_layers * per_layer * kv_bytes / 1",
+    )
+    return fill(nb, answers)
+
+
+def active_without_tables(nb):
+    """Both token tables left out of the active count (a token reads one row of the input
+    table, and the lab counts both in full): only the mixture part loses its points, and its
+    feedback names the slip."""
+    answers = solution_answers(LAB)
+    answers["l6_moe"] = replaced(
+        answers["l6_moe"],
+        "active = total - routed + routed",
+        "active = total - tables - routed + routed",
+    )
+    return fill(nb, answers)
+
+
+def bytes_ignored(nb):
+    """kv_bytes ignored (2 bytes a number always): right at the default, which every visible
+    check uses; a hidden configuration at 4 bytes finds it, where 'keys only' gives the same
+    number, so the two are named as alternatives. Only Part 3 loses its points."""
+    answers = solution_answers(LAB)
+    answers["l6_cache"] = replaced(
+        answers["l6_cache"],
+        "return config.num_hidden_layers * per_layer * kv_bytes",
+        "return config.num_hidden_layers * per_layer * 2",
+    )
+    return fill(nb, answers)
+
+
+more = ("cache_float", "active_without_tables", "bytes_ignored")
+FULL = {"l6_test_ffn_width": 2.0, "l6_test_moe": 4.0, "l6_test_cache": 3.0, "l6_test_window": 2.0}
+expected["cache_float"] = dict(FULL, l6_test_cache=0.0)
+expected["active_without_tables"] = dict(FULL, l6_test_moe=0.0)
+expected["bytes_ignored"] = dict(FULL, l6_test_cache=0.0)
+named["active_without_tables"] = {
+    "l6_test_moe": "both token tables left out of the active count: the lab counts them in full?"
+}
+named["bytes_ignored"] = {
+    "l6_test_cache": "kv_bytes ignored: 2 bytes a number whatever it is given?"
+}
