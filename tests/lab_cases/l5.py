@@ -103,8 +103,9 @@ def hardcoded(nb):
 def refpatch(nb):
     """Attention scores divided by the head width instead of its square root, and layer_io,
     the setup cell's reference for the block test, redefined to return the port's own output.
-    The grader defines the reference again before each test: the block test fails, and the
-    logits (compared with the model itself) fail either way."""
+    The grader defines the reference again before each test: the block test fails; the logits,
+    compared with the model itself, are judged on how they put the student's own blocks
+    together (the slip is the block's) and keep their points."""
     answers = solution_answers(LAB)
     block = answers["l5_block"]
     right = "/ math.sqrt(self.head_dim)"
@@ -141,7 +142,7 @@ expected = {
         "l5_test_expand_kv": 2.0,
         "l5_test_rope": 2.0,
         "l5_test_block": 0.0,
-        "l5_test_logits": 0.0,
+        "l5_test_logits": 3.0,
     },
 }
 
