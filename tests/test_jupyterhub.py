@@ -40,13 +40,18 @@ filling her sandbox's temporary folders (memory), a thread bomb while alice star
 holding thousands of the exchange's connections while alice asks it something, a page her own
 server serves to anyone that the instructor opens in Chromium (reaching for the instructor's
 server with the instructor's cookies), and listening on the port of alice's stopped server for
-its next start. Every server has a host of its own under DOMAIN, which this process and the
-browser resolve to the loopback. The hub's log must flag what one machine does not bound.
+its next start. And a third's: listening on alice's port the moment her server ends on its own
+(before the hub notices), a user namespace of her own, the hub's REST API with a token that
+carries all she may do, the proxy's API, the exchange's administration, and a file list nested
+deeper than the exchange's parser goes. Every server has a host of its own under DOMAIN, which
+this process and the browser resolve to the loopback. The hub's log must flag what one machine
+does not bound, and cookies over plain http.
 """
 
 import ast
 import asyncio
 import base64
+import contextlib
 import importlib.util
 import json
 import os
@@ -258,6 +263,19 @@ import json, ipykernel.connect
 info = json.loads(ipykernel.connect.get_connection_info())
 print(json.dumps({"transport": info["transport"], "ip": info["ip"]}))
 """
+# A user namespace of her own (in it she is "root", and reaches the parts of the kernel that
+# only root reached: netfilter, many file systems' mounts), then a network namespace in it.
+NEW_USERS = r"""
+import json, subprocess, sys
+code = (
+    "import ctypes, errno\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "done = libc.unshare(0x10000000 | 0x40000000) == 0\n"  # CLONE_NEWUSER | CLONE_NEWNET
+    "print('done' if done else errno.errorcode.get(ctypes.get_errno(), '?'))\n"
+)
+done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+print(json.dumps(done.stdout.strip() or done.stderr[-300:]))
+"""
 PLANTED = ["/tmp", "/var/tmp", "/dev/shm"]
 PLANT = (
     "import json, os\nplanted = []\n"
@@ -468,6 +486,54 @@ for port in sorted(others - listening()):
 print(json.dumps(taken))
 """
 HEARD = "print(json.dumps([h[:400] for h in heard if 'lm10-alice' in h]))\n"
+# A server that ends on its own (JupyterLab's File > Shut Down, a crash): she watches its port
+# and listens there the moment it comes free, before the hub notices, keeping what each request
+# carried; until a deadline, or until she got it.
+TAKE_WHEN_FREE = r"""
+import errno, json, socket, threading, time
+taken = {"port": PORT, "taken": False, "why": None, "heard": []}
+def serve(sock):
+    while True:
+        conn, _ = sock.accept()
+        conn.settimeout(5)
+        try:
+            taken["heard"].append(conn.recv(65536).decode("latin-1"))
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+        except OSError:
+            pass
+        conn.close()
+def watch():
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", PORT))
+            sock.listen(64)
+        except OSError as error:
+            taken["why"] = errno.errorcode.get(error.errno, str(error))
+            sock.close()
+            time.sleep(0.002)
+            continue
+        taken["taken"] = time.time()  # when she got it
+        serve(sock)
+watcher = threading.Thread(target=watch, daemon=True)
+watcher.start()
+print(json.dumps(True))
+"""
+PROXY_API = r"""
+import json, urllib.error, urllib.request
+try:
+    status = urllib.request.urlopen("http://127.0.0.1:PORT/api/routes", timeout=10).status
+except urllib.error.HTTPError as error:
+    status = error.code
+print(json.dumps(status))
+"""
+TAKEN = (
+    "print(json.dumps({**taken, 'heard': [h[:400] for h in taken['heard'] "
+    "if 'lm10-alice' in h]}))\n"
+)
 # Her own server, configured from her home (~/.jupyter), serves a page to anyone, without a
 # login: the instructor opens it (a link in a message, in a notebook) and its script reaches for
 # the instructor's server with the instructor's cookies. Where every server shares the hub's
@@ -575,6 +641,27 @@ def account(name):
         return None
 
 
+def owner_of(path):
+    """The uid that owns `path` (not following a link), or None if it is gone."""
+    try:
+        return path.lstat().st_uid
+    except FileNotFoundError:
+        return None
+
+
+def pids_of(uid):
+    """The ids of the processes running as `uid`, seen from the host (any process may end
+    while /proc is read)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
 def processes_of(uid):
     """The command lines of the processes running as `uid`, seen from the host."""
     found = []
@@ -596,6 +683,18 @@ def listening_ports(uid):
             if fields[3] == "0A" and int(fields[7]) == uid:
                 ports.append(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
+
+
+def port_owners(port):
+    """The uids listening on TCP `port`, from the host's /proc/net/tcp and tcp6."""
+    return sorted(
+        {
+            int(fields[7])
+            for table in ("/proc/net/tcp", "/proc/net/tcp6")
+            for fields in (row.split() for row in Path(table).read_text().splitlines()[1:])
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port
+        }
+    )
 
 
 def descriptors(pid):
@@ -799,7 +898,8 @@ class Hub:
         return self.url + path
 
     def call(self, method, path, ok=True, **kwargs):
-        response = self.session.request(method, self.url_of(path), timeout=900, **kwargs)
+        kwargs.setdefault("timeout", 900)
+        response = self.session.request(method, self.url_of(path), **kwargs)
         if ok:
             assert response.status_code < 400, (
                 method,
@@ -1033,6 +1133,7 @@ def hub(machine, loopback_names, tmp_path_factory):
     )
     hub = Hub(f"http://{DOMAIN}:{port}", state / "exchange" / "ngshare.sock", process, log)
     hub.pin = machine.base / "pin"
+    hub.proxy_port = proxy_port
     try:
         wait_for("the hub", lambda: requests.get(f"{hub.url}/hub/api", timeout=5).ok, 180)
         wait_for("ngshare", lambda: hub.ngshare(None, "GET", "/healthz", timeout=5).ok, 120)
@@ -1235,6 +1336,9 @@ def played(hub, machine):
             f"/feedback/{COURSE_ID}/{LAB}/lm10-alice",
             files_body({f"{LAB}.html": b"<p>0</p>"}, timestamp="2000-01-01 00:00:00.000000"),
         ),
+        "create a course of her own": ("POST", "/course/LM10-MINE", {"instructors": "[]"}),
+        "clear the exchange's database": ("GET", "/initialize-Data6ase?action=clear", None),
+        "dump the exchange's database": ("GET", "/initialize-Data6ase?action=dump", None),
     }
     out["takeover"] = {
         what: hub.ngshare(mine, method, path, data=data).status_code
@@ -1468,14 +1572,24 @@ def played(hub, machine):
     # 8. Strangers on one machine. A student's terminal and kernels run inside her server's
     # sandbox; her kernel is where she plays from here on (what a terminal there could do).
     uid = {u: account(u).pw_uid for u in PEOPLE}
+
+    def server_port(user):
+        return next(
+            urlparse(route["target"]).port
+            for route in hub.call("GET", "/hub/api/proxy").json().values()
+            if route["data"].get("user") == user
+        )
+
     out["alice's listeners before her kernel"] = listening_ports(uid["lm10-alice"])
+    out["alice's server port's listeners"] = port_owners(server_port("lm10-alice"))
     kernel = {u: hub.start_kernel(u) for u in (ATTACKER, "lm10-alice")}
 
     def attack(code, user=ATTACKER):
         return json.loads(hub.execute(user, kernel[user], code).strip().splitlines()[-1])
 
-    # 8a. Whose processes she sees.
+    # 8a. Whose processes she sees; a user namespace of her own.
     out["processes she sees"] = attack(SEE_PROCESSES)
+    out["a user namespace of her own"] = attack(NEW_USERS)
     # 8b. Listening to alice's kernel: every loopback listener of another user, subscribed to
     # with ZeroMQ, while alice runs cells; and what alice's kernel talks over.
     heard = {}
@@ -1574,6 +1688,18 @@ def played(hub, machine):
     out["a long name"] = post_names(["n" * 256])
     out["empty files with long names"] = post_names([f"{n:03d}" + "n" * 200 for n in range(250)])
     out["hostile names"] = {name: post_names([name]) for name in HOSTILE_NAMES}
+    nested = hub.ngshare(
+        mine,
+        "POST",
+        f"/submission/{COURSE_ID}/{LAB}",
+        data={"files": "[" * 100_000 + "]" * 100_000},
+    )
+    out["files nested deeper than the parser goes"] = (
+        nested.status_code,
+        nested.json().get("message", "")
+        if nested.headers.get("Content-Type", "").startswith("application/json")
+        else nested.text[:300],
+    )
 
     # 8i. Shared limits, from her kernel: the sandbox's temporary folders filled; a thread bomb
     # held while alice starts threads and a process; the exchange's socket flooded with
@@ -1583,11 +1709,7 @@ def played(hub, machine):
     out["alice starts threads during the bomb"] = attack(START_SOME, "lm10-alice")
     attack(RELEASE_TASKS)
     ask = f"/submissions/{COURSE_ID}/{LAB}/lm10-alice"
-    exchange_pid = min(
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and p.stat().st_uid == account(NGSHARE_USER).pw_uid
-    )
+    exchange_pid = min(pids_of(account(NGSHARE_USER).pw_uid))
     out["exchange's descriptors before the flood"] = descriptors(exchange_pid)
     out["flood"] = attack(FLOOD_EXCHANGE.replace("SOCKET", repr(str(hub.socket))))
     out["exchange's descriptors during the flood"] = descriptors(exchange_pid)
@@ -1620,7 +1742,7 @@ def played(hub, machine):
         str(p)
         for top in ("/tmp", "/var/tmp", "/dev/shm")
         for p in Path(top).glob("*")
-        if p.lstat().st_uid == uid[ATTACKER]
+        if owner_of(p) == uid[ATTACKER]
     ]
     gone, lasted = time.monotonic(), None
     while time.monotonic() - gone < 30:
@@ -1662,11 +1784,7 @@ def played(hub, machine):
     # browser's would.
     kernel[ATTACKER] = hub.start_kernel(ATTACKER)
     out["ports of others"] = attack(OTHERS_PORTS)
-    alice_port = next(
-        urlparse(route["target"]).port
-        for route in hub.call("GET", "/hub/api/proxy").json().values()
-        if route["data"].get("user") == "lm10-alice"
-    )
+    alice_port = server_port("lm10-alice")
     hub.stop_server("lm10-alice")
     out["squatted"] = attack(SQUAT)
     out["alice's old port"] = alice_port
@@ -1685,16 +1803,103 @@ def played(hub, machine):
             timeout=60,
             allow_redirects=False,
         ).status_code
-        ports = listening_ports(uid["lm10-alice"])
+        owners = port_owners(server_port("lm10-alice")) if started else []
         if started:
             hub.stop_server("lm10-alice")
-        return {"started": started, "answer": sent, "her listeners": ports}
+        return {"started": started, "answer": sent, "her port's listeners": owners}
 
     out["alice starts again"] = alice_starts()
     hub.pin.write_text(f"lm10-alice {alice_port}")
     out["alice starts on her old port"] = alice_starts()
     out["heard by mallory"] = attack(HEARD)
     out["hub log"] = hub.tail()
+
+    # 11. alice's server ends on its own (JupyterLab's File > Shut Down: the server exits, and
+    # the hub learns it only at its next poll). mallory, watching alice's port from her kernel,
+    # listens there the moment it comes free; alice's browser keeps asking her server (its
+    # polls carry her cookie: the test's token stands in for it).
+    hub.start_servers(["lm10-alice"])
+    alice_port = server_port("lm10-alice")
+    out["watching alice's port"] = attack(TAKE_WHEN_FREE.replace("PORT", str(alice_port)))
+    with contextlib.suppress(requests.RequestException):  # it may end before it answers
+        hub.call("POST", "/user/lm10-alice/api/shutdown", ok=False, timeout=30)
+    asked, since = [], time.monotonic()
+    while time.monotonic() - since < 15:
+        try:
+            asked.append(
+                requests.get(
+                    hub.url_of("/user/lm10-alice/api/contents"),
+                    headers={"Authorization": f"token {TOKEN}"},
+                    timeout=3,
+                    allow_redirects=False,
+                ).status_code
+            )
+        except requests.RequestException as error:
+            asked.append(type(error).__name__)
+        time.sleep(0.5)
+    out["alice's browser after her server ended"] = asked
+    wait_for(
+        "the hub to notice alice's server ended", lambda: not hub.model("lm10-alice")["servers"], 90
+    )
+    out["taken when free"] = attack(TAKEN)
+    # when the hub noticed (its log's local time; the route goes next, then the port)
+    noticed = re.findall(
+        r"\[\w (\S+ \S+) JupyterHub [^\]]*\] User lm10-alice server stopped,? with exit code",
+        Path(hub.log.name).read_text(),
+    )
+    out["the hub noticed alice's server ended"] = noticed[-1] if noticed else None
+
+    # 12. The hub's REST API with a token of her own that carries everything she may do (as
+    # /hub/token makes it), and the proxy's API from her kernel.
+    full = hub.call(
+        "POST", f"/hub/api/users/{ATTACKER}/tokens", json={"note": "all of mine"}
+    ).json()["token"]
+
+    def as_her(method, path, **kwargs):
+        return requests.request(
+            method,
+            f"{hub.url}/hub/api{path}",
+            headers={"Authorization": f"token {full}"},
+            timeout=60,
+            allow_redirects=False,
+            **kwargs,
+        )
+
+    listed = as_her("GET", "/users")
+    services = as_her("GET", "/services")
+    out["her hub token"] = {
+        "scopes": as_her("GET", "/user").json()["scopes"],
+        "users she lists": [u["name"] for u in listed.json()] if listed.ok else listed.status_code,
+        "services she lists": sorted(services.json()) if services.ok else services.status_code,
+    }
+    out["her hub token against others"] = {
+        what: as_her(method, path, **kwargs).status_code
+        for what, (method, path, kwargs) in {
+            "the instructor's model": ("GET", f"/users/{INSTRUCTOR}", {}),
+            "alice's model": ("GET", "/users/lm10-alice", {}),
+            "start alice's server": ("POST", "/users/lm10-alice/server", {}),
+            "stop the instructor's server": ("DELETE", f"/users/{INSTRUCTOR}/server", {}),
+            "a token of alice's": ("POST", "/users/lm10-alice/tokens", {"json": {}}),
+            "the proxy's routes": ("GET", "/proxy", {}),
+            "the students' group": ("GET", f"/groups/{STUDENTS_GROUP}", {}),
+            "join the instructors' group": (
+                "POST",
+                f"/groups/{INSTRUCTORS_GROUP}/users",
+                {"json": {"users": [ATTACKER]}},
+            ),
+            "share the instructor's server with herself": (
+                "POST",
+                f"/shares/{INSTRUCTOR}/",
+                {"json": {"user": ATTACKER}},
+            ),
+            "the instructor's shares": ("GET", f"/shares/{INSTRUCTOR}", {}),
+            "make herself an admin": ("PATCH", f"/users/{ATTACKER}", {"json": {"admin": True}}),
+            "a second, named server": ("POST", f"/users/{ATTACKER}/servers/second", {}),
+            "the exchange's service": ("GET", f"/services/{SERVICE}", {}),
+        }.items()
+    }
+    kernel[ATTACKER] = hub.start_kernel(ATTACKER)
+    out["the proxy's API from her kernel"] = attack(PROXY_API.replace("PORT", str(hub.proxy_port)))
     return out
 
 
@@ -1856,6 +2061,14 @@ def test_no_one_sees_anothers_processes(played):
     assert seen["count"] < 20, seen
 
 
+def test_no_student_makes_a_user_namespace(played):
+    # refused by the sandbox (ENOSPC: bubblewrap's --disable-userns sets her namespace's limit
+    # to none)
+    assert played["a user namespace of her own"] in ("ENOSPC", "EPERM"), played[
+        "a user namespace of her own"
+    ]
+
+
 def test_no_one_listens_to_anothers_kernel(played):
     assert played["alice's kernel"]["transport"] == "ipc", played["alice's kernel"]
     assert played["alice's kernel"]["ip"].startswith("/tmp/"), played["alice's kernel"]
@@ -1866,9 +2079,13 @@ def test_no_one_listens_to_anothers_kernel(played):
     # ipykernel's PULL socket for forked children's output (iostream.IOPubThread, bound to
     # tcp://127.0.0.1 whatever the transport; it sends nothing and drops every message without
     # its 16 random bytes). On TCP her kernel would add its five channels as well.
+    # Her server's own port is the hub's socket (uid 0), handed to her server: before her
+    # kernel, her uid listens nowhere.
+    assert played["alice's server port's listeners"] == [0], played[
+        "alice's server port's listeners"
+    ]
     before, during = played["alice's listeners before her kernel"], played["alice's listeners"]
-    assert before and set(before) <= set(during), (before, during)
-    assert len(set(during) - set(before)) <= 1, (before, during)
+    assert before == [] and len(during) <= 1, (before, during)
 
 
 def test_no_one_plants_a_cache_or_temporary_file_for_another(played):
@@ -1924,6 +2141,8 @@ def test_names_and_files_count_against_the_exchange(played):
     assert status == 400 and "longer than 255 bytes" in message, (status, message)
     status, message = played["empty files with long names"]  # no content, still counted
     assert status == 413 and "250 files" in message, (status, message)
+    status, message = played["files nested deeper than the parser goes"]
+    assert status == 400 and "cannot be JSON decoded" in message, (status, message)
     for name, (status, message) in played["hostile names"].items():
         assert status == 400 and "control or formatting" in message, (name, status, message)
         assert message.isascii() and message.isprintable(), message
@@ -1980,17 +2199,46 @@ def test_no_students_page_reaches_the_instructors_server(played):
 def test_no_one_answers_for_anothers_server(played):
     assert played["alice's old port"] in played["squatted"], played["squatted"]
     again = played["alice starts again"]
-    assert again["started"] and again["answer"] == 200, again  # a port of her own...
-    assert again["her listeners"], again  # ...on which her own server listens
+    assert again["started"] and again["answer"] == 200, again  # her server answers...
+    assert again["her port's listeners"] == [0], again  # ...on the hub's socket
     pinned = played["alice starts on her old port"]
     assert not pinned["started"], pinned  # the hub would not route to mallory's listener
     assert played["heard by mallory"] == [], played["heard by mallory"]
     assert "listens on port" in played["hub log"], played["hub log"][-3000:]
 
 
+def test_no_one_takes_a_servers_port_when_it_ends(played):
+    assert played["watching alice's port"] is True
+    taken = played["taken when free"]
+    assert taken["why"] == "EADDRINUSE", taken  # she tried, and the port was held
+    assert taken["heard"] == [], taken  # nothing alice's browser sent reached her
+    # she got the port only once the hub had noticed the end of alice's server (and so
+    # removed its route, then let the port go), never while the proxy still sent there
+    noticed = played["the hub noticed alice's server ended"]
+    assert noticed, "the hub's log does not say that alice's server stopped"
+    if taken["taken"]:
+        local = datetime.fromtimestamp(taken["taken"]).strftime("%Y-%m-%d %H:%M:%S.%f")
+        assert local >= noticed, (local, noticed, played["alice's browser after her server ended"])
+
+
+def test_a_students_hub_token_reaches_no_one_else(played):
+    mine = played["her hub token"]
+    # everything she may do is about herself (and the exchange, which decides the rest)
+    assert all(
+        scope.endswith((f"!user={ATTACKER}", f"!server={ATTACKER}/")) or scope == ACCESS
+        for scope in mine["scopes"]
+    ), mine["scopes"]
+    assert mine["users she lists"] == 403 and mine["services she lists"] == 403, mine
+    others = played["her hub token against others"]
+    assert others.pop("a second, named server") == 400, others  # named servers are off
+    assert all(status in (403, 404) for status in others.values()), others
+    assert played["the proxy's API from her kernel"] == 403
+
+
 def test_what_one_machine_does_not_bound_is_flagged(played):
     log = played["hub log at start"]
     assert "NOT BOUNDED on this machine: memory" in log, log[-3000:]
+    assert "NOT BOUNDED on this machine: cookies: the hub is served over plain http" in log
     mounts = Path("/proc/self/mountinfo").read_text()
     if not any(q in mounts for q in ("usrquota", "usrjquota", "prjquota", "uquota")):
         assert "NOT BOUNDED on this machine: disk: no user quota" in log, log[-3000:]

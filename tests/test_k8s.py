@@ -169,7 +169,15 @@ def test_the_instructor_gets_the_course_and_a_pod_bubblewrap_can_work_in():
 
 def test_a_student_gets_none_of_it():
     pod = instructor_pod("lm10-student")
-    assert pod.notebook_dir is None and pod.container_security_context == {}
+    assert pod.notebook_dir is None
+    # no user namespace of her own: the runtime's default seccomp profile, no capability
+    assert pod.container_security_context == {
+        "runAsUser": 1000,
+        "runAsGroup": 100,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     assert pod.extra_pod_config == {}
     assert "LM10/grading" not in pod.environment["JUPYTER_CONFIG_PATH"]
 

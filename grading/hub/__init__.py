@@ -7,6 +7,8 @@ ngshare_service       ngshare, the exchange every submission, fetch and feedback
                       `python -m grading.hub.ngshare_service` (the hub runs it)
 exchange              nbgrader's side of it: ngshare_exchange, with the course's collect and
                       release_feedback (one student's submission never stops the others')
+singleuser            jupyterhub-singleuser on the listening socket the hub holds for each
+                      server's port (`python -m grading.hub.singleuser`, the hub runs it)
 config/, student/     the nbgrader and JupyterLab configuration the hub gives every server
                       and the students' servers (read by path, not imported)
 """

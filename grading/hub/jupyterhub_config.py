@@ -13,8 +13,9 @@ loopback ports). The hub runs as root, from the course's Python environment, and
   stops or the hub does, and no one else's process is visible), a private /tmp, /var/tmp and
   /dev/shm, the rest of the machine read-only, TMPDIR and every cache under the private home,
   kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach);
-  each server on a host of its own (<user>.<the hub's host>: its own origin in a browser), and
-  routed to only once its own user listens on its port;
+  each server on a host of its own (<user>.<the hub's host>: its own origin in a browser),
+  serving on a port the hub listens on for it until its route is gone (no one else can take
+  it); a student's server without user namespaces inside;
   A student's server reads the students' configuration (grading/hub/student,
   grading/hub/config), an instructor's opens the course, `~/LM10`, a clone of this repository
   that only they can read, with the course's grading configuration (the formgrader, the grading
@@ -53,14 +54,13 @@ the loopback (`bind_url`): put a TLS reverse proxy in front of it, or give it a 
 (`c.JupyterHub.ssl_cert`, `ssl_key`) and a public address.
 """
 
-import asyncio
 import grp
 import os
 import pwd
 import resource
 import shutil
+import socket
 import sys
-import time
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
@@ -147,6 +147,14 @@ def not_bounded_here():
         f"{TMPFS_MIB} MiB each): put each server in a memory-limited cgroup (SystemdSpawner "
         "with mem_limit) or leave room for every student's peak",
     ]
+    if not HUB_URL.startswith("https://"):
+        flags.append(
+            f"cookies: the hub is served over plain http ({HUB_URL}): its login cookie cannot "
+            "carry the __Host- prefix, so a page a student's server serves, on a sibling host, "
+            "can set cookies that reach the hub as its own (cookie tossing: a login cookie of "
+            "hers, to log a classmate or the instructor in as her), and passwords cross the "
+            "network in clear: serve the hub over https (LM10_HUB_URL=https://...)"
+        )
     homes = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
     for point, options in sorted(homes):
         if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
@@ -171,6 +179,11 @@ c.JupyterHub.bind_url = "http://127.0.0.1:8000"
 # On one origin, it could (tests/test_jupyterhub.py plays it). Needs wildcard DNS and, behind
 # TLS, a wildcard certificate; browsers resolve *.localhost to this machine by themselves.
 c.JupyterHub.subdomain_host = HUB_URL
+# Over https, the hub's login cookie is `__Host-` prefixed: a browser then refuses any cookie of
+# that name that a page on a sibling host (a student's server) sets for the parent domain, so
+# no one can log a classmate in as herself. Browsers keep the prefix for https pages only:
+# over http the hub says so in its log (not_bounded_here).
+c.JupyterHub.cookie_host_prefix_enabled = HUB_URL.startswith("https://")
 c.JupyterHub.db_url = f"sqlite:///{hub_state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub_state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub_state / "jupyterhub.pid")
@@ -260,13 +273,20 @@ def listeners(port):
 class SandboxedSpawner(LocalProcessSpawner):
     """LocalProcessSpawner, with what a shared machine needs besides the sandbox:
 
-    - the server is routed to only once the listener on its port is its user's: if anyone
-      else listens there (a student who listened on the port the hub drew before the server
-      could), the start fails and says who, for a person to look into, and nothing is sent
-      there (JupyterHub itself took any answer on the port for the server's);
+    - the server's port is the hub's: the hub binds it and listens on it (as root) before the
+      server starts, hands the listening socket to the server (grading/hub/singleuser.py), and
+      closes its own copy only once the proxy no longer routes there (`server_stopped`). No
+      other user can bind the port at any moment the proxy may send someone's requests to it:
+      not before the server starts (a port the hub draws and the server binds later could be
+      taken in between), and not after the server ends on its own (JupyterLab's File > Shut
+      Down, a crash), before the hub's next poll notices (a classmate who bound it then got
+      the requests, cookies included, that the proxy still sent there). If the port the hub
+      is to use is taken, the start fails and says who listens there, for a person to look
+      into;
     - a student's processes and threads, together, at most `max_tasks` (RLIMIT_NPROC)."""
 
     max_tasks = None  # set per start by prepare_server
+    listening = None  # the socket the hub holds on the server's port, while it is routed to
 
     def make_preexec_fn(self, name):
         drop_to_user = super().make_preexec_fn(name)
@@ -279,30 +299,58 @@ class SandboxedSpawner(LocalProcessSpawner):
 
         return preexec
 
+    def hold_port(self):
+        """Bind and listen on the server's port (any free one unless a port is set)."""
+        if self.listening is not None:
+            self.listening.close()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT only
+        try:
+            sock.bind((self.ip or "127.0.0.1", self.port or 0))
+            sock.listen(128)
+        except OSError as error:
+            sock.close()
+            others = ", ".join(str(uid) for uid in sorted(listeners(self.port))) or "none seen"
+            raise RuntimeError(
+                f"port {self.port}, where {self.user.name}'s server was to listen, is taken "
+                f"({error.strerror}; uid {others} listens on port {self.port}): not started "
+                "there. Someone took the port: a person should find out who (the uid) and why"
+            ) from None
+        self.listening = sock
+        self.port = sock.getsockname()[1]
+        return sock.fileno()
+
+    def release_port(self):
+        """Close the hub's copy of the server's socket (once the proxy no longer routes there);
+        the next start gets a port of its own."""
+        if self.listening is not None:
+            self.listening.close()
+            self.listening = None
+        self.port = 0
+
     async def start(self):
-        ip, port = await super().start()
-        owner = pwd.getpwnam(self.user.name).pw_uid
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            found = listeners(port)
-            if found - {owner}:
-                await self.stop(now=True)
-                others = ", ".join(str(uid) for uid in sorted(found - {owner}))
-                raise RuntimeError(
-                    f"uid {others} (not {self.user.name}) listens on port {port}, where "
-                    f"{self.user.name}'s server was to listen: not routed there. Someone took "
-                    "the port: a person should find out who (the uid) and why"
-                )
-            if owner in found:
-                return ip, port
-            if await self.poll() is not None:
-                raise RuntimeError(f"{self.user.name}'s server ended before it listened")
-            await asyncio.sleep(0.2)
-        return ip, port  # still starting: JupyterHub's own timeout decides
+        fd = self.hold_port()
+        self.popen_kwargs = {**self.popen_kwargs, "pass_fds": (fd,)}
+        self.environment = {**self.environment, SERVER_SOCKET_VARIABLE: str(fd)}
+        try:
+            return await super().start()
+        except BaseException:
+            self.release_port()
+            raise
 
 
 c.JupyterHub.spawner_class = SandboxedSpawner
-c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
+# The hub holds one descriptor per running server (its port): as many as the system lets it.
+_, _most_files = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (_most_files, _most_files))
+# jupyterhub-singleuser, on the socket the hub listens on for it (grading/hub/singleuser.py);
+# -P: nothing from the folder it starts in (the user's home) comes before the course's modules
+SINGLEUSER = [sys.executable, "-P", "-m", "grading.hub.singleuser"]
+SERVER_SOCKET_VARIABLE = "LM10_SERVER_SOCKET_FD"  # as grading/hub/singleuser.py reads it
+c.Spawner.cmd = SINGLEUSER
+# A server that ends on its own is noticed within this many seconds (its route removed, its
+# port let go): until then, what the proxy sends there waits in the hub's socket.
+c.Spawner.poll_interval = 10
 # Kernels talk to their server over Unix sockets in the server's private /tmp, not over
 # loopback TCP ports that every user of the machine can list and connect to.
 c.Spawner.args = ["--KernelManager.transport=ipc"]
@@ -312,7 +360,7 @@ c.Spawner.start_timeout = 120
 RUNTIME = "/tmp/jupyter-runtime"  # inside the sandbox's private /tmp: short ipc socket paths
 
 
-def sandbox_command(home, command):
+def sandbox_command(home, command, nested_users=False):
     """`command` in a bubblewrap sandbox of its own, run as the server's user (bwrap needs no
     privilege: user namespaces). What a systemd machine gives with SystemdSpawner (a scope per
     server, PrivateTmp, ProtectSystem, ProtectHome) it gives by construction:
@@ -326,7 +374,12 @@ def sandbox_command(home, command):
       user's session;
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
       writes; the exchange's socket folder bound read-only (it connects, never writes there);
-    - a new session (no terminal of the hub to push input into).
+    - a new session (no terminal of the hub to push input into);
+    - unless `nested_users` (the instructor's server, whose grading sandbox is bubblewrap
+      too), no user namespace of its own inside: what a student runs cannot make one, so the
+      parts of the kernel that only a namespace's "root" reaches (netfilter, mounts of many
+      file systems: where most of the kernel's local privilege escalations were found) stay
+      out of her reach.
 
     The course's Python environment and installed course, where they lie under one of the
     folders the sandbox replaces (a checkout under /tmp, as a CI run's may be), are bound
@@ -351,6 +404,7 @@ def sandbox_command(home, command):
         *("--bind", str(home), str(home)),
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
         *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"),
+        *(() if nested_users else ("--unshare-user", "--disable-userns")),
         "--die-with-parent",
         "--new-session",
         *("--chdir", str(home)),
@@ -400,7 +454,8 @@ def prepare_server(spawner):
         "LM10_EXCHANGE_TOKEN": exchange_token,
         "LM10_NGSHARE_MAX_REQUEST_MIB": MAX_REQUEST_MIB,  # a bigger submission is not sent
     }
-    if in_group(account, INSTRUCTORS):
+    instructor = in_group(account, INSTRUCTORS)
+    if instructor:
         course = home / COURSE_ID
         if not (course / "grading" / "nbgrader_config.py").is_file():
             raise RuntimeError(f"no course at {course}: clone the course repository there")
@@ -414,11 +469,14 @@ def prepare_server(spawner):
         spawner.max_tasks = STUDENT_MAX_TASKS
     environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join(map(str, config))
     spawner.environment = {**spawner.environment, **environment}
-    spawner.cmd = sandbox_command(home, [str(BIN / "jupyterhub-singleuser")])
+    # the instructor's grading sandbox is bubblewrap, inside hers: it makes user namespaces
+    spawner.cmd = sandbox_command(home, SINGLEUSER, nested_users=instructor)
 
 
 def server_stopped(spawner):
-    """After a server stops (its sandbox, and everything in it, gone): its exchange token too."""
+    """After a server stops (its sandbox, and everything in it, gone, and its route): its
+    exchange token, and the hub's hold on its port."""
+    spawner.release_port()
     revoke_exchange_tokens(spawner.user)
 
 

@@ -121,7 +121,7 @@ def request_files(handler):
         return None
     try:
         listed = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         handler.json_error(400, "Files cannot be JSON decoded")
     if not isinstance(listed, list) or not all(isinstance(e, dict) for e in listed):
         handler.json_error(400, "Files must be a list of {path, content}")
