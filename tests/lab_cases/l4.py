@@ -314,3 +314,38 @@ expected["numpy"] = {
     "l4_test_periods": 2.0,
 }
 named = {"cascade": {"l4_test_angles": slips["l4_test_angles"]}}
+
+
+def swapped_tables(nb):
+    """rope_cos_sin returns its tables the other way round (sin, cos): Part 1 loses its points
+    and its feedback names the slip; the score, built on it, is judged on what is its own and
+    keeps its points."""
+    answers = solution_answers(LAB)
+    answers["l4_angles"] = replaced(
+        answers["l4_angles"],
+        "return angles.cos(), angles.sin()",
+        "return angles.sin(), angles.cos()",
+    )
+    return fill(nb, answers)
+
+
+def periods_tensor(nb):
+    """smollm2_fastest left as a 0-d tensor where the prompt asks for a Python float: the
+    visible check says so before hand-in, and only Part 4 loses its points."""
+    answers = solution_answers(LAB)
+    answers["l4_periods"] = replaced(
+        answers["l4_periods"],
+        "smollm2_fastest = smollm2_periods.min().item()",
+        "smollm2_fastest = smollm2_periods.min()",
+    )
+    return fill(nb, answers)
+
+
+more = ("swapped_tables", "periods_tensor")
+FULL = {"l4_test_angles": 3.0, "l4_test_rotate": 3.0, "l4_test_score": 2.0, "l4_test_periods": 2.0}
+expected["swapped_tables"] = dict(FULL, l4_test_angles=0.0)
+expected["periods_tensor"] = dict(FULL, l4_test_periods=0.0)
+named["swapped_tables"] = {
+    "l4_test_angles": "cos and sin swapped: rope_cos_sin returns the cosines first?"
+}
+said = {"periods_tensor": {"l4_test_periods": "smollm2_fastest must give exactly type float"}}
