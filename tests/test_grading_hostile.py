@@ -20,11 +20,12 @@ namespaces stops the batch with the reason instead of zeroing everyone.
 
 Cases, with what they must score (of 10 autograded points; the written answer is by hand):
 ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (`while True:
-pass` in an answer) 6, graded. alwayseq (`__eq__` always True) 0; transformer (input transformer
-wrapping tests in try/except) 0; astcheat (AST transformer dropping asserts) 0; peek (runs a
-classmate's answers) 0; tamper (gradebook writes, files outside, a detached process) 10; leak
-(reads gradebook and solutions, copies them, prints the kernel's history `In`, where no
-test ever ran) 10; hog (64 GB,
+pass` in an answer) 8 (the comparison calls the part that never got defined, and
+meets its right values while its test runs), graded. alwayseq (`__eq__` always True) 0;
+transformer (input transformer wrapping tests in try/except) 0; astcheat (AST transformer
+dropping asserts) 0; peek (runs a classmate's answers) 0; tamper (gradebook writes, files
+outside, a detached process) 10; leak (reads gradebook and solutions, copies them, prints
+the kernel's history `In`, where no test ever ran) 10; hog (64 GB,
 1 GB file, thousands of processes) 10; forge (writes into every pipe the kernel holds) 10;
 exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
@@ -661,7 +662,9 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "alwayseq": ("flagged", 0, "must give exactly type int, got __main__.Anything"),
     "transformer": ("flagged", 0, "uses get_ipython"),
     "astcheat": ("flagged", 0, "uses get_ipython"),
-    "loop": ("graded", 6, "l2_flops stopped after the per-cell time limit"),
+    # loop's FLOP count is never defined: the comparison, which calls it, meets its right
+    # values while its test runs (lmcourse.standins) and keeps its points
+    "loop": ("graded", 8, "l2_flops stopped after the per-cell time limit"),
     "hardloop": ("graded", 8, "stopped l2_serving: it ran past"),
     "exitkernel": ("flagged", 8, "stopped l2_serving: the kernel died"),
     "tamper": ("flagged", 10, "imports sqlite3"),
@@ -704,13 +707,14 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     # that cache function gives, keeps its points (a slip costs its own part): the feedback
     # shows neither the value nor the counter
     # (test_nothing_a_hidden_input_reached_is_in_the_feedback). manyclasses and noroom lose
-    # the attention part and the two parts that call it, which raise with it.
+    # the attention part only: the two parts that call it meet its right values while their
+    # tests run (lmcourse.standins).
     "smuggle": ("flagged", 8, "uses get_ipython"),
     "smuggle2": ("graded", 8, "first failure l2_test_serving"),
     "tqdm": ("graded", 10, "all autograded tests passed"),
     "killexec": ("error", 0, "executor in the sandbox was stopped by signal 9"),
-    "manyclasses": ("graded", 4, "more than 256 kinds"),
-    "noroom": ("graded", 4, "first failure l2_test_attention: ImportError"),
+    "manyclasses": ("graded", 8, "more than 256 kinds"),
+    "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
     "shadow": ("flagged", 10, "imports lm10_shadow, no installed module"),
 }
 
