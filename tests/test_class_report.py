@@ -1,6 +1,6 @@
 """The instructor's class report (grading/class_report.py, `make report`) for a synthetic class.
 
-A course copy releases LM10-L2 with a due date, the class of tests/lab_cases/class_l2.py (67
+A course copy releases LM10-L2 with a due date, the class of tests/lab_cases/class_l2.py (77
 submissions: correct, every catalogued slip, late, blank, broken, flagged, hostile) is handed
 in beside two students of the gradebook who handed in nothing, `make autograde`'s command
 grades it for real, and a person's marks for some written answers go into the gradebook as the

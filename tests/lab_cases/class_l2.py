@@ -1,4 +1,4 @@
-"""A synthetic class of LM10-L2 for the instructor's report (tests/test_class_report.py): 67
+"""A synthetic class of LM10-L2 for the instructor's report (tests/test_class_report.py): 77
 submissions a real class could hand in, and two students who handed in nothing.
 
 Every catalogued slip of the lab (lmcourse.slips, the parts l2_test_attention, _cache, _flops
@@ -69,6 +69,15 @@ SLIPS = {
                 "l2_cache",
                 "def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):\n"
                 "    return 2 * kv_heads * head_dim * bytes_per_number\n",
+            ),
+        ),
+        (
+            "bytes_per_number ignored: 2 bytes a number whatever it is given?",
+            4,
+            (
+                "l2_cache",
+                "def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):\n"
+                "    return 2 * layers * kv_heads * head_dim * 2\n",
             ),
         ),
         (
@@ -146,6 +155,30 @@ SLIPS = {
                 "def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token,\n"
                 "                            tokens_per_request):\n"
                 "    return gpu_bytes // (cache_bytes_per_token * tokens_per_request)\n",
+            ),
+        ),
+        (
+            "a negative count when the weights alone do not fit (int() of a negative share): "
+            "never below 0?",
+            2,
+            (
+                "l2_serving",
+                "def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token,\n"
+                "                            tokens_per_request):\n"
+                "    return int((gpu_bytes - weight_bytes) / (cache_bytes_per_token * "
+                "tokens_per_request))\n",
+            ),
+        ),
+        (
+            "a negative count when the weights alone do not fit (floor division of a negative "
+            "free memory): never below 0?",
+            4,
+            (
+                "l2_serving",
+                "def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token,\n"
+                "                            tokens_per_request):\n"
+                "    return (gpu_bytes - weight_bytes) // (cache_bytes_per_token * "
+                "tokens_per_request)\n",
             ),
         ),
     ],
