@@ -348,7 +348,13 @@ def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_
     }
     hidden_only = getattr(cases, "slips_only_hidden_tests_find", set())
     sources = autograded_cells(round_trip["source"])
+    # parts whose hidden tests ran (a slip only they find, or full marks): after them, a visible
+    # check's message is withheld from the feedback, which lists the part's slips instead
+    order = list(sources)
+    ran_hidden = [g for g in order if g in hidden_only or scores[g] == meta(sources[g])["points"]]
     for grade_id, sentence in cases.slips.items():
+        listed = "".join(f"\n- {s}" for s in sorted(slips.sentences(grade_id)))
+        after_hidden = any(g in ran_hidden for g in order[: order.index(grade_id)])
         errors = [o.evalue for o in cells[grade_id].outputs if o.output_type == "error"]
         assert any(sentence in slips.named(e, grade_id) for e in errors), (
             f"{lab} {grade_id}: the autograded notebook does not name {sentence!r}: {errors}"
@@ -360,7 +366,6 @@ def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_
             assert validated is None, f"{lab} {grade_id}: Validate failed it: {validated}"
             # Under the neutral message, every slip of the part, the same list whichever the
             # answer made (course_preprocessors.with_slips): the one found is not singled out.
-            listed = "".join(f"\n- {s}" for s in sorted(slips.sentences(grade_id)))
             assert f"{HIDDEN_MESSAGE}\n{HIDDEN_SLIPS}{listed}" in feedback, (
                 f"{lab} {grade_id}: the feedback should list the part's slips under the neutral "
                 "message"
@@ -372,7 +377,18 @@ def test_a_catalogued_slip_is_named_wherever_the_student_reads_the_result(round_
             assert validated and sentence in validated, (
                 f"{lab} {grade_id}: Validate does not name {sentence!r}: {validated!r}"
             )
-            assert f"{slips.PREFIX}{sentence}" in feedback, f"{lab} {grade_id}: not in the feedback"
+            if after_hidden:  # an earlier part's hidden input had reached the student's code
+                assert f"{HIDDEN_SLIPS}{listed}" in feedback, (
+                    f"{lab} {grade_id}: after a hidden input, the feedback should list the part's "
+                    "slips"
+                )
+                assert f"{slips.PREFIX}{sentence}" not in feedback, (
+                    f"{lab} {grade_id}: the feedback names a slip after a hidden input"
+                )
+            else:
+                assert f"{slips.PREFIX}{sentence}" in feedback, (
+                    f"{lab} {grade_id}: not in the feedback"
+                )
     for student in ("correct", "alternatives"):
         path = round_trip["autograded"] / student / lab / f"{lab}.ipynb"
         if path.is_file():
