@@ -151,8 +151,9 @@ expected = {
 
 def delegate(nb):
     """The cache left to lmcourse.describe and the FLOPs to the setup's
-    measured_attention_flops: those parts score 0, and so does the comparison, which calls the
-    FLOP count; the parameters and the serving question, written by hand, keep their points."""
+    measured_attention_flops: those parts score 0; the comparison, which calls them, meets their
+    right values while its test runs (lmcourse.standins) and, delegating nothing itself, keeps
+    its points, as do the parameters and the serving question, written by hand."""
     answers = solution_answers(LAB)
     answers["l2_cache"] = """
 import lmcourse
@@ -174,7 +175,7 @@ expected["delegate"] = {
     "l2_test_attention": 2.0,
     "l2_test_cache": 0.0,
     "l2_test_flops": 0.0,
-    "l2_test_compare": 0.0,
+    "l2_test_compare": 2.0,
     "l2_test_serving": 2.0,
 }
 
