@@ -251,7 +251,8 @@ def build(released):
     add("flag-files", peek, "flagged")
     add("delegate", cases.delegate(fresh()), "delegate")
     add("hardcoded", cases.hardcoded(fresh()), "hardcoded")
-    add("one-mistake", cases.mistake(fresh()), "mistake")
+    floor = SLIPS["l2_test_serving"][3][0]  # the one mistake: floor division left negative
+    add("one-mistake", cases.mistake(fresh()), "mistake", ("l2_test_serving", floor))
     # What reaches the instructor's page from a student: an id and an error message in HTML.
     add(HOSTILE_ID, cases.correct(fresh()), "correct")
     answers = solution_answers(LAB)
