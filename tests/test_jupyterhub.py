@@ -43,15 +43,20 @@ server with the instructor's cookies), and listening on the port of alice's stop
 its next start. And a third's: listening on alice's port the moment her server ends on its own
 (before the hub notices), a user namespace of her own, the hub's REST API with a token that
 carries all she may do, the proxy's API, the exchange's administration, and a file list nested
-deeper than the exchange's parser goes. Every server has a host of its own under DOMAIN, which
+deeper than the exchange's parser goes. And a fourth's: another server's listening socket
+(who holds each, read from the host's /proc), and an "Open on the hub" link (nbgitpuller) of
+hers that alice opens, pulling a repository mallory serves from her kernel into alice's kernel
+specifications; the lessons' link into a hidden folder and into the instructor's server. Every
+server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
-does not bound, and cookies over plain http.
+does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
 """
 
 import ast
 import asyncio
 import base64
 import contextlib
+import http.server
 import importlib.util
 import json
 import os
@@ -582,6 +587,38 @@ exec(code, module.__dict__)
 sys.modules["lm10_lure"] = module
 c.ServerApp.jpserver_extensions.update({"lm10_lure": True})
 '''
+# "Open on the hub" (nbgitpuller): a repository of hers, served from her kernel over git's dumb
+# HTTP on a loopback port: a kernel specification named python3 whose command leaves a mark in
+# the home of whoever runs it, then starts the kernel as usual (nothing looks wrong).
+HER_REPOSITORY = r"""
+import functools, http.server, json, os, subprocess, sys, threading
+from pathlib import Path
+work = Path.home() / "spec"
+work.mkdir(exist_ok=True)
+mark = (
+    "import os, sys; open(os.path.expanduser('~/mallory-was-here'), 'w').write(str(os.getuid()));"
+    " os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', '-f', sys.argv[1]])"
+)
+spec = {"argv": [sys.executable, "-c", mark, "{connection_file}"], "language": "python",
+        "display_name": "Python 3 (ipykernel)"}
+(work / "kernel.json").write_text(json.dumps(spec))
+git = ["git", "-c", "user.name=m", "-c", "user.email=m@example.org",
+       "-c", "init.defaultBranch=main"]
+for argv in (["init", "-q"], ["add", "kernel.json"], ["commit", "-qm", "spec"]):
+    subprocess.run([*git, *argv], cwd=work, check=True)
+bare = Path.home() / "served" / "k.git"
+subprocess.run([*git, "clone", "-q", "--bare", str(work), str(bare)], check=True)
+subprocess.run(["git", "update-server-info"], cwd=bare, check=True)
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+handler = functools.partial(Quiet, directory=str(bare.parent))
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+print(json.dumps(f"http://127.0.0.1:{server.server_address[1]}/k.git"))
+"""
+
+
 # File names that write to the instructor's terminal (clear the screen, set its title, forge a
 # line), or read other than they are (bidi override, zero width, a new line).
 HOSTILE_NAMES = [
@@ -695,6 +732,31 @@ def port_owners(port):
             if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port
         }
     )
+
+
+def socket_holders(uids):
+    """{TCP port: the uids of every process holding a socket that listens there}, for the
+    listening sockets that a process of one of `uids` holds (read from the host's /proc: the
+    socket's inode in /proc/net/tcp, every process's descriptors that name it)."""
+    ports = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A":
+                ports[f"socket:[{fields[9]}]"] = int(fields[1].rsplit(":", 1)[1], 16)
+    holders = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = entry.stat().st_uid
+            for fd in (entry / "fd").iterdir():
+                port = ports.get(os.readlink(fd))
+                if port is not None:
+                    holders.setdefault(port, set()).add(uid)
+        except OSError:  # it ended while /proc was read
+            pass
+    return {port: sorted(who) for port, who in holders.items() if set(who) & set(uids)}
 
 
 def descriptors(pid):
@@ -865,6 +927,43 @@ def free_ports(count):
     for s in sockets:
         s.close()
     return ports
+
+
+def serve_lessons(folder):
+    """The course's lessons as a git repository (one notebook), served over git's dumb HTTP
+    on a loopback port; .url names it."""
+    work, bare = folder / "work", folder / "lm10.git"
+    work.mkdir(parents=True)
+    (work / "T1.md").write_text("# a lesson\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for argv in (["init", "-q", "-b", "main"], ["add", "T1.md"], ["commit", "-qm", "lesson"]):
+        subprocess.run([*git, *argv], cwd=work, check=True)
+    subprocess.run([*git, "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    subprocess.run(["git", "update-server-info"], cwd=bare, check=True)
+    for item in [folder, *folder.rglob("*")]:
+        os.chmod(item, 0o755 if item.is_dir() else 0o644)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/lm10.git"
+    return server
+
+
+def pull(hub, user, repo, target):
+    """An "Open on the hub" link opened by `user` (nbgitpuller's pull, as its page starts it):
+    the last event it sent."""
+    path = f"/user/{user}/git-pull/api"
+    params = {"repo": repo, "targetpath": target, "branch": "main", "depth": "0"}
+    text = hub.call("GET", path, ok=False, params=params).text
+    events = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+    return events[-1][:300] if events else text[:300]
 
 
 def wait_for(what, check, seconds):
@@ -1122,6 +1221,8 @@ def hub(machine, loopback_names, tmp_path_factory):
         LM10_SANDBOX_TMPFS_MIB=str(TMPFS_MIB),
         LM10_STUDENT_MAX_TASKS=str(MAX_TASKS),
     )
+    lessons = serve_lessons(machine.base / "lessons")
+    env["LM10_LESSONS_REPOS"] = lessons.url
     log = open(tmp_path_factory.mktemp("hub") / "hub.log", "w+")  # noqa: SIM115 (while it runs)
     process = subprocess.Popen(
         [str(BIN / "jupyterhub"), "-f", str(driver)],
@@ -1133,6 +1234,7 @@ def hub(machine, loopback_names, tmp_path_factory):
     )
     hub = Hub(f"http://{DOMAIN}:{port}", state / "exchange" / "ngshare.sock", process, log)
     hub.pin = machine.base / "pin"
+    hub.lessons = lessons.url
     hub.proxy_port = proxy_port
     try:
         wait_for("the hub", lambda: requests.get(f"{hub.url}/hub/api", timeout=5).ok, 180)
@@ -1146,6 +1248,8 @@ def hub(machine, loopback_names, tmp_path_factory):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+        lessons.shutdown()
+        lessons.server_close()
 
 
 # --- the class ---
@@ -1196,7 +1300,38 @@ def played(hub, machine):
     token = {user: env[user]["LM10_EXCHANGE_TOKEN"] for user in PEOPLE}  # the exchange's
     server_token = {user: env[user]["JUPYTERHUB_API_TOKEN"] for user in PEOPLE}
     pids = {user: hub.model(user)["servers"][""]["state"]["pid"] for user in PEOPLE}
+    # Each server's listening socket, the hub's, handed over: held by the hub (root) and by the
+    # processes of the server's own user, no one else's (not a classmate's server started after
+    # it, which a descriptor the hub held for another server would reach).
+    uid = {user: account(user).pw_uid for user in PEOPLE}
+    out["listening sockets' holders"] = {
+        port: [next((u for u in PEOPLE if uid[u] == h), h) for h in holders]
+        for port, holders in socket_holders(set(uid.values())).items()
+    }
     out["homes"] = {u: oct(home[u].stat().st_mode & 0o777) for u in PEOPLE}
+
+    # "Open on the hub" links (nbgitpuller): alice opens the course's lessons; then a link of
+    # mallory's (a message, a page of hers that opens it in a frame) pulls her repository into
+    # alice's kernel specifications; the lessons' into a hidden folder; the instructor opens
+    # the lessons' link. Then alice starts a kernel, as she would to open any notebook.
+    kernel = hub.start_kernel(ATTACKER)
+    hers = json.loads(hub.execute(ATTACKER, kernel, HER_REPOSITORY))
+    specs = home["lm10-alice"] / ".local" / "share" / "jupyter" / "kernels" / "python3"
+    target = str(specs.relative_to(home["lm10-alice"]))
+    out["links"] = {
+        "alice opens the lessons": pull(hub, "lm10-alice", hub.lessons, "lm10"),
+        "mallory's kernel spec for alice": pull(hub, "lm10-alice", hers, target),
+        "the lessons into a hidden folder": pull(hub, "lm10-alice", hub.lessons, ".ipython/x"),
+        "the instructor opens the lessons": pull(hub, INSTRUCTOR, hub.lessons, "lessons"),
+    }
+    out["lessons in alice's home"] = (home["lm10-alice"] / "lm10" / "T1.md").is_file()
+    out["mallory's spec in alice's home"] = (specs / "kernel.json").exists()
+    out["a hidden folder pulled"] = (home["lm10-alice"] / ".ipython" / "x").exists()
+    out["lessons in the instructor's course"] = (course / "lessons" / "T1.md").exists()
+    alices = hub.start_kernel("lm10-alice")
+    hub.execute("lm10-alice", alices, "print(1)")
+    out["mallory's mark in alice's home"] = (home["lm10-alice"] / "mallory-was-here").exists()
+    hub.call("DELETE", f"/user/lm10-alice/api/kernels/{alices}")
 
     # The instructor enrols the class in the exchange and the gradebook, in her shell.
     roster = home[INSTRUCTOR] / "roster.csv"
@@ -2207,6 +2342,38 @@ def test_no_one_answers_for_anothers_server(played):
     assert "listens on port" in played["hub log"], played["hub log"][-3000:]
 
 
+def test_no_link_pulls_anything_but_the_lessons_into_a_plain_folder(played):
+    links = played["links"]
+    seen = {
+        what: played[what]
+        for what in (
+            "lessons in alice's home",
+            "mallory's spec in alice's home",
+            "mallory's mark in alice's home",  # her command ran at alice's next kernel
+            "a hidden folder pulled",
+            "lessons in the instructor's course",
+        )
+    }
+    # the course's link works; a classmate's repository, a hidden folder, an instructor's
+    # server: refused, and nothing of them arrived
+    assert seen == {what: what == "lessons in alice's home" for what in seen}, (seen, links)
+    for what in (
+        "mallory's kernel spec for alice",
+        "the lessons into a hidden folder",
+        "the instructor opens the lessons",
+    ):
+        assert "not pulled" in links[what], (what, links[what])
+
+
+def test_a_servers_socket_is_held_by_the_hub_and_its_user_only(played):
+    holders = played["listening sockets' holders"]
+    # every server listens on a socket of the hub's, handed to it: root and its user hold it
+    for person in PEOPLE:
+        assert [0, person] in holders.values(), (person, holders)
+    # no socket that someone listens on is held by the processes of two different people
+    assert all(len([h for h in who if h != 0]) == 1 for who in holders.values()), holders
+
+
 def test_no_one_takes_a_servers_port_when_it_ends(played):
     assert played["watching alice's port"] is True
     taken = played["taken when free"]
@@ -2239,6 +2406,8 @@ def test_what_one_machine_does_not_bound_is_flagged(played):
     log = played["hub log at start"]
     assert "NOT BOUNDED on this machine: memory" in log, log[-3000:]
     assert "NOT BOUNDED on this machine: cookies: the hub is served over plain http" in log
+    # a student who binds every ephemeral port stops every start and the proxy's connections
+    assert "NOT BOUNDED on this machine: ports and open files: every server shares" in log, log
     mounts = Path("/proc/self/mountinfo").read_text()
     if not any(q in mounts for q in ("usrquota", "usrjquota", "prjquota", "uquota")):
         assert "NOT BOUNDED on this machine: disk: no user quota" in log, log[-3000:]

@@ -9,6 +9,8 @@ exchange              nbgrader's side of it: ngshare_exchange, with the course's
                       release_feedback (one student's submission never stops the others')
 singleuser            jupyterhub-singleuser on the listening socket the hub holds for each
                       server's port (`python -m grading.hub.singleuser`, the hub runs it)
-config/, student/     the nbgrader and JupyterLab configuration the hub gives every server
-                      and the students' servers (read by path, not imported)
+gitpuller_guard       what an "Open on the hub" link (nbgitpuller) may pull, and where
+                      (loaded by config/jupyter_server_config.py in every server)
+config/, student/     the nbgrader, Jupyter server and JupyterLab configuration the hub gives
+                      every server and the students' servers (read by path, not imported)
 """

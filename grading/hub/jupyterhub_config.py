@@ -48,6 +48,12 @@ Site settings, from the hub's environment:
                                                       certificate)
     LM10_SANDBOX_TMPFS_MIB    1024                    each server's /tmp, /var/tmp, /dev/shm
     LM10_STUDENT_MAX_TASKS    1024                    a student's processes and threads
+    LM10_LESSONS_REPOS        (none)                  the repositories that "Open on the hub"
+                                                      links (nbgitpuller) may pull into a
+                                                      student's home, space-separated (the
+                                                      course's student edition, as `make book
+                                                      REPO=` names it); none: every link is
+                                                      refused. Instructors' servers pull nothing
 
 and the names STUDENTS, INSTRUCTORS (Unix groups) and NGSHARE_USER below. The hub listens on
 the loopback (`bind_url`): put a TLS reverse proxy in front of it, or give it a certificate
@@ -83,6 +89,7 @@ AUTH_CACHE_SECONDS = os.environ.get("LM10_EXCHANGE_AUTH_CACHE_SECONDS", "5")
 HUB_URL = os.environ.get("LM10_HUB_URL", "http://localhost:8000")  # servers: <user>.<its host>
 TMPFS_MIB = int(os.environ.get("LM10_SANDBOX_TMPFS_MIB", "1024"))
 STUDENT_MAX_TASKS = int(os.environ.get("LM10_STUDENT_MAX_TASKS", "1024"))
+LESSONS_REPOS = " ".join(os.environ.get("LM10_LESSONS_REPOS", "").split())
 PATH = f"{BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"  # nbgrader runs `alembic` from BIN
 EXCHANGE_TOKEN_NOTE = "the course's exchange, for this server"  # marks the tokens it revokes
 BWRAP = shutil.which("bwrap")
@@ -155,6 +162,20 @@ def not_bounded_here():
             "hers, to log a classmate or the instructor in as her), and passwords cross the "
             "network in clear: serve the hub over https (LM10_HUB_URL=https://...)"
         )
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # what each of her processes gets
+    flags.append(
+        "ports and open files: every server shares this machine's network and its table of "
+        f"open files; a student's processes ({STUDENT_MAX_TASKS}, {files} descriptors each) may "
+        f"bind every port of the ephemeral range ({high - low + 1} ports, {low}-{high}): then "
+        "no server starts (the hub draws each server's port there) and the proxy reaches no "
+        "server and not the hub, for everyone, until her processes end; hold idle "
+        "connections to the proxy, the hub or a classmate's server until its descriptors run "
+        "out; or hold every file the system lets users open (fs.file-max). A network "
+        "namespace and a memory-limited cgroup per server bound them (pods); here, a person "
+        "watches the hub's log for servers that cannot start and ends the processes that hold "
+        "the ports"
+    )
     homes = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
     for point, options in sorted(homes):
         if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
@@ -453,6 +474,7 @@ def prepare_server(spawner):
         "LM10_NGSHARE_SOCKET": str(EXCHANGE_SOCKET),
         "LM10_EXCHANGE_TOKEN": exchange_token,
         "LM10_NGSHARE_MAX_REQUEST_MIB": MAX_REQUEST_MIB,  # a bigger submission is not sent
+        "LM10_LESSONS_REPOS": "",  # an instructor's server pulls nothing (students': below)
     }
     instructor = in_group(account, INSTRUCTORS)
     if instructor:
@@ -467,6 +489,8 @@ def prepare_server(spawner):
     else:
         config = [HERE / "student", HERE / "config"]
         spawner.max_tasks = STUDENT_MAX_TASKS
+        # what "Open on the hub" links may pull here (grading/hub/gitpuller_guard.py)
+        environment["LM10_LESSONS_REPOS"] = LESSONS_REPOS
     environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join(map(str, config))
     spawner.environment = {**spawner.environment, **environment}
     # the instructor's grading sandbox is bubblewrap, inside hers: it makes user namespaces
@@ -482,5 +506,12 @@ def server_stopped(spawner):
 
 c.Spawner.pre_spawn_hook = prepare_server
 c.Spawner.post_stop_hook = server_stopped
+if not LESSONS_REPOS:
+    print(
+        'LM10 hub: LM10_LESSONS_REPOS names no repository: every "Open on the hub" link '
+        "(nbgitpuller) is refused; set it to the course's student edition to open lessons",
+        file=sys.stderr,
+        flush=True,
+    )
 for _flag in not_bounded_here():
     print(f"LM10 hub: NOT BOUNDED on this machine: {_flag}", file=sys.stderr, flush=True)

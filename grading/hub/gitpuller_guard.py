@@ -1,0 +1,60 @@
+"""What an "Open on the hub" link (nbgitpuller) may pull, and where, in a server of the hub.
+
+nbgitpuller clones or merges the repository its link names (`repo`) into the folder it names
+(`targetpath`), as the server's user, on a plain GET: one click on a link, or a page of anyone's
+that opens the link in a frame or a window (a navigation, which JupyterHub's XSRF check lets
+through). Without this guard a classmate's link could pull a repository of hers into
+`~/.local/share/jupyter/kernels/python3` of whoever clicked (a kernel specification of hers,
+whose command runs at that person's next kernel, as that person: the instructor's solutions, a
+classmate's answers) or into `~/.ipython`, `~/.jupyter`, or the instructor's course.
+
+So in the hub's servers nbgitpuller pulls only a repository the hub names
+(LM10_LESSONS_REPOS, which the hub passes to students' servers and not to instructors'), into a
+folder under the server's root whose path has no hidden or `..` part (never the root itself).
+Anything else is refused before nbgitpuller runs a git command. Loaded by
+grading/hub/config/jupyter_server_config.py in every server the hub starts.
+"""
+
+import os
+from pathlib import Path
+
+REPOS_VARIABLE = "LM10_LESSONS_REPOS"  # set by grading/hub/jupyterhub_config.py
+
+
+def allowed_repos():
+    """The repositories this server's links may pull (space-separated in the environment)."""
+    return {r.rstrip("/") for r in os.environ.get(REPOS_VARIABLE, "").split()}
+
+
+def check(repo, target, root):
+    """Why a pull of `repo` into `target` (a path nbgitpuller made under the server's `root`)
+    is refused, or None if it may go."""
+    allowed = allowed_repos()
+    if not allowed:
+        return f"this server pulls no repository (${REPOS_VARIABLE} names none for it)"
+    if repo.rstrip("/") not in allowed:
+        return f"{repo!r} is not the course's repository ({', '.join(sorted(allowed))})"
+    root = os.path.normpath(os.path.expanduser(root))
+    parts = Path(os.path.relpath(os.path.normpath(target), root)).parts
+    if parts in ((), (".",)) or any(p == ".." or p.startswith(".") for p in parts):
+        return f"{target!r}: a folder under {root} without hidden or '..' parts"
+    if not Path(target).resolve().is_relative_to(Path(root).resolve()):
+        return f"{target!r} leads out of {root}"
+    return None
+
+
+def guard():
+    """Make nbgitpuller's handlers refuse what `check` refuses."""
+    from nbgitpuller import handlers
+    from nbgitpuller.pull import GitPuller
+
+    class GuardedGitPuller(GitPuller):
+        def __init__(self, git_url, repo_dir, **kwargs):
+            parent = kwargs.get("parent")
+            root = getattr(parent, "root_dir", None) or os.path.expanduser("~")
+            refused = check(git_url, repo_dir, root)
+            if refused:
+                raise ValueError(f"not pulled: {refused}")
+            super().__init__(git_url, repo_dir, **kwargs)
+
+    handlers.GitPuller = GuardedGitPuller
