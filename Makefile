@@ -102,7 +102,7 @@ release: setup
 # WITHOUT_ISOLATION=1 grades anyway, with the grader's rights, and every report row says so.
 autograde: setup
 	$(NEED_LAB)
-	$(RUN) $(BIN)/python -m grading.autograde $(LAB) $(if $(JOBS),--jobs $(JOBS)) \
+	$(RUN) $(BIN)/python -m grading.batch.autograde $(LAB) $(if $(JOBS),--jobs $(JOBS)) \
 		$(if $(filter 1,$(WITHOUT_ISOLATION)),--without-isolation)
 
 # HTML feedback in grading/feedback/<student>/$(LAB)/, hidden tests removed; nothing but the
@@ -117,25 +117,26 @@ feedback: setup
 grades: setup
 	$(NBGRADER) export --to grades.csv
 
-# The instructor's view of a class (grading/class_report.py): grading/reports/$(LAB).html with
-# its figures and $(LAB).csv with the same numbers; without LAB, every lab's page and the
+# The instructor's view of a class (grading/instructor/class_report.py): grading/reports/$(LAB).html
+# with its figures and $(LAB).csv with the same numbers; without LAB, every lab's page and the
 # course's, grading/reports/course.html. Single files: they open from disk, with no server.
 report: setup
-	$(RUN) $(BIN)/python -m grading.class_report $(LAB)
+	$(RUN) $(BIN)/python -m grading.instructor.class_report $(LAB)
 
-# Which submissions of $(LAB) share their answer code (grading/similarity.py): pairs and clusters,
-# side by side, in grading/reports/$(LAB)-similarity.html and .csv. Needs no grading run; for the
-# instructor only (nothing reaches students or the gradebook).
+# Which submissions of $(LAB) share their answer code (grading/instructor/similarity.py): pairs and
+# clusters, side by side, in grading/reports/$(LAB)-similarity.html and .csv. Needs no grading run;
+# for the instructor only (nothing reaches students or the gradebook).
 similarity: setup
 	$(NEED_LAB)
-	$(RUN) $(BIN)/python -m grading.similarity $(LAB)
+	$(RUN) $(BIN)/python -m grading.instructor.similarity $(LAB)
 
-# Grades into Canvas or Moodle (grading/lms.py): the LMS's own export of the class as ROSTER,
-# grading/exports/<lms>-grades.csv to import, and <lms>-grades-mismatch.csv beside it.
+# Grades into Canvas or Moodle (grading/instructor/lms.py): the LMS's own export of the class as
+# ROSTER, grading/exports/<lms>-grades.csv to import, and <lms>-grades-mismatch.csv beside it.
 lms: setup
 	@test -n "$(LMS)" && test -n "$(ROSTER)" || \
 		{ echo "usage: make lms LMS=canvas|moodle ROSTER=roster.csv [LAB=LM10-L2]"; exit 2; }
-	$(RUN) $(BIN)/python -m grading.lms $(LMS) --roster "$(abspath $(ROSTER))" $(if $(LAB),--lab $(LAB))
+	$(RUN) $(BIN)/python -m grading.instructor.lms $(LMS) --roster "$(abspath $(ROSTER))" \
+		$(if $(LAB),--lab $(LAB))
 
 bench: setup
 	$(RUN) $(BIN)/python benchmarks/forward.py

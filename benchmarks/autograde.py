@@ -12,7 +12,7 @@ turn. The same submissions are graded
   1. by plain `nbgrader autograde LAB`, one process, one submission after another, with
      nbgrader's default pipeline (a course configuration that only names the folders and the
      course's 120 s cell timeout); and
-  2. by grading.autograde (what `make autograde` runs): warm grader workers, every notebook
+  2. by grading.batch.autograde (what `make autograde` runs): warm grader workers, every notebook
      in its own bubblewrap sandbox with a kernel forked from a process that imported the lab
      once.
 
@@ -112,7 +112,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", default="LM10-L2")
     parser.add_argument("--submissions", type=int, default=40)
-    parser.add_argument("--jobs", type=int, help="grading.autograde workers (default: every core)")
+    parser.add_argument(
+        "--jobs", type=int, help="grading.batch.autograde workers (default: every core)"
+    )
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="lm10-bench-autograde-"))
     try:
@@ -144,7 +146,7 @@ def main():
         )
         ours_s = time.monotonic() - start
         if ours.returncode:
-            raise SystemExit(f"grading.autograde failed:\n{ours.stdout}{ours.stderr[-3000:]}")
+            raise SystemExit(f"grading.batch.autograde failed:\n{ours.stdout}{ours.stderr[-3000:]}")
         expected, got = scores(plain, args.lab), scores(course, args.lab)
         differ = sorted(s for s in set(expected) | set(got) if expected.get(s) != got.get(s))
         missing = sorted(set(got) ^ set(expected))
@@ -154,11 +156,11 @@ def main():
             f"in turn), {os.cpu_count()} cores"
         )
         print(
-            f"  plain nbgrader autograde, sequential: {plain_s:7.1f} s  "
+            f"  plain nbgrader autograde, sequential:     {plain_s:7.1f} s  "
             f"{plain_s / count:5.2f} s per submission (exit status {done.returncode})"
         )
         print(
-            f"  make autograde (grading.autograde):   {ours_s:7.1f} s  "
+            f"  make autograde (grading.batch.autograde): {ours_s:7.1f} s  "
             f"{ours_s / count:5.2f} s per submission"
         )
         print(f"  ratio: {plain_s / ours_s:.2f}x")

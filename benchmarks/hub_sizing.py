@@ -5,7 +5,7 @@
 (from the repository's root; grading/JUPYTERHUB.md, "Sizing", shows its output and the
 arithmetic). It measures on this machine:
 
-- grading: `make autograde`'s path (grading.autograde) on submissions of the lab (correct,
+- grading: `make autograde`'s path (grading.batch.autograde) on submissions of the lab (correct,
   mistake, hard-coded, blank, broken in turn; benchmarks/autograde.py's): with one worker on
   N/3 and on N submissions, which gives a batch's start (workers, warm sandboxes: paid once)
   and the seconds each further submission adds; then with one worker per core on N, which
@@ -63,7 +63,7 @@ def pss(process):
 
 
 def grade(lab, count, jobs):
-    """grading.autograde on `count` submissions with `jobs` workers: (wall s, peak PSS of the
+    """grading.batch.autograde on `count` submissions with `jobs` workers: (wall s, peak PSS of the
     largest worker tree, peak PSS of the whole batch)."""
     with tempfile.TemporaryDirectory(prefix="lm10-hub-sizing-") as scratch:
         course = make_course(Path(scratch), lab, lambda nb: submissions(lab, nb, count))
@@ -96,7 +96,7 @@ def grade(lab, count, jobs):
         sampler.join()
         wall = time.monotonic() - start
         if batch.returncode:
-            raise SystemExit(f"grading.autograde failed:\n{output[-3000:]}")
+            raise SystemExit(f"grading.batch.autograde failed:\n{output[-3000:]}")
         return wall, peaks["worker"], peaks["batch"]
 
 
@@ -243,7 +243,7 @@ def main():
         "quota": args.quota_mib * MIB,
     }
     print(f"Measured here ({cores} cores, {psutil.virtual_memory().total / GIB:.0f} GiB):")
-    print(f"  grading.autograde on submissions of {args.lab}:")
+    print(f"  grading.batch.autograde on submissions of {args.lab}:")
     print(f"    one worker, {n // 3} submissions: {few[0]:6.1f} s")
     print(f"    one worker, {n} submissions: {one[0]:6.1f} s")
     print(

@@ -1,5 +1,5 @@
-"""How well the similarity report (grading/similarity.py) finds planted copies, per lab and kind
-of disguise, and how long it takes for a class of 300.
+"""How well the similarity report (grading/instructor/similarity.py) finds planted copies, per lab
+and kind of disguise, and how long it takes for a class of 300.
 
     python -m benchmarks.similarity [--labs LM10-L1 LM10-L2 LM10-L6] [--dolos DIR]
 
@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from lab_cases import copying  # noqa: E402
 
-from grading import similarity  # noqa: E402
+from grading.instructor import similarity  # noqa: E402
 
 DOLOS_SCRIPT = """
 import { Dolos } from "@dodona/dolos-lib";
 const [ignore, ...files] = process.argv.slice(2);
 // the release's answer cells as its template, and what half the class writes left out, as
-// grading/similarity.py does with copydetect
+// grading/instructor/similarity.py does with copydetect
 const dolos = new Dolos({ language: "python", maxFingerprintPercentage: 0.5 });
 const report = await dolos.analyzePaths(files, ignore);
 const out = [];

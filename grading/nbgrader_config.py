@@ -21,9 +21,9 @@ from nbgrader.preprocessors import (
 )
 
 # The course's steps come from the grading package (this folder, installed with the course).
-from grading.course_preprocessors import DeduplicateIds, SandboxedExecute, StripHiddenTests
-from grading.grades_export import GradesExport
-from grading.sanitise import clean, markdown_html
+from grading.host.course_preprocessors import DeduplicateIds, SandboxedExecute, StripHiddenTests
+from grading.instructor.grades_export import GradesExport
+from grading.instructor.sanitise import clean, markdown_html
 
 # The course whose configuration this is: the folder of this file, wherever it was copied.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,7 +37,7 @@ c.CourseDirectory.release_directory = "labs"
 c.CourseDirectory.submitted_directory = "grading/submitted"
 c.CourseDirectory.autograded_directory = "grading/autograded"
 c.CourseDirectory.feedback_directory = "grading/feedback"
-# A busy timeout lets parallel autograders (grading/autograde.py) queue for the write lock
+# A busy timeout lets parallel autograders (grading/batch/autograde.py) queue for the write lock
 # instead of failing at once with "database is locked".
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db") + "?timeout=120"
 # The exchange (git-ignored) must exist, or the formgrader and the assignment list show errors;
@@ -64,7 +64,7 @@ c.Autograde.sanitize_preprocessors = [
     CheckCellMetadata,
 ]
 
-# Student code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/sandbox.py):
+# Student code runs in a sandbox (course_preprocessors.SandboxedExecute, grading/host/sandbox.py):
 # it replaces nbgrader's Execute, and its stderr never costs points, so nbgrader's
 # IgnorePattern is not needed. The rest is nbgrader's default autograding pipeline.
 c.Autograde.autograde_preprocessors = [
@@ -76,7 +76,7 @@ c.Autograde.autograde_preprocessors = [
     CheckCellMetadata,
 ]
 # Without a working bubblewrap SandboxedExecute refuses to run any submission, unless the
-# instructor chose LM10_GRADE_WITHOUT_ISOLATION=1 (grading/sandbox.py). Which of the two it was
+# instructor chose LM10_GRADE_WITHOUT_ISOLATION=1 (grading/host/sandbox.py). Which of the two it was
 # stays in the autograded notebook's metadata (`lm10`), which ClearMetadataPreprocessor keeps,
 # and `make grades` exports it as the `isolated` column (grades_export.py).
 c.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {("language_info", "name"), "lm10"}
@@ -85,10 +85,10 @@ c.ExportApp.plugin_class = GradesExport
 # Seconds per cell (nbgrader's default is 30). Each lab's setup cell imports torch and
 # transformers, which took 30 s on a loaded 2-core machine; a cell still running after this is
 # interrupted and scores as an error, and the rest of the notebook is graded.
-# grading/autograde.py bounds a whole submission (--timeout, SandboxedExecute.total_timeout).
+# grading/batch/autograde.py bounds a whole submission (--timeout, SandboxedExecute.total_timeout).
 c.Execute.timeout = 120
 
-# The limits of every graded sandbox, each described in grading/sandbox.py (SandboxLimits; the
+# The limits of every graded sandbox, each described in grading/host/sandbox.py (SandboxLimits; the
 # defaults below are Limits'). The batch's workers warm their sandbox with these and
 # SandboxedExecute grades with them, so a change here changes both; a submission whose limits
 # differ from the warm sandbox's would run in a cold one, and the worker's log says so.

@@ -119,7 +119,7 @@ def starts(args) -> str | None:
         return "a hub"
     if "--nbval" in argv or "--execute" in argv:
         return "a notebook run"
-    if {"grading.autograde", "grading.workers"} & set(argv):
+    if {"grading.batch.autograde", "grading.batch.workers"} & set(argv):
         return "a batch of sandboxed grading"
     if "nbgrader" in names and verb("nbgrader") in {"autograde", "validate", "generate_feedback"}:
         return f"nbgrader {verb('nbgrader')}"

@@ -112,7 +112,8 @@ OVERLAY = [
     f'<ol start="3" class="{MARK}"><li>three</li></ol>',
     "# notebook-container\n\n## l2_written_tradeoff",  # markdown writes a heading's text as its id
 ]
-# What a student element may carry, per tag (grading/sanitise.py's allow-list; nh3 adds rel).
+# What a student element may carry, per tag
+# (grading/instructor/sanitise.py's allow-list; nh3 adds rel).
 KEPT = {
     "a": {"href", "title", "rel"},
     "abbr": {"title"},

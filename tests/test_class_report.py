@@ -1,4 +1,5 @@
-"""The instructor's class report (grading/class_report.py, `make report`) for a synthetic class.
+"""The instructor's class report (grading/instructor/class_report.py,
+`make report`) for a synthetic class.
 
 A course copy releases LM10-L2 with a due date, the class of tests/lab_cases/class_l2.py (77
 submissions: correct, every catalogued slip, late, blank, broken, flagged, hostile) is handed
@@ -86,7 +87,7 @@ def graded_class(tmp_path_factory, sandbox_installed):
             grade.manual_score, grade.needs_manual_grade = score, False
         gradebook.db.commit()
     start = time.monotonic()
-    built = run("-m", "grading.class_report", "--grading", ".", cwd=grading)
+    built = run("-m", "grading.instructor.class_report", "--grading", ".", cwd=grading)
     seconds = time.monotonic() - start
     assert built.returncode == 0, built.stderr[-3000:]
     reports = grading / "reports"
@@ -333,13 +334,25 @@ def test_the_course_page_per_student_and_lab(graded_class):
 
 def test_bad_lab_names_are_refused(graded_class):
     done = run(
-        "-m", "grading.class_report", "LM10-L9", "--grading", ".", cwd=graded_class["grading"]
+        "-m",
+        "grading.instructor.class_report",
+        "LM10-L9",
+        "--grading",
+        ".",
+        cwd=graded_class["grading"],
     )
     assert (
         done.returncode == 2
         and "LM10-L9 is not in the gradebook (labs there: LM10-L2)" in done.stderr
     )
-    done = run("-m", "grading.class_report", "../x", "--grading", ".", cwd=graded_class["grading"])
+    done = run(
+        "-m",
+        "grading.instructor.class_report",
+        "../x",
+        "--grading",
+        ".",
+        cwd=graded_class["grading"],
+    )
     assert done.returncode == 2 and "folder name" in done.stderr
 
 

@@ -1,4 +1,5 @@
-"""The course's one CSV writer (grading/csvout.py): no cell a spreadsheet runs as a formula.
+"""The course's one CSV writer (grading/instructor/csvout.py):
+no cell a spreadsheet runs as a formula.
 
 Each writer of the course (the autograde report, the class report's rows, the LMS files, `make
 grades`) is driven here with a student id, a name and a message that start a formula, and its
@@ -15,8 +16,9 @@ from types import SimpleNamespace
 import pytest
 from traitlets.config import Configurable
 
-from grading import class_report, csvout, report
-from grading.results import Result
+from grading.batch import report
+from grading.batch.results import Result
+from grading.instructor import class_report, csvout
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMULAS = [
@@ -101,8 +103,8 @@ def result(student, message, score=0.0):
 
 
 def test_autograde_report_guards_and_merges_the_same_student(tmp_path):
-    """grading/report.py's CSV (autograde-LAB.csv): a formula id and message are guarded, and a
-    rerun of that student replaces its row instead of adding a second one."""
+    """grading/batch/report.py's CSV (autograde-LAB.csv): a formula id and message are guarded, and
+    a rerun of that student replaces its row instead of adding a second one."""
     path = tmp_path / "autograde-LM10-L2.csv"
     hostile = "=cmd|' /C calc'!A0"
     report.write_report(path, [result(hostile, "-1+1 first"), result("bob", "@x")])
@@ -125,8 +127,9 @@ def test_class_report_csv_guards(tmp_path):
 
 
 def test_grades_export_guards(tmp_path):
-    """`make grades` (grading/grades_export.py) with a gradebook of one hostile student."""
-    from grading import grades_export
+    """`make grades` (grading/instructor/grades_export.py)
+    with a gradebook of one hostile student."""
+    from grading.instructor import grades_export
 
     student = SimpleNamespace(id="@evil", last_name="=HYPERLINK(1)", first_name="-x", email="")
     assignment = SimpleNamespace(name="LM10-L2", duedate=None, max_score=13.0)
@@ -172,12 +175,13 @@ def test_the_csv_writer_check_sees_code_not_strings():
 
 
 def test_every_csv_the_course_writes_goes_through_csvout():
-    """No csv.writer, csv.DictWriter or hand-joined comma line outside grading/csvout.py."""
+    """No csv.writer, csv.DictWriter or hand-joined comma
+    line outside grading/instructor/csvout.py."""
     offenders = []
     for folder in ("grading", "tools", "benchmarks", "lib"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path == ROOT / "grading" / "csvout.py":
+            if path == ROOT / "grading" / "instructor" / "csvout.py":
                 continue
             if writes_csv(ast.parse(path.read_text())):
                 offenders.append(str(path.relative_to(ROOT)))
-    assert offenders == [], f"write CSV files with grading.csvout: {offenders}"
+    assert offenders == [], f"write CSV files with grading.instructor.csvout: {offenders}"

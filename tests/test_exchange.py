@@ -5,7 +5,7 @@ root. The instructor releases the lab to the exchange; three students, each with
 their own and their own student id (`--CourseDirectory.student_id`: they all share this
 machine's system user, whose name nbgrader would otherwise take), fetch it, answer it
 (correct, one mistake, nothing) and submit; the instructor collects, autogrades with
-grading/autograde.py (what `make autograde` runs), generates feedback and releases it; every
+grading/batch/autograde.py (what `make autograde` runs), generates feedback and releases it; every
 student fetches their feedback. The gradebook and each student's feedback page must show the
 scores their answers earned.
 """

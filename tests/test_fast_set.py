@@ -28,7 +28,10 @@ PYTHON = sys.executable
         ([PYTHON, "-m", "jupyterhub", "-f", "c.py"], "a hub"),
         ([PYTHON, "-m", "pytest", "--nbval", "lessons"], "a notebook run"),
         (["jupyter", "nbconvert", "--execute", "x.ipynb"], "a notebook run"),
-        ([PYTHON, "-m", "grading.autograde", "--grading", "."], "a batch of sandboxed grading"),
+        (
+            [PYTHON, "-m", "grading.batch.autograde", "--grading", "."],
+            "a batch of sandboxed grading",
+        ),
         (["/venv/bin/nbgrader", "autograde", "LM10-L1"], "nbgrader autograde"),
         ([Path("/venv/bin/jupyter"), "lab", "--no-browser"], "a Jupyter server"),
         (["make", "--no-print-directory", "lab", "JUPYTER_ARGS=x"], "make lab"),

@@ -1,13 +1,13 @@
-"""Feedback after a hidden input names no slip of its own choosing (grading/course_preprocessors.py:
-StripHiddenTests, with_slips). Fast: no sandbox, no kernel; the part's real catalogue
-(lmcourse/data), the grader's real preprocessor on a graded test cell."""
+"""Feedback after a hidden input names no slip of its own choosing
+(grading/host/course_preprocessors.py: StripHiddenTests, with_slips). Fast: no sandbox, no kernel;
+the part's real catalogue (lmcourse/data), the grader's real preprocessor on a graded test cell."""
 
 import json
 
 from lmcourse import slips
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from grading.course_preprocessors import HIDDEN_MESSAGE, HIDDEN_SLIPS, StripHiddenTests
+from grading.host.course_preprocessors import HIDDEN_MESSAGE, HIDDEN_SLIPS, StripHiddenTests
 
 PART = "l1_test_gpt2_block"
 SOURCE = "\n".join(

@@ -8,11 +8,11 @@ a MathJax \\href, an object, an attached SVG, scripts loaded from the student's 
 beside the notebook), tests/test_formgrader_page.py's attacks as cells of the student's own,
 code that prints and displays script when it runs, and stored outputs and notebook-level
 widget state with script. Each payload, if it ran, would add its name to `window.__lm10_pwned`
-and give the student full marks through the formgrader's API. `grading/autograde.py LM10-L2`
+and give the student full marks through the formgrader's API. `grading/batch/autograde.py LM10-L2`
 grades it (in the bubblewrap sandbox; LM10_GRADE_WITHOUT_ISOLATION=1 where bubblewrap is
 missing), and JupyterLab serves the course as `make lab` does (tests/test_browser.py's
 helpers), with the course's jupyter_server_config.py and its Content-Security-Policy
-(grading/formgrader_csp.py).
+(grading/instructor/formgrader_csp.py).
 
 In Chromium, on the grading page as the formgrader serves it: the policy is on the response
 (one nonce, 'strict-dynamic', no 'unsafe-inline' or 'unsafe-eval' for scripts, object-src
@@ -274,7 +274,8 @@ def course(browser, tmp_path_factory):  # noqa: F811 (the fixture imported above
 def served(course, scratch: Path, sanitised: bool = True):
     """JupyterLab on the course, as `make lab` starts it; with `sanitised` False, an
     nbgrader_config.py before the course's takes the sanitiser out of the formgrader's
-    HTMLExporter (grading/sanitise.py): the server renders a student's markdown as it is."""
+    HTMLExporter (grading/instructor/sanitise.py): the
+    server renders a student's markdown as it is."""
     config = [course["course"] / "grading"]
     if not sanitised:
         (scratch / "unsanitised").mkdir()

@@ -45,7 +45,8 @@ def test_jupyter_server_mathjax_ships_what_the_page_asks_for():
 @pytest.mark.parametrize("page", ["page", "feedback"])
 def test_student_markdown_is_sanitised_on_the_instructors_pages(page):
     """nbgrader's own templates render markdown unsanitised; the course's allow-list filter
-    (grading/sanitise.py) removes every way to run script, and keeps what markdown makes."""
+    (grading/instructor/sanitise.py) removes every way
+    to run script, and keeps what markdown makes."""
     html = render(page, hostile_notebook())
     assert ("formgrade.js" in html) == (page == "page"), "not nbgrader's page"
     for i in range(len(HOSTILE)):

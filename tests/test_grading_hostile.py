@@ -6,7 +6,7 @@ and classmates' work, leaving detached processes behind, writing outside their f
 neutralising tests through IPython's hooks, returning objects equal to anything, looping
 forever, exhausting memory, files and processes, flooding the output, writing to stderr,
 renaming their notebook, and notebooks that do not parse, are missing or are links. One
-`grading/autograde.py` batch grades them all in sandboxes (bubblewrap; .ci/run installs it),
+`grading/batch/autograde.py` batch grades them all in sandboxes (bubblewrap; .ci/run installs it),
 then feedback is generated. The tests check every student's status, score and report reason;
 that no correct answer lost a point; that the gradebook, the solutions, the other submissions
 and every file outside the autograded and feedback folders are unchanged, and nothing was
@@ -68,7 +68,8 @@ import pytest
 from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook, MissingEntry
 
-from grading import autograde, sandbox
+from grading.batch import autograde
+from grading.host import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
@@ -961,7 +962,7 @@ def test_without_bubblewrap_nothing_is_graded(batch, tmp_path):
             assert "sudo apt-get install bubblewrap" in said, said[-3000:]
             assert "LM10_GRADE_WITHOUT_ISOLATION=1" in said, said[-3000:]
             assert not canary.exists(), f"{command[:2]} ran the student's code unsandboxed"
-            if "grading.autograde" in command:
+            if "grading.batch.autograde" in command:
                 assert done.returncode == 2, said
                 assert tree_digest(grading, skip=("submitted/canary", "__pycache__")) == before, (
                     "autograde.py wrote to the gradebook, the report or the autograded folders"
@@ -1237,7 +1238,7 @@ def test_feedback_names_no_exception_the_students_code_chose():
     """After a hidden input reached the student's code, which exception it raised could spell
     bits of that input (a hidden width modulo 4 as one of four of Python's names): the
     feedback says "Error", except for a failed check."""
-    from grading.course_preprocessors import shown_name
+    from grading.host.course_preprocessors import shown_name
 
     for name in ("BufferError", "LookupError", "ValueError", "Leak_576", "OffLimitsError"):
         assert shown_name(name) == "Error", name
@@ -1247,7 +1248,7 @@ def test_feedback_names_no_exception_the_students_code_chose():
 def test_the_warm_sandbox_empties_a_tree_of_any_depth(tmp_path):
     """A student's tree 3,000 folders deep, some read-only, in a folder the warm sandbox
     empties between students: Python's own walkers recurse and stopped on it."""
-    from grading import sandbox_exec
+    from grading.in_sandbox import sandbox_exec
 
     root = tmp_path / "home"
     root.mkdir()

@@ -5,8 +5,9 @@ package `grading`, the course's `tools`, the `benchmarks` and the `tests`. The r
 
 - lmcourse imports none of the others (students' kernels and the sandbox hold lmcourse alone);
 - grading imports neither the tests, nor the benchmarks, nor the tools;
-- what runs inside the sandbox (grading/sandbox_exec.py, grading/sandbox_agent.py) imports no
-  other grading module: the sandbox holds those two files, not the package;
+- what runs inside the sandbox (grading/in_sandbox/sandbox_exec.py,
+  grading/in_sandbox/sandbox_agent.py) imports no other grading module: the sandbox holds those two
+  files, not the package;
 - benchmarks and tools import no test module (tests/**/test_*.py, a conftest.py): what they
   share with the tests lives in a module that is not a test (tools/course_copy.py, the lab cases
   of tests/lab_cases, tests/lib/parity_cases.py);
@@ -36,7 +37,7 @@ PARTS = {"lmcourse": ROOT / "lib" / "lmcourse"} | {
 }
 # nbgrader's data inside grading/ (students' work, generated reports): not the course's code
 NOT_CODE = {"submitted", "autograded", "feedback", "reports", "exports", "exchange", "jupyter-data"}
-IN_SANDBOX = {"grading.sandbox_exec", "grading.sandbox_agent"}
+IN_SANDBOX = {"grading.in_sandbox.sandbox_exec", "grading.in_sandbox.sandbox_agent"}
 
 
 def module_name(path: Path) -> str:
@@ -190,16 +191,25 @@ def test_the_reader_sees_the_edges_it_must():
         "lmcourse.families.qwen3_moe"
     ], "relative imports (from . import llama; from .base import ...)"
     assert "lmcourse.count" in edges["lmcourse.zoo"], "from .count import describe"
-    assert "grading.sandbox_exec" in edges["grading.sandbox"], "from grading import sandbox_exec"
-    assert "grading.sandbox_agent" in edges["grading.sandbox_exec"], "a bare sibling"
+    assert "grading.in_sandbox.sandbox_exec" in edges["grading.host.sandbox"], (
+        "from grading.in_sandbox import sandbox_exec"
+    )
+    assert "grading.in_sandbox.sandbox_agent" in edges["grading.in_sandbox.sandbox_exec"], (
+        "a bare sibling"
+    )
     assert "tests.conftest" in edges["tests.lib.test_blocks"], "from conftest import ..."
     assert "tests.lab_cases" in edges["tests.test_labs"], "from lab_cases import ..."
     assert "lmcourse.families" in edges["lmcourse.zoo"], "from .families import FAMILIES"
     assert all(not is_test(m) for m in ("tests.lab_cases", "tools.course_copy", "tests.conftest"))
     assert is_test("tests.lib.test_parity") and is_conftest("tests.conftest")
     assert "lmcourse.families" in graph(on_import=True)["lmcourse.zoo"]
-    assert "grading.class_report" not in graph(on_import=True)["grading.similarity"]
-    assert "grading.class_report" in edges["grading.similarity"], "an import inside a function"
+    assert (
+        "grading.instructor.class_report"
+        not in graph(on_import=True)["grading.instructor.similarity"]
+    )
+    assert "grading.instructor.class_report" in edges["grading.instructor.similarity"], (
+        "an import inside a function"
+    )
 
 
 def test_the_library_imports_nothing_else_of_the_course():

@@ -3,8 +3,8 @@
 For every lab solutions/LM10-L<n>/ (found automatically, with its submissions in
 tests/lab_cases/l<n>.py): labs/ is exactly what nbgrader generates; the solution passes
 nbgrader's Validator and the release fails it; and in a temporary course the batch autograder
-(grading/autograde.py, parallel `nbgrader autograde` processes) grades correct answers in a messy
-notebook, a blank release with tampered tests, a mistake and hard-coded answers as it should,
+(grading/batch/autograde.py, parallel `nbgrader autograde` processes) grades correct answers in a
+messy notebook, a blank release with tampered tests, a mistake and hard-coded answers as it should,
 beside an unparseable submission. Feedback must not show hidden tests.
 
 Select labs with -k, e.g. `pytest tests/test_labs.py -k L2`.
@@ -27,8 +27,9 @@ from lab_cases import course_copy
 from lmcourse import offlimits, slips
 from nbgrader.api import Gradebook
 
-from grading import autograde, report, room, submission_checks
-from grading.course_preprocessors import HIDDEN_MESSAGE, HIDDEN_SLIPS
+from grading.batch import autograde, report
+from grading.host import room, submission_checks
+from grading.host.course_preprocessors import HIDDEN_MESSAGE, HIDDEN_SLIPS
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted(
@@ -311,7 +312,7 @@ def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_t
 
 def absent_from_room(error, outside):
     """Whether `error` says that what the student's code reached for is not in the room
-    (grading/room.py): a name of the setup the room does not hold, a package no room holds (its
+    (grading/host/room.py): a name of the setup the room does not hold, a package no room holds (its
     stand-in refuses the import, or has no such attribute), a transformers layer held as its
     weights only."""
     text = f"{error.ename}: {error.evalue}"

@@ -1,4 +1,5 @@
-"""Grades for Canvas and Moodle (grading/lms.py, `python -m grading.lms`) from a real gradebook.
+"""Grades for Canvas and Moodle (grading/instructor/lms.py,
+`python -m grading.instructor.lms`) from a real gradebook.
 
 A gradebook built with nbgrader's own API in a course folder of its own (two labs, a late
 penalty, a person's mark, a written answer still waiting, a student with no submission, a
@@ -14,7 +15,7 @@ import io
 import pytest
 from nbgrader.api import Gradebook
 
-from grading import lms
+from grading.instructor import lms
 
 # nbgrader's own add_submission builds objects that SQLAlchemy warns about while autoflushing
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
@@ -129,7 +130,7 @@ def read_csv(path):
 
 
 def run(capsys, *argv):
-    """`python -m grading.lms ARGV` in this process: (exit status, stdout, stderr)."""
+    """`python -m grading.instructor.lms ARGV` in this process: (exit status, stdout, stderr)."""
     try:
         lms.main([str(a) for a in argv])
         status = 0

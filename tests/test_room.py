@@ -1,4 +1,4 @@
-"""grading/room.py and the plain copies a room receives, without a sandbox: fast.
+"""grading/host/room.py and the plain copies a room receives, without a sandbox: fast.
 
 What a lab's setup declares the student's (`# Yours while graded: ...`), what of the setup a
 room runs, and how the trusted process's objects arrive there: a transformers configuration as
@@ -17,7 +17,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from grading import room, sandbox_agent, submission_checks, trusted_tests
+from grading.host import room, submission_checks, trusted_tests
+from grading.in_sandbox import sandbox_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,7 +186,7 @@ def test_a_room_reads_its_copies_without_transformers(tmp_path):
     code = (
         "import io, sys\n"
         "sys.modules['transformers'] = None  # import transformers now fails\n"
-        "from grading import sandbox_agent\n"
+        "from grading.in_sandbox import sandbox_agent\n"
         "data = open(sys.argv[1], 'rb').read()\n"
         "room = sandbox_agent._Unpickler(io.BytesIO(data)).load()\n"
         "print(sum(p.numel() for p in room['model'].parameters()), room['config'].hidden_size)\n"

@@ -1,5 +1,5 @@
 """The limits of a graded sandbox come from one place, grading/nbgrader_config.py through
-SandboxLimits (grading/sandbox.py): each described, the same for the worker's warm sandbox and
+SandboxLimits (grading/host/sandbox.py): each described, the same for the worker's warm sandbox and
 for SandboxedExecute, and a bad value refused by name. No sandbox is started here."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from traitlets import TraitError
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from grading import sandbox
-from grading.course_preprocessors import SandboxedExecute
+from grading.host import sandbox
+from grading.host.course_preprocessors import SandboxedExecute
 
 GRADING = Path(__file__).resolve().parents[1] / "grading"
 LIMITS = [f.name for f in dataclasses.fields(sandbox.Limits) if f.name != "room"]

@@ -1,4 +1,5 @@
-"""The similarity report (grading/similarity.py, `make similarity LAB=...`) on a small class.
+"""The similarity report (grading/instructor/similarity.py,
+`make similarity LAB=...`) on a small class.
 
 A course copy holds the release of LM10-L2 and a class of tests/lab_cases/copying.py: twelve
 honest students who wrote their answers independently and one planted copy per kind of
@@ -25,7 +26,7 @@ import pytest
 from browsing import VIEWPORT
 from lab_cases import copying
 
-from grading import csvout, similarity
+from grading.instructor import csvout, similarity
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
@@ -35,7 +36,7 @@ SCRIPT = "</pre><script>alert(2)</script>"
 
 def run(*args, cwd):
     return subprocess.run(
-        [sys.executable, "-m", "grading.similarity", *args],
+        [sys.executable, "-m", "grading.instructor.similarity", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -265,7 +266,7 @@ def test_the_page_opens_in_chromium_and_requests_nothing(report, browser):  # no
 
 
 def test_the_class_report_s_section_links_the_page(report, tmp_path):
-    """What `make report` puts on the lab's page (grading/class_report.py calls it)."""
+    """What `make report` puts on the lab's page (grading/instructor/class_report.py calls it)."""
     text = similarity.section(LAB, report["grading"], tmp_path)
     page = Page(text)
     assert ("a", "href", f"{LAB}-similarity.html") in page.attributes

@@ -1,4 +1,4 @@
-"""The flagger (grading/submission_checks.py) on one construct at a time, and on honest work.
+"""The flagger (grading/host/submission_checks.py) on one construct at a time, and on honest work.
 
 A small lab stands in for a release: a locked setup cell that imports os, torch, F, nn and
 transformers and defines check_type, reference and config; one answer cell; a test cell that
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grading import submission_checks as sc
+from grading.host import submission_checks as sc
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = """import os
@@ -150,8 +150,11 @@ REACHES = {
     "globals": ("globals()['reference'] = print", "globals()"),
     "import-main": ("import __main__", "imports __main__"),
     "sandbox-agent": ("import sandbox_agent", "imports sandbox_agent"),
-    "grading": ("from grading import trusted_tests", "imports grading"),
-    "grading-agent": ("import grading.sandbox_agent", "imports grading.sandbox_agent"),
+    "grading": ("from grading.host import trusted_tests", "imports grading"),
+    "grading-agent": (
+        "import grading.in_sandbox.sandbox_agent",
+        "imports grading.in_sandbox.sandbox_agent",
+    ),
     "grader-string": ('sys_modules["sandbox_agent"]', "names sandbox_agent in a string"),
     "offlimits-import": ("import lmcourse.offlimits", "lmcourse.offlimits"),
     "offlimits-from": ("from lmcourse import offlimits", "lmcourse.offlimits"),

@@ -1,8 +1,8 @@
-"""The data that crosses from the student's kernel to the trusted tests (grading/trusted_tests.py
-and grading/sandbox_agent.py), without a sandbox: what the student's side encodes, the
-grader's side decodes to values of exactly their types, and anything that is not plain data
-arrives as a handle that equals nothing, has no truth value and names the student's type.
-The end-to-end attacks are in tests/test_grading_hostile.py."""
+"""The data that crosses from the student's kernel to the trusted tests
+(grading/host/trusted_tests.py and grading/in_sandbox/sandbox_agent.py), without a sandbox: what the
+student's side encodes, the grader's side decodes to values of exactly their types, and anything
+that is not plain data arrives as a handle that equals nothing, has no truth value and names the
+student's type. The end-to-end attacks are in tests/test_grading_hostile.py."""
 
 import json
 import math
@@ -10,7 +10,8 @@ import math
 import pytest
 import torch
 
-from grading import sandbox_agent, trusted_tests
+from grading.host import trusted_tests
+from grading.in_sandbox import sandbox_agent
 
 
 def round_trip(value, link=None):

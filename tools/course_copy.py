@@ -16,7 +16,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_CONFIG = ("nbgrader_config.py", "jupyter_server_config.py", "jupyter-data")
 # `make autograde`'s command, as arguments of python run in a course copy's grading folder
-AUTOGRADE = ("-m", "grading.autograde", "--grading", ".")
+AUTOGRADE = ("-m", "grading.batch.autograde", "--grading", ".")
 
 
 def course_copy(root, labs=None):

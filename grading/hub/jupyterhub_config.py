@@ -485,7 +485,7 @@ def prepare_server(spawner):
             private_folder(course.resolve(), account)
         spawner.notebook_dir = str(course)
         config = [course / "grading", HERE / "config"]
-        spawner.max_tasks = None  # grading sets its own limits (grading/sandbox.py)
+        spawner.max_tasks = None  # grading sets its own limits (grading/host/sandbox.py)
     else:
         config = [HERE / "student", HERE / "config"]
         spawner.max_tasks = STUDENT_MAX_TASKS

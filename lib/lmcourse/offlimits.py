@@ -17,8 +17,8 @@ setup helper the test calls) may use them; any other notebook code (answer cells
 student added, a setup helper the student's code calls that is not itself off limits) may not.
 
 Two places run this, with one rule:
-- the grader's sandbox (grading/sandbox_agent.py), where the tests run outside the student's
-  kernel and only the student's code runs here: `Guard` is armed around each call a test
+- the grader's sandbox (grading/in_sandbox/sandbox_agent.py), where the tests run outside the
+  student's kernel and only the student's code runs here: `Guard` is armed around each call a test
   makes, and what fired is reported to the grader, which scores the part 0 whatever the
   student's code did with the error;
 - nbgrader's Validate, where the tests run in the student's own kernel: this module is an
@@ -28,7 +28,8 @@ Two places run this, with one rule:
 It is a profile hook (sys.setprofile), so it sees a function however it was reached: by its
 module path, an alias imported earlier, a method of a module the student built. It cannot stop
 code set on getting around it (unsetting the hook, another thread, a private copy of the
-reference): the grader flags those constructs for a person to read (grading/submission_checks.py).
+reference): the grader flags those constructs for a
+person to read (grading/host/submission_checks.py).
 """
 
 import importlib
@@ -44,7 +45,7 @@ DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t
 # Off limits under every test: the ways to switch the guard off. (Threads are not: a
 # library's thread, a progress bar's, is no delegation. One started during a guarded call
 # runs under the same guard; one a student's cell started before the test is flagged for a
-# person by the grader, grading/submission_checks.py.)
+# person by the grader, grading/host/submission_checks.py.)
 ALWAYS = (
     "sys.setprofile",
     "sys.settrace",
@@ -202,7 +203,7 @@ class Guard:
     a frame of the agent's file that the student's code calls again (its dispatcher, a
     configuration's repr) nor an answer that *is* a torch function, called by the agent with
     no notebook frame between, passes for the test's side. `missing_ok`: a name that names
-    nothing here is skipped (a graded room, grading/room.py, holds no references)."""
+    nothing here is skipped (a graded room, grading/host/room.py, holds no references)."""
 
     def __init__(self, names, namespace=None, test_file=None, boundary=(), missing_ok=False):
         self.names, self.test_file, self.fired = list(names), test_file, []
@@ -235,7 +236,7 @@ class Guard:
                 self.codes.update((code, name) for code in codes)
         self.cell_prefixes = _cell_prefixes()
         self.previous, self.previous_threads, self.modes = None, None, []
-        # Whether anything declared is here to guard (in a graded room, grading/room.py, the
+        # Whether anything declared is here to guard (in a graded room, grading/host/room.py, the
         # references are not): without it the hook would only slow honest code down.
         always = {n for n in ALWAYS if n not in self.names}
         self.guards_anything = bool(self.ops or self.files) or any(

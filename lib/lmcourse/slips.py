@@ -10,7 +10,7 @@ Two slips that give the same value share the line, as alternatives ("...? or ...
 value gets no hint, a wrong one that is no known slip the plain message. The sentences are
 fixed text, with nothing of a test's inputs in them; the autograde report counts them (`named`).
 Where a hidden test found the slip, the feedback lists every sentence of the part instead of the
-one named (grading/course_preprocessors.py: with_slips): which one matched was chosen by code
+one named (grading/host/course_preprocessors.py: with_slips): which one matched was chosen by code
 that had seen the hidden input.
 
 This module holds no rule. What a slip gives is data: `data/slips-l<n>.json`, written for each

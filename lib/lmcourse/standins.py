@@ -30,10 +30,10 @@ Where the swap is made:
 - in a student's kernel (Validate) and wherever a lab runs in one process (tests/
   test_lab_inputs.py, grading/slips/table.py), the test shares the student's namespace: the
   name is swapped in the namespace of the code that opened the `with`, and put back after;
-- in the grader's trusted process (grading/trusted_tests.py), whose namespace holds handles to
+- in the grader's trusted process (grading/host/trusted_tests.py), whose namespace holds handles to
   the student's objects, the grader installs a route (`use_room`): the same swap is also made
-  in the graded sandbox, among the student's code (grading/sandbox_agent.py builds the stand-in
-  there with `StandIn`, from the plain data this module sends: names, parameters, answers).
+  in the graded sandbox, among the student's code (grading/in_sandbox/sandbox_agent.py builds the
+  stand-in there with `StandIn`, from the plain data this module sends: names, parameters, answers).
 """
 
 import ast

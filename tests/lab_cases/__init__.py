@@ -66,7 +66,7 @@ unparseable notebook is submitted beside them (reported as an error, zero, no cr
 
 Build submissions with `fill` (replace answer cells by grade_id) so a case never depends on
 cell positions; written (markdown) answers need no case, they are graded by hand. Grade them in
-a `course_copy`, with `python AUTOGRADE...` run in its grading folder or grading.autograde
+a `course_copy`, with `python AUTOGRADE...` run in its grading folder or grading.batch.autograde
 (`course_copy`, `fill` and the other helpers live in tools/course_copy.py, which the benchmarks
 share; they are imported here as before).
 """

@@ -1,6 +1,6 @@
 # ruff: noqa: E501 (the answers below are students' code, laid out as they wrote it)
-"""A synthetic class for the similarity report (grading/similarity.py): honest students who
-wrote their answers independently, and planted copies of some of them, disguised.
+"""A synthetic class for the similarity report (grading/instructor/similarity.py): honest students
+who wrote their answers independently, and planted copies of some of them, disguised.
 
 Honest answers: for every answer cell of L1, L2 and L6 five methods (the model solution, the
 lab's `alternatives` case, and three more written here: closed forms, loops, helpers, dicts,

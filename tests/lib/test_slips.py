@@ -422,12 +422,12 @@ def test_the_norm_inputs_slip_is_the_hidden_states_shifted_by_one():
 
 
 def test_the_grader_names_slips_on_any_input_where_a_students_kernel_cannot():
-    """The trusted process that runs the labs' tests (grading/trusted_tests.py) installs the
+    """The trusted process that runs the labs' tests (grading/host/trusted_tests.py) installs the
     rules: the setup's `from lmcourse.slips import hint` names a slip on a hidden test's input
     there, and only there."""
     import time
 
-    from grading import trusted_tests
+    from grading.host import trusted_tests
 
     source = (
         'print(repr(hint("l1_test_gpt2_block", 12 * 64**2 + 4 * 64, 12 * 64**2 + 13 * 64, d=64)))'

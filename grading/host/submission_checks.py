@@ -166,7 +166,8 @@ PACKAGES = {
 # The grader's modules, named in a string (`sys.modules["sandbox_agent"]`, import_module(...)).
 GRADER_MODULES = {
     "sandbox_agent", "sandbox_exec", "trusted_tests", "offlimits", "lmcourse.offlimits",
-    "lmcourse.slips", "grading.sandbox_agent", "grading.trusted_tests", "grading.sandbox_exec",
+    "lmcourse.slips", "grading.in_sandbox.sandbox_agent", "grading.host.trusted_tests",
+    "grading.in_sandbox.sandbox_exec",
 }  # fmt: skip
 # Inside any string: what only code that is run from a string would name.
 IN_STRINGS = (*GRADER_MODULES, "__import__", "__builtins__", "__globals__", "__code__")

@@ -1,8 +1,8 @@
 """The instructor's view of a class: what it got wrong, in figures, on one page per lab and one
 for the course.
 
-    python -m grading.class_report LM10-L2 [--grading DIR]   (make report LAB=LM10-L2)
-    python -m grading.class_report                            (make report: every lab, the course)
+    python -m grading.instructor.class_report LM10-L2 [--grading DIR]  (make report LAB=LM10-L2)
+    python -m grading.instructor.class_report       (make report: every lab's page, the course's)
 
 writes grading/reports/LM10-L2.html and, beside it, LM10-L2.csv with the same numbers as tidy
 rows (lab, section, key, measure, value); `grading/reports/course.html` and `course.csv` for
@@ -46,12 +46,14 @@ from pathlib import Path
 
 import nbformat
 
-from grading import csvout, report, similarity, submission_checks
-from grading.gradebook import course_paths
-from grading.results import STATUSES
-from grading.sanitise import plain
+from grading.batch import report
+from grading.batch.gradebook import course_paths
+from grading.batch.results import STATUSES
+from grading.host import submission_checks
+from grading.instructor import csvout, similarity
+from grading.instructor.sanitise import plain
 
-GRADING = Path(__file__).resolve().parent
+GRADING = Path(__file__).resolve().parents[1]  # grading/, the course's data
 GRADED = ("graded", "flagged")
 NO_SLIP = "(no catalogued slip)"
 KINDS = {
@@ -494,7 +496,7 @@ def lab_page(lab, table, images, similar=""):
             f"{esc(get[('to grade', grade_id, 'submissions')])}</span> graded submissions "
             "(the formgrader lists them).</p>"
         )
-    out.append(similar)  # grading/similarity.py's section: its own page, linked
+    out.append(similar)  # grading/instructor/similarity.py's section: its own page, linked
     out.append(
         "<h2>Time</h2><table><tr><th>submissions timed</th><th>seconds, summed</th>"
         "<th>median seconds</th><th>last batch, wall seconds</th><th>its workers</th></tr><tr>"
@@ -531,7 +533,8 @@ def lab_page(lab, table, images, similar=""):
     out.append("</tbody></table>")
     out.append(
         f"<p class='note'>The same numbers as rows: {esc(lab)}.csv, beside this page. "
-        "Built from the gradebook and the autograde report by grading/class_report.py.</p>"
+        "Built from the gradebook and the autograde report by "
+        "grading/instructor/class_report.py.</p>"
     )
     return page(f"{lab}: class report", "\n".join(out))
 

@@ -3,7 +3,7 @@
     python sandbox_exec.py --serve REQUESTS_FD RESULTS_FD        (in bubblewrap: see serve)
     python sandbox_exec.py --unisolated REQUESTS_FD RESULTS_FD   (LM10_GRADE_WITHOUT_ISOLATION)
 
-The grader (grading/sandbox.py) starts this script, inside bubblewrap, with two pipes: it
+The grader (grading/host/sandbox.py) starts this script, inside bubblewrap, with two pipes: it
 sends frames on REQUESTS_FD (the lab's imports, then one notebook per submission, then the
 calls of its tests) and reads frames on RESULTS_FD (sandbox.py's `Sandbox` reads them). The script
 makes itself non-dumpable first, so the student's kernel (same user, started by this process)

@@ -1,7 +1,7 @@
 """The course's grading steps around nbgrader 0.9.6, installed by nbgrader_config.py.
 
 `SandboxedExecute` replaces nbgrader's `Execute` in autograding. The student's cells run in a
-sandbox (grading/sandbox.py); the test cells never do. The sandbox meets each test cell as an
+sandbox (grading/host/sandbox.py); the test cells never do. The sandbox meets each test cell as an
 empty marker and waits while the grader runs the test's source, from the gradebook, in a
 trusted process (trusted_tests.py) whose calls of the student's functions come back into the
 sandbox as calls and leave it as plain data. The test cells' outputs are the trusted
@@ -44,8 +44,8 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute
 from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
 from traitlets import Integer
 
-from grading import room, sandbox, submission_checks, trusted_tests
-from grading.results import Notes
+from grading.batch.results import Notes
+from grading.host import room, sandbox, submission_checks, trusted_tests
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
@@ -377,7 +377,7 @@ def not_run(reason):
 
 
 class SandboxedExecute(Execute):
-    """nbgrader's Execute, with the student's code run in grading/sandbox.py and the tests
+    """nbgrader's Execute, with the student's code run in grading/host/sandbox.py and the tests
     run outside it (trusted_tests.py)."""
 
     total_timeout = Integer(
@@ -386,7 +386,8 @@ class SandboxedExecute(Execute):
 
     @property
     def output_chars(self) -> int:
-        """Characters kept of each output: c.SandboxLimits.output_chars (grading/sandbox.py)."""
+        """Characters kept of each output:
+        c.SandboxLimits.output_chars (grading/host/sandbox.py)."""
         return sandbox.SandboxLimits(config=self.config).output_chars
 
     def furnish(self, prepared, setup, names, tested):

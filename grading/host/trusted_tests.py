@@ -52,8 +52,8 @@ import time
 
 from lmcourse import offlimits, standins
 
-from grading import room as rooms
-from grading import sandbox_exec as frames
+from grading.host import room as rooms
+from grading.in_sandbox import sandbox_exec as frames
 
 DTYPES = (
     "float16",
@@ -257,7 +257,7 @@ def raise_error(reply):
 
 class Pickler(pickle.Pickler):
     """Arguments for the sandbox: handles by number, the setup's objects by name, tensors as
-    compact copies (a view would carry its whole storage). In a room (grading/room.py), which
+    compact copies (a view would carry its whole storage). In a room (grading/host/room.py), which
     holds no transformers, a transformers configuration travels as its values and a
     transformers module as its weights (sandbox_agent.Values and weights_only); `answers`,
     the setup's helpers the grader answers for the room ({name: function}), go with every
@@ -477,7 +477,7 @@ class Session:
 
     def told(self, reply):
         """The student's error `reply`, its message saying so where the student's code reached for
-        what the room does not hold (grading/room.py: absent)."""
+        what the room does not hold (grading/host/room.py: absent)."""
         if self.room is None or not isinstance(reply.get("message"), str):
             return reply
         better = rooms.absent(
@@ -559,7 +559,7 @@ def limit_memory(extra):
 
 
 def _bound(source):
-    from grading import submission_checks
+    from grading.host import submission_checks
 
     tree = submission_checks.parse(source)
     return submission_checks.bound_names(tree) if tree else set()
@@ -577,7 +577,8 @@ def serve():
     with contextlib.suppress(Exception):
         exec(compile(imports, "<lab imports>", "exec"), {"__name__": "lm10_trusted"})
     make_shell()
-    from grading import submission_checks  # noqa: F401 (every session reads its setup's names with it)
+    # every session reads its setup's names with it
+    from grading.host import submission_checks  # noqa: F401
 
     try:  # the slip rules: lmcourse.slips.hint in the labs' tests names slips on hidden inputs
         from grading import slips
@@ -637,7 +638,7 @@ class TrustedHost:
     def start(self):
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (its traceback, if it fails)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "grading.trusted_tests", "--serve"],
+            [sys.executable, "-m", "grading.host.trusted_tests", "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -671,7 +672,7 @@ class TrustedHost:
 
     def open(self, setup, students, deadline=None, room=None):
         """A session for one submission; GraderError when the lab's setup fails here.
-        `room`: the setup's names the sandbox holds (grading/room.py), or None."""
+        `room`: the setup's names the sandbox holds (grading/host/room.py), or None."""
         if self.process is None or self.process.poll() is not None:
             self.close()
             self.start()

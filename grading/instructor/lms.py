@@ -1,9 +1,9 @@
 """The gradebook's scores as the CSV file that Canvas or Moodle imports (`make grades` writes
 nbgrader's own CSV).
 
-    python -m grading.lms canvas --roster ROSTER.csv [--grading DIR] [--lab LM10-L2 ...]
+    python -m grading.instructor.lms canvas --roster ROSTER.csv [--grading DIR] [--lab LM10-L2 ...]
                                  [--match-on COLUMN] [--out FILE]
-    python -m grading.lms moodle --roster ROSTER.csv [...]
+    python -m grading.instructor.lms moodle --roster ROSTER.csv [...]
 
 writes grading/exports/canvas-grades.csv (moodle-grades.csv) or --out, and beside it
 <out stem>-mismatch.csv. One column per lab (--lab, repeated; default every lab of the
@@ -44,9 +44,9 @@ unknown lab, points that differ.
 
 Every text from a roster or the gradebook (names, e-mails, ids, sections) is made plain
 (sanitise.plain, no escape sequences or control characters) and put on one line, and the
-course's CSV writer (grading/csvout.py) gives one that starts with =, +, -, @ (after spaces) or
-a tab a leading ' so that a spreadsheet shows it as text instead of running it as a formula
-(OWASP ASVS 5.0, 1.2.10; one that starts with ' gets one more).
+course's CSV writer (grading/instructor/csvout.py) gives one that starts with =, +, -, @ (after
+spaces) or a tab a leading ' so that a spreadsheet shows it as text instead of running it as a
+formula (OWASP ASVS 5.0, 1.2.10; one that starts with ' gets one more).
 Canvas finds students by the numeric ID first, so a guarded name never stops a match; a Moodle
 username or e-mail that starts with one of those characters would not be found by the import
 (which then stops and names it). Scores are plain numbers.
@@ -59,12 +59,12 @@ import re
 import sys
 from pathlib import Path
 
-from grading import csvout
-from grading.gradebook import course_paths
-from grading.grades_export import field
-from grading.sanitise import plain
+from grading.batch.gradebook import course_paths
+from grading.instructor import csvout
+from grading.instructor.grades_export import field
+from grading.instructor.sanitise import plain
 
-GRADING = Path(__file__).resolve().parent
+GRADING = Path(__file__).resolve().parents[1]  # grading/, the course's data
 CANVAS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE = ["Username", "Email address"]
 MATCH = {
@@ -280,7 +280,7 @@ def mismatch_path(out):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m grading.lms", description=__doc__.split("\n\n")[0]
+        prog="python -m grading.instructor.lms", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("lms", choices=sorted(MATCH), help="the learning-management system")
     parser.add_argument("--roster", type=Path, required=True, help="the LMS's export of the class")

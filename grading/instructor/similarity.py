@@ -1,7 +1,7 @@
 """Which submissions of a lab share their answer code: pairs and clusters, ranked, for the
 instructor's eyes only.
 
-    python -m grading.similarity LM10-L2 [--grading DIR] [--threshold 0.5]
+    python -m grading.instructor.similarity LM10-L2 [--grading DIR] [--threshold 0.5]
     (make similarity LAB=LM10-L2)
 
 writes grading/reports/LM10-L2-similarity.html (one file, opens from disk, requests nothing)
@@ -44,10 +44,11 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from grading import csvout, submission_checks
-from grading.sanitise import plain
+from grading.host import submission_checks
+from grading.instructor import csvout
+from grading.instructor.sanitise import plain
 
-GRADING = Path(__file__).resolve().parent
+GRADING = Path(__file__).resolve().parents[1]  # grading/, the course's data
 # A fingerprint is K characters of filtered code (a name is one character): copydetect's default
 # is 25; answers here are a few short lines, and 15 kept reordered statements recognisable while
 # honest pairs stayed lower (benchmarks/similarity.py, K = 12, 15, 25).
@@ -340,7 +341,7 @@ COLUMNS = ("student", "other", "score", "shared_weight", "plain_share", "shared"
 
 
 def similarity_page(lab, subs, pairs, df, problems, threshold):
-    from grading.class_report import page
+    from grading.instructor.class_report import page
 
     n = len(subs)
     linked = [p for p in pairs if p.score >= threshold]
@@ -426,7 +427,8 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
         out.append("</table>")
     out.append(
         f"<p class='note'>Every pair with a score above zero: {esc(lab)}-similarity.csv, "
-        "beside this page. Built by grading/similarity.py on copydetect's fingerprints.</p>"
+        "beside this page. Built by grading/instructor/similarity.py on copydetect's "
+        "fingerprints.</p>"
     )
     return page(f"{lab}: similar answer code", "\n".join(out))
 

@@ -17,7 +17,7 @@ the sandbox asks, the grader runs the test outside (trusted_tests.py) and sends 
 calls of the student's code in, one at a time, and each answer comes back as plain data.
 
 Without a working bubblewrap, nothing is graded: `require()` raises SandboxUnavailable with
-the reason and the fix, and every entry point (grading/autograde.py, so `make autograde`, and
+the reason and the fix, and every entry point (grading/batch/autograde.py, so `make autograde`, and
 SandboxedExecute, so the formgrader and `nbgrader autograde`) calls it before any submission
 runs. Only an instructor who sets LM10_GRADE_WITHOUT_ISOLATION=1 (`make autograde ...
 WITHOUT_ISOLATION=1`, `autograde.py --without-isolation`) grades unisolated, knowingly: the
@@ -48,11 +48,11 @@ from pathlib import Path
 from traitlets import Integer
 from traitlets.config import Configurable
 
-from grading import sandbox_exec as frames
+from grading.in_sandbox import sandbox_exec as frames
 
-HERE = Path(__file__).resolve().parent
-EXECUTOR = HERE / "sandbox_exec.py"
-AGENT = HERE / "sandbox_agent.py"  # imported by the kernel to answer the tests' calls
+INSIDE = Path(__file__).resolve().parents[1] / "in_sandbox"  # what runs in the sandbox
+EXECUTOR = INSIDE / "sandbox_exec.py"
+AGENT = INSIDE / "sandbox_agent.py"  # imported by the kernel to answer the tests' calls
 PYTHON = os.path.normpath(os.path.abspath(sys.executable))  # the venv's, not resolved
 WITHOUT_ISOLATION = "LM10_GRADE_WITHOUT_ISOLATION"  # =1: the instructor's knowing choice
 NOT_ISOLATED = (
@@ -72,7 +72,7 @@ NAMESPACES = (
 )
 KNOWINGLY = (
     f"To grade without isolation, knowingly: {WITHOUT_ISOLATION}=1 "
-    "(make autograde LAB=... WITHOUT_ISOLATION=1, or grading/autograde.py LAB "
+    "(make autograde LAB=... WITHOUT_ISOLATION=1, or grading/batch/autograde.py LAB "
     '--without-isolation); every report row then says "NOT ISOLATED"'
 )
 
@@ -121,7 +121,7 @@ class Limits:
     cpu_seconds: int = 3600
     home_bytes: int = 256 << 20  # the private home and /tmp, each
     output_chars: int = 20_000  # per output of a cell
-    # A room (grading/room.py): transformers and the course library are not in the sandbox,
+    # A room (grading/host/room.py): transformers and the course library are not in the sandbox,
     # only stand-ins that say so (the guard, lmcourse.offlimits, stays: the agent arms it).
     room: bool = False
 
@@ -129,8 +129,8 @@ class Limits:
 class SandboxLimits(Configurable):
     """Every limit of a graded sandbox, set in grading/nbgrader_config.py as
     `c.SandboxLimits.<name>` (the defaults are `Limits`'s). The worker warms its sandbox with
-    them (grading/workers.py) and SandboxedExecute grades with them, so a submission runs in the
-    warm sandbox; one whose limits differ runs in a cold sandbox, and `execute` logs why."""
+    them (grading/batch/workers.py) and SandboxedExecute grades with them, so a submission runs in
+    the warm sandbox; one whose limits differ runs in a cold sandbox, and `execute` logs why."""
 
     memory_bytes = Integer(
         Limits.memory_bytes,
@@ -164,7 +164,7 @@ class SandboxLimits(Configurable):
     ).tag(config=True)
 
     def limits(self, room: bool = False) -> Limits:
-        """These limits, for a sandbox that holds a room (grading/room.py) or not."""
+        """These limits, for a sandbox that holds a room (grading/host/room.py) or not."""
         values = {name: getattr(self, name) for name in self.class_trait_names(config=True)}
         return Limits(**values, room=room)
 
@@ -191,7 +191,7 @@ def library_folders():
     return sorted(f for f in folders if not any(o != f and o in f.parents for o in folders))
 
 
-OUTSIDE_THE_ROOM = '''"""{name}, as a graded sandbox holds it: not at all (grading/room.py)."""
+OUTSIDE_THE_ROOM = '''"""{name}, as a graded sandbox holds it: not at all (grading/host/room.py)."""
 
 raise ImportError(
     "{name} is not available to your code while it is graded: the tests compare against it. "
@@ -203,7 +203,7 @@ LMCOURSE_IN_THE_ROOM = '''"""The course library in a graded sandbox: its guard a
 
 
 def room_stand_ins():
-    """{real folder: stand-in folder} for a room's sandbox (grading/room.py): transformers is
+    """{real folder: stand-in folder} for a room's sandbox (grading/host/room.py): transformers is
     a package whose import fails with the reason; the course library keeps only
     lmcourse.offlimits, the guard the agent arms, and lmcourse.standins, the stand-ins a test
     gives a later part for the earlier ones (values, no formula). Made once per batch process,

@@ -16,7 +16,7 @@ setup. In the sandbox the setup cell is replaced by
   weights (torch's own modules, Linear and Embedding, as they are; transformers' modules as
   weight holders whose forward is not there: see sandbox_agent.py).
 
-transformers and the course library are not importable there at all (grading/sandbox.py
+transformers and the course library are not importable there at all (grading/host/sandbox.py
 mounts stand-ins over them), so no alias, copy, namespace trick, code-object trick or thread
 of the student's code can reach them: what the student may not call is not in the room.
 

@@ -15,14 +15,14 @@ as they are; so do None (an empty cell) and booleans.
 
 `writer(handle)` is csv.writer with every cell through `cell`; `write(path, rows)` writes a
 whole file; `DictReader(handle)` is csv.DictReader with every cell through `uncell`, for the
-files the course reads back (grading/report.py merges the autograde report; the class report
+files the course reads back (grading/batch/report.py merges the autograde report; the class report
 reads it).
 """
 
 import csv
 import re
 
-from grading.sanitise import plain
+from grading.instructor.sanitise import plain
 
 FORMULA = tuple("=+-@\uff1d\uff0b\uff0d\uff20")
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")

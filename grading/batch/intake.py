@@ -13,8 +13,8 @@ import shutil
 
 import nbformat
 
-from grading import submission_checks
-from grading.sanitise import first_line
+from grading.host import submission_checks
+from grading.instructor.sanitise import first_line
 
 
 def submitted_students(submitted, lab):
@@ -89,9 +89,9 @@ def answer_cells(release):
 def warm_imports(release):
     """(imports, room imports) of the released notebook's setup cells (neither answers nor
     tests: the instructor's code): their import statements, which the trusted process runs
-    once for every submission, and those of its room (grading/room.py), which a warm sandbox
+    once for every submission, and those of its room (grading/host/room.py), which a warm sandbox
     runs once, None where the lab declares no room (the sandbox then runs the first)."""
-    from grading import room
+    from grading.host import room
 
     try:
         nb = nbformat.read(release, as_version=4)

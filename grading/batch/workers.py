@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grading.intake import warm_imports
-from grading.results import Notes, Result
+from grading.batch.intake import warm_imports
+from grading.batch.results import Notes, Result
 
 LOCKED = "database is locked"
 SLACK = 120  # seconds the grader process gets beyond the sandbox's --timeout
@@ -68,14 +68,14 @@ def environment(threads=None):
 
 
 class Worker:
-    """The batch's handle on one grader process (`python -m grading.workers`, which runs
+    """The batch's handle on one grader process (`python -m grading.batch.workers`, which runs
     `serve`), started when first asked and replaced after it dies or is stopped."""
 
     def __init__(self, lab, grading, timeout, cell_timeout, threads):
         self.command = [
             sys.executable,
             "-m",
-            "grading.workers",
+            "grading.batch.workers",
             lab,
             str(grading),
             "--timeout",
@@ -161,14 +161,14 @@ def serve(lab, grading, timeout, cell_timeout):
     config.SandboxedExecute.total_timeout = timeout
     if cell_timeout:
         config.Execute.timeout = cell_timeout
-    from grading import course_preprocessors, sandbox, trusted_tests
+    from grading.host import course_preprocessors, sandbox, trusted_tests
 
     root = Path(config.CourseDirectory.root)
     imports, room_imports = warm_imports(root / "labs" / lab / f"{lab}.ipynb")
     limits = sandbox.SandboxLimits(config=config)  # as SandboxedExecute reads them
     if room_imports is None:
         sandbox.warm(imports, limits.limits())
-    else:  # the lab declares a room (grading/room.py): its sandbox imports what it holds
+    else:  # the lab declares a room (grading/host/room.py): its sandbox imports what it holds
         sandbox.warm(room_imports, limits.limits(room=True))
     trusted_tests.warm(imports)
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
@@ -229,7 +229,7 @@ def run_nbgrader(worker, lab, student, timeout, retries):
 
 
 def main(argv=None):
-    """`python -m grading.workers LAB GRADING [--timeout S] [--cell-timeout S]`: a worker
+    """`python -m grading.batch.workers LAB GRADING [--timeout S] [--cell-timeout S]`: a worker
     process, as Worker starts it (not a command for people)."""
     import argparse
 

@@ -11,9 +11,10 @@ from dataclasses import fields
 import nbformat
 from lmcourse import slips
 
-from grading import csvout, submission_checks
-from grading.results import Result
-from grading.sanitise import first_line, plain
+from grading.batch.results import Result
+from grading.host import submission_checks
+from grading.instructor import csvout
+from grading.instructor.sanitise import first_line, plain
 
 
 def failures(notebook_path):
@@ -95,7 +96,7 @@ def write_report(path, results):
 
 def write_batch(path, lab, **record):
     """The batch's own record beside the report (its wall time and workers, for the class
-    report: grading/class_report.py); each batch replaces the last one's."""
+    report: grading/instructor/class_report.py); each batch replaces the last one's."""
     record = {"lab": lab, **record, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     scratch = path.with_suffix(".json.tmp")
     scratch.write_text(json.dumps(record, indent=1) + "\n")

@@ -3,7 +3,7 @@
 nbgrader's CsvExportPlugin writes one line per student and lab. `GradesExport` writes the same
 columns, quoted as CSV (a name with a comma stays one field), plus `isolated`: `yes` where
 every notebook of the submission ran in the sandbox, `no` where the instructor graded it
-without isolation (LM10_GRADE_WITHOUT_ISOLATION=1, grading/sandbox.py), empty where it has no
+without isolation (LM10_GRADE_WITHOUT_ISOLATION=1, grading/host/sandbox.py), empty where it has no
 autograded notebook that says (not submitted, not autograded, or never run). SandboxedExecute
 writes that fact into the autograded notebook's metadata (`lm10.isolated`), so it holds for
 submissions graded by `make autograde`, the formgrader and `nbgrader autograde` alike.
@@ -16,8 +16,8 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
-from grading import csvout
-from grading.sanitise import plain
+from grading.instructor import csvout
+from grading.instructor.sanitise import plain
 
 COLUMNS = [
     "assignment",

@@ -38,7 +38,7 @@ class _Unpickler(pickle.Unpickler):
             return _objects[key]
         if kind == "global":  # a name of the lab's setup cells, as this kernel has it
             return _namespace()[key]
-        if kind == "config":  # a transformers configuration, as its values (grading/room.py)
+        if kind == "config":  # a transformers configuration, as its values (grading/host/room.py)
             return Values(*key)
         if kind == "weights":  # a transformers module, as its weights
             return weights_only(*key)
@@ -140,7 +140,7 @@ def answered(name):
     return helper
 
 
-_in_room = False  # the lab declares a room (grading/room.py): its references are not here
+_in_room = False  # the lab declares a room (grading/host/room.py): its references are not here
 
 
 def enter_room(text=None, helpers=()):

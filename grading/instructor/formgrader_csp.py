@@ -67,10 +67,10 @@ import secrets
 
 from jinja2 import BaseLoader
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+GRADING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grading/
 # The course's own templates; the course's jupyter_server_config.py names its folder
 # (c.LM10CSP.course_templates), which is this package's unless the course was copied.
-COURSE_TEMPLATES = os.path.join(HERE, "jupyter-data")
+COURSE_TEMPLATES = os.path.join(GRADING, "jupyter-data")
 
 _NONCE = contextvars.ContextVar("lm10_csp_nonce", default="")
 # A script element as the HTML parser reads it: its body ends at the first "</script".
@@ -260,7 +260,7 @@ def install() -> None:
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "grading.formgrader_csp"}]
+    return [{"module": "grading.instructor.formgrader_csp"}]
 
 
 def _load_jupyter_server_extension(serverapp):

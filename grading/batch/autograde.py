@@ -1,6 +1,6 @@
 """Autograde every submission of one lab in parallel, each in a sandbox, and report honestly.
 
-    python -m grading.autograde LM10-L2 [--jobs N] [--timeout S] [--cell-timeout S]
+    python -m grading.batch.autograde LM10-L2 [--jobs N] [--timeout S] [--cell-timeout S]
                                         [--retries R] [--student ID ...]
 
 `nbgrader autograde` grades one submission after another in one process, and one bad notebook
@@ -47,21 +47,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from grading import sandbox
-from grading.gradebook import check_released, course_paths, record
-from grading.intake import (
+from grading.batch.gradebook import check_released, course_paths, record
+from grading.batch.intake import (
     answer_cells,
     find_notebook,
     keep_only_notebook,
     notebook_problem,
     submitted_students,
 )
-from grading.report import explain, progress, write_batch, write_report
-from grading.results import Notes, Result
-from grading.sanitise import plain
-from grading.workers import Worker, environment, run_nbgrader
+from grading.batch.report import explain, progress, write_batch, write_report
+from grading.batch.results import Notes, Result
+from grading.batch.workers import Worker, environment, run_nbgrader
+from grading.host import sandbox
+from grading.instructor.sanitise import plain
 
-GRADING = Path(__file__).resolve().parent
+GRADING = Path(__file__).resolve().parents[1]  # grading/, the course's data
 
 
 def autograde(
