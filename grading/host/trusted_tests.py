@@ -293,18 +293,16 @@ def _from_transformers(obj):
     return type(obj).__module__.split(".")[0] == "transformers"
 
 
-def _plain(value, depth=0):
-    """Whether `value` is data a room may hold as it is."""
-    if depth > 8:
-        return False
+def _primitive(value):
     if type(value) in PRIMITIVE:
         return True
-    if type(value) in (list, tuple):
-        return all(_plain(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.dtype | torch.Size)
+
+
+def _plain(value):
+    """Whether `value` is data a room may hold as it is."""
+    return standins.plain(value, leaf=_primitive)
 
 
 def plain_copy(obj, answers=None):
