@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-tests test-lessons test-fast test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
+.PHONY: lab gradebook test test-fast test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -36,21 +36,8 @@ format: setup
 # Strict nbval: re-execute every lesson and compare its stored outputs.
 NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-# Two streams at once, each printed whole when it ends: the tests, on two pytest-xdist workers
-# (tests/conftest.py says which tests share a worker), and the lessons, strict nbval then the
-# perturbed run. Then the ten slowest tests, from the tests' JUnit report.
 test: setup lint hub-proxy hub-exchange book-assets
-	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-tests test-lessons \
-		JUNIT="$$scratch/tests.xml" && \
-	$(RUN) $(BIN)/python tools/slowest.py "$$scratch/tests.xml" 10
-
-JUNIT ?=
-test-tests: setup
-	$(RUN) $(BIN)/python -m pytest tests -n 2 --dist loadgroup -p no:cacheprovider \
-		$(if $(JUNIT),--junitxml=$(JUNIT))
-
-test-lessons: setup
+	$(RUN) $(BIN)/python -m pytest tests --durations=10
 	$(RUN) $(NBVAL)
 	$(MAKE) --no-print-directory test-perturbed
 

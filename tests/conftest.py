@@ -42,51 +42,10 @@ SLOW_MODULES = frozenset(
 )
 
 
-# `make test` runs the tests on two workers (pytest-xdist, `--dist loadgroup`): a worker takes
-# one group at a time, whole. A module is a group (its module-scoped fixtures, a sandboxed
-# batch or a server, are set up once), except:
-# - test_labs.py, one group per lab (each lab's batch is graded once, on one worker);
-# - the modules that start servers on this machine, one group, so that they run one after the
-#   other as before: the hub's test makes system users and reads every loopback listener,
-#   and the browser's and `make lab`'s tests write the repository's gradebook and exchange.
-SERVERS = frozenset(
-    {
-        "test_book.py",
-        "test_browser.py",
-        "test_exchange.py",
-        "test_formgrader_browser.py",
-        "test_jupyterhub.py",
-        "test_lab_command.py",
-    }
-)
-# The groups that take longest, started first so that no worker is left with one at the end
-# (measured in `make test`'s ten slowest, on 2 cores); every other group follows in file order.
-LONGEST_FIRST = (
-    "servers",
-    "test_labs.py[LM10-L3]",
-    "test_grading_hostile.py",
-    "test_class_report.py",
-    "test_labs.py[LM10-L5]",
-    "lib/test_tinygpt.py",
-)
-
-
-def group(item) -> str:
-    """The xdist group of `item` (above)."""
-    name = item.path.relative_to(TESTS).as_posix()
-    if name in SERVERS:
-        return "servers"
-    lab = getattr(getattr(item, "callspec", None), "params", {}).get("lab")
-    return f"{name}[{lab}]" if name == "test_labs.py" and lab else name
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.relative_to(TESTS).as_posix() in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-        item.add_marker(pytest.mark.xdist_group(group(item)))
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(group(item), len(rank)))  # stable: file order kept
 
 
 # make targets that start a Jupyter server, a kernel, a sandbox or nbgrader's grading
