@@ -1078,7 +1078,7 @@ def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
             str(library),
             "/tmp/course/library",
             "--ro-bind",
-            str(ROOT / "grading"),
+            str(ROOT / "grading" / "in_sandbox"),
             "/tmp/grader",
             python,
             "-c",
@@ -1095,8 +1095,8 @@ def test_the_warm_sandbox_empties_tmp_around_read_only_mounts(tmp_path):
 
 
 def grader_script(script):
-    """Run `script` in a Python whose working folder is grading/ (it imports sandbox as the
-    graders do); its finished process, which must have succeeded."""
+    """Run `script` in a Python whose working folder is grading/, nbgrader's (it imports
+    grading.host.sandbox as the graders do); its finished process, which must have succeeded."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT / "grading",
@@ -1112,7 +1112,8 @@ def test_only_the_capped_folders_are_writable_in_the_sandbox():
     """/dev (a memory file system of half the machine's RAM) and the root are read-only; the
     home, /tmp and /dev/shm are writable and each capped at Limits.home_bytes."""
     script = (
-        "import subprocess, sandbox\n"
+        "import subprocess\n"
+        "from grading.host import sandbox\n"
         "limits = sandbox.Limits(home_bytes=8 << 20)\n"
         "command = sandbox.bwrap_command(sandbox.bwrap(), limits)\n"
         "probe = '''\n"
@@ -1159,7 +1160,8 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
         "print('torch', int(torch.arange(4).sum()))\n"
     )
     script = (
-        "import subprocess, sys, tempfile, sandbox\n"
+        "import subprocess, sys, tempfile\n"
+        "from grading.host import sandbox\n"
         "rules = tempfile.TemporaryFile()\n"
         "rules.write(sandbox.ipc_filter())\n"
         "rules.seek(0)\n"
@@ -1187,7 +1189,7 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
 
 FORGER = """
 import base64, json, pickle, sys
-sys.path.insert(0, "grading")
+sys.path.insert(0, "grading/in_sandbox")
 import sandbox_agent
 from IPython.core.interactiveshell import InteractiveShell
 from tqdm.notebook import display  # an unflagged way to IPython's display
