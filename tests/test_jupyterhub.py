@@ -56,6 +56,7 @@ import ast
 import asyncio
 import base64
 import contextlib
+import fcntl
 import http.server
 import importlib.util
 import json
@@ -75,7 +76,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import urlparse
+from urllib.parse import quote, urlencode, urlparse
 
 import nbformat
 import pytest
@@ -619,6 +620,47 @@ print(json.dumps(f"http://127.0.0.1:{server.server_address[1]}/k.git"))
 """
 
 
+# Scripts that a link of a classmate's could put on the page it opens, on the origin of whoever
+# opens it (their server's, with their cookies): each reads what only that person may read and
+# writes it into the page's title. In nbgitpuller's page (the link's `urlpath`) for the
+# instructor: the solutions. In the address of a formgrader page of alice's server (a path
+# segment: no "/"): her notebook.
+READ_SOLUTIONS = (
+    "<script>fetch(location.pathname.replace(/git-pull.*/, 'api/contents/solutions/LM10-L2'))"
+    ".then(r => r.ok ? r.json() : Promise.reject(r.status)).then(j => {document.title = "
+    "'READ ' + j.content.map(f => f.name).join(' ')}, e => {document.title = 'BLOCKED ' + e})"
+    "</script>"
+)
+READ_HER_NOTEBOOK = (
+    '";fetch(location.pathname.split("formgrader")[0] + ["api", "contents", "LM10-L2", '
+    '"LM10-L2.ipynb"].join(String.fromCharCode(47))).then(r => r.json()).then(j => '
+    '{document.title = "READ " + j.content.cells.length + " cells"});x="'
+)
+
+
+# "Open on the hub" links that name the course's repository, or a folder, otherwise than the
+# hub lists them: (repository, folder) -> whether the guard may let it pull (the course's
+# repository as listed, with a trailing "/" or surrounding spaces: the same address, into a
+# plain folder).
+def link_variants(lessons):
+    host = urlparse(lessons).netloc
+    return {
+        "the lessons, a trailing slash": (lessons + "/", "lm10b", True),
+        "the lessons without .git": (lessons.removesuffix(".git"), "lm10c", False),
+        "the lessons, upper case": (lessons.replace("lm10.git", "LM10.git"), "lm10d", False),
+        "the lessons with a user": (lessons.replace(host, f"mallory:x@{host}"), "lm10e", False),
+        "the lessons, then ..": (lessons + "/../lm10.git", "lm10f", False),
+        "the lessons with a query": (lessons + "?x=1", "lm10g", False),
+        # tornado strips a query argument's surrounding spaces: the same address
+        "the lessons with a space": (lessons + " ", "lm10h", True),
+        "the lessons as a path": (urlparse(lessons).path, "lm10i", False),
+        "into .ipython through ..": (lessons, "lm10/../.ipython/y", False),
+        "into .jupyter by its full path": (lessons, "HOME/.jupyter/z", False),
+        "into her home itself": (lessons, ".", False),
+        "into a folder and a hidden one": (lessons, "lm10j/.git/hooks", False),
+    }
+
+
 # File names that write to the instructor's terminal (clear the screen, set its title, forge a
 # line), or read other than they are (bidi override, zero width, a new line).
 HOSTILE_NAMES = [
@@ -886,8 +928,49 @@ def probe(name, env, operations):
     return json.loads(done.stdout)
 
 
+# The test's system users and groups are the machine's, one set for every run: a second run at
+# the same time (another pytest, or a second xdist worker given some of this module's tests, as
+# `make test` once ran it on two) removed the first one's accounts and killed their servers
+# (exit code -9: "mallory's server gone", then a 500 for want of her account). Each run holds
+# this lock from before it touches the accounts until after it removed them; a second waits.
+LOCK = Path("/run/lm10-test-jupyterhub.lock")
+LOCK_WAIT_SECONDS = 1800
+
+
+@contextlib.contextmanager
+def machine_lock():
+    """Hold LOCK (waiting up to LOCK_WAIT_SECONDS for another run of this test to finish)."""
+    with open(LOCK, "a+") as held:
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    held.seek(0)
+                    pytest.fail(
+                        f"another run of this test (pid {held.read().strip() or '?'}) has held "
+                        f"{LOCK} for {LOCK_WAIT_SECONDS} s: its system users are in use"
+                    )
+                time.sleep(1)
+        held.truncate(0)
+        held.write(str(os.getpid()))
+        held.flush()
+        try:
+            yield
+        finally:
+            held.truncate(0)
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="module")
 def machine(hub_installed):
+    with machine_lock():
+        yield from _machine()
+
+
+def _machine():
     base = Path(tempfile.mkdtemp(prefix="lm10-hub-"))  # pytest's tmp_path is root's alone
     os.chmod(base, 0o711)
     homes = base / "home"
@@ -1159,6 +1242,33 @@ def open_as_instructor(hub, password, url):
                 timeout=120_000,
             )
             return page.title()
+        finally:
+            browser.close()
+
+
+def open_link(hub, user, password, url):
+    """`user` logs in to the hub in Chromium and opens `url` (a link a classmate sent); the
+    title the page has after up to 20 s (a script of the link's writes "READ ..." there)."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+    from playwright.sync_api import sync_playwright
+
+    rules = f"MAP *.{DOMAIN} 127.0.0.1, MAP {DOMAIN} 127.0.0.1"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", f"--host-resolver-rules={rules}"],
+        )
+        try:
+            page = browser.new_page()
+            page.goto(f"{hub.url}/hub/login", timeout=120_000)
+            page.fill("#username_input", user)
+            page.fill("#password_input", password)
+            page.click("#login_submit")
+            page.wait_for_url(re.compile(r".*/user/.*"), timeout=120_000)
+            opened = page.goto(url, timeout=120_000)
+            with contextlib.suppress(PageTimeout):
+                page.wait_for_function("document.title.startsWith('READ')", timeout=20_000)
+            return f"{opened.status if opened else None} {page.title()}"
         finally:
             browser.close()
 
@@ -2035,6 +2145,101 @@ def played(hub, machine):
     }
     kernel[ATTACKER] = hub.start_kernel(ATTACKER)
     out["the proxy's API from her kernel"] = attack(PROXY_API.replace("PORT", str(hub.proxy_port)))
+
+    # 13. A link of hers that runs her script on the page it opens, on the origin of whoever
+    # opens it (a fifth tester's): nbgitpuller's page with her script as the link's `urlpath`
+    # (the course's repository, a repository of hers, the instructor's server), a formgrader
+    # page of alice's server with her script in its address. Each page as the server sends it,
+    # then the instructor and alice each open one in Chromium.
+    hub.start_servers(["lm10-alice"])
+    marker = "<script>lm10_mallory()</script>"
+    in_page = {
+        "alice's link page, the lessons": (
+            "/user/lm10-alice/git-pull",
+            {"repo": hub.lessons, "targetpath": "lm10", "urlpath": marker},
+        ),
+        "alice's link page, her repository": (
+            "/user/lm10-alice/git-pull",
+            {"repo": hers, "targetpath": "x", "urlpath": marker},
+        ),
+        "the instructor's link page, the lessons": (
+            f"/user/{INSTRUCTOR}/git-pull",
+            {"repo": hub.lessons, "targetpath": "lessons", "urlpath": marker},
+        ),
+        "alice's formgrader page": ("/user/lm10-alice/formgrader/gradebook/" + marker, {}),
+    }
+    pages = {}
+    for what, (path, params) in in_page.items():
+        path = path.replace(marker, quote(marker, safe=""))
+        sent = hub.call("GET", path, ok=False, params=params)
+        pages[what] = (sent.status_code, marker in sent.text)
+    out["her script in a page"] = pages
+    link = (
+        hub.url_of(f"/user/{INSTRUCTOR}/git-pull")
+        + "?"
+        + urlencode({"repo": hub.lessons, "targetpath": "lessons", "urlpath": READ_SOLUTIONS})
+    )
+    out["the instructor opens her link"] = open_link(
+        hub, INSTRUCTOR, machine.passwords[INSTRUCTOR], link
+    )
+    link = hub.url_of("/user/lm10-alice/formgrader/gradebook/")
+    link += quote(READ_HER_NOTEBOOK, safe="")
+    out["alice opens her link"] = open_link(
+        hub, "lm10-alice", machine.passwords["lm10-alice"], link
+    )
+
+    # 14. The guard's reading of a link: the course's repository and folders, written otherwise.
+    variants = link_variants(hub.lessons)
+    out["link variants"] = {
+        what: (
+            pull(hub, "lm10-alice", repo, target.replace("HOME", str(home["lm10-alice"]))),
+            may,
+        )
+        for what, (repo, target, may) in variants.items()
+    }
+    out["hidden folders pulled by the variants"] = sorted(
+        str(p.relative_to(home["lm10-alice"]))
+        for p in (home["lm10-alice"] / ".ipython" / "y", home["lm10-alice"] / ".jupyter" / "z")
+        if p.exists()
+    )
+
+    # 15. Her server stopped and started again and again (with her own hub token) while alice's
+    # stops and starts: after every start, each server's port is held by the hub and its own
+    # user only, and each server answers with its own user's files.
+    def churn(user, token, rounds):
+        api = f"{hub.url}/hub/api/users/{user}"
+        with requests.Session() as own:  # a session of this thread's; the driver looks
+            own.headers["Authorization"] = f"token {token}"
+
+            def server():
+                found = own.get(api, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
+                return found.json()["servers"].get("")
+
+            for _ in range(rounds):
+                own.delete(f"{api}/server", timeout=120)
+                wait_for(f"{user}'s server to stop", lambda: not server(), 120)
+                own.post(f"{api}/server", timeout=300)
+                wait_for(f"{user}'s server", lambda: (server() or {}).get("ready"), 300)
+
+    hers_churns = threading.Thread(target=churn, args=(ATTACKER, full, 4))
+    hers_churns.start()
+    churn("lm10-alice", TOKEN, 2)
+    hers_churns.join(900)
+    routes = {
+        route["data"]["user"]: urlparse(route["target"]).port
+        for route in hub.call("GET", "/hub/api/proxy").json().values()
+        if route["data"].get("user")
+    }
+    held = socket_holders(set(uid.values()))
+    out["after the churn"] = {
+        user: {
+            "held by": [next((u for u in PEOPLE if uid[u] == h), h) for h in held.get(port, [])],
+            "files": sorted(
+                f["name"] for f in hub.call("GET", f"/user/{user}/api/contents").json()["content"]
+            ),
+        }
+        for user, port in routes.items()
+    }
     return out
 
 
@@ -2411,3 +2616,33 @@ def test_what_one_machine_does_not_bound_is_flagged(played):
     mounts = Path("/proc/self/mountinfo").read_text()
     if not any(q in mounts for q in ("usrquota", "usrjquota", "prjquota", "uquota")):
         assert "NOT BOUNDED on this machine: disk: no user quota" in log, log[-3000:]
+
+
+def test_no_link_runs_a_classmates_script(played):
+    pages = played["her script in a page"]
+    opened = {who: played[who] for who in ("the instructor opens her link", "alice opens her link")}
+    assert not any("READ" in title for title in opened.values()), (opened, pages)
+    # the course's own link is a page as before, her script shown as text; every other link
+    # is refused before a page is made, and no page carries her script as HTML
+    assert pages.pop("alice's link page, the lessons") == (200, False), pages
+    assert pages.pop("alice's formgrader page")[0] == 404, pages  # no formgrader for students
+    assert pages == {what: (403, False) for what in pages}, pages
+
+
+def test_no_variant_of_a_link_passes_the_guard(played):
+    for what, (event, may) in played["link variants"].items():
+        if may:
+            assert '"finished"' in event, (what, event)
+        else:
+            assert "not pulled" in event, (what, event)
+    assert played["hidden folders pulled by the variants"] == []
+
+
+def test_a_server_started_again_and_again_keeps_its_own_port(played):
+    after = played["after the churn"]
+    assert set(after) == set(PEOPLE), after  # every server runs again
+    for user, seen in after.items():
+        assert seen["held by"] == [0, user], (user, after)
+    # each server answers with its own user's home
+    assert "lm10" in after["lm10-alice"]["files"], after
+    assert "spec" in after[ATTACKER]["files"] and "lm10" not in after[ATTACKER]["files"], after

@@ -11,10 +11,19 @@ classmate's answers) or into `~/.ipython`, `~/.jupyter`, or the instructor's cou
 So in the hub's servers nbgitpuller pulls only a repository the hub names
 (LM10_LESSONS_REPOS, which the hub passes to students' servers and not to instructors'), into a
 folder under the server's root whose path has no hidden or `..` part (never the root itself).
-Anything else is refused before nbgitpuller runs a git command. Loaded by
-grading/hub/config/jupyter_server_config.py in every server the hub starts.
+Anything else is refused before nbgitpuller runs a git command.
+
+The link's page (`/git-pull`, what the link opens first) is refused on the same terms, with a
+403, before it renders anything; and nbgitpuller's templates are escaped. nbgitpuller 1.3
+renders them with autoescaping off: the link's `urlpath` (or `repo`, `targetpath`) went into the
+page as HTML, so a link of a classmate's ran her script on the origin of whoever opened it
+(`/hub/user-redirect/git-pull?repo=x&urlpath=<script>...`): with that person's cookies, her
+script read their notebooks, opened a terminal on their server, and, from the instructor's
+link, read the solutions and the gradebook. Loaded by grading/hub/config/jupyter_server_config.py
+in every server the hub starts.
 """
 
+import functools
 import os
 from pathlib import Path
 
@@ -44,9 +53,28 @@ def check(repo, target, root):
 
 
 def guard():
-    """Make nbgitpuller's handlers refuse what `check` refuses."""
+    """Make nbgitpuller's handlers refuse what `check` refuses, and its pages escape what they
+    show."""
     from nbgitpuller import handlers
     from nbgitpuller.pull import GitPuller
+    from tornado import web
+
+    handlers.jinja_env.autoescape = True
+    page = handlers.UIHandler.get  # web.authenticated already
+
+    @functools.wraps(page)
+    async def guarded_page(self):
+        repo = self.get_argument("repo", "")
+        root = os.path.expanduser(self.settings.get("server_root_dir") or "~")
+        target = self.get_argument("targetpath", None) or self.get_argument(
+            "targetPath", repo.rstrip("/").split("/")[-1]
+        )
+        refused = check(repo, os.path.join(root, target), root)
+        if refused:
+            raise web.HTTPError(403, "not pulled: %s", refused)
+        return await page(self)
+
+    handlers.UIHandler.get = guarded_page
 
     class GuardedGitPuller(GitPuller):
         def __init__(self, git_url, repo_dir, **kwargs):
