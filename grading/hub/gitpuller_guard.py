@@ -60,9 +60,10 @@ def guard():
     from tornado import web
 
     handlers.jinja_env.autoescape = True
-    page = handlers.UIHandler.get  # web.authenticated already
+    page = handlers.UIHandler.get
 
     @functools.wraps(page)
+    @web.authenticated  # who asks first: no one else learns what this server pulls
     async def guarded_page(self):
         repo = self.get_argument("repo", "")
         root = os.path.expanduser(self.settings.get("server_root_dir") or "~")
