@@ -7,11 +7,15 @@ that every slip must be named on are read off the labs themselves (grading/slips
 runs each solution notebook and records the hints its tests ask for), never copied here.
 """
 
+import base64
+import copy
+import json
 import re
 from pathlib import Path
 
 import lmcourse
 import nbformat
+import numpy as np
 import pytest
 import torch
 from lmcourse import configs
@@ -334,9 +338,47 @@ def test_the_tables_are_what_the_rules_give_on_the_labs_visible_inputs():
     """lib/lmcourse/data/slips-l<n>.json is generated (`make release`), never edited."""
     for lab in table.labs():
         path = lookup.table_path(lab)
-        assert path.read_text() == table.text(table.build(lab)), (
+        assert table.same(json.loads(path.read_text()), table.build(lab)), (
             f"{path.name} is stale: `make release LAB={lab}` (or python -m grading.slips.table)"
         )
+
+
+def test_a_table_is_the_same_to_float32_rounding_and_no_further():
+    """`table.same`, the staleness check: a tensor's numbers moved by a float32 rounding (what
+    another thread count gives) leave a table the same; a number moved by 1 %, another shape,
+    dtype or sentence, or a slip more or less make it stale."""
+    stored = json.loads(lookup.table_path("LM10-L3").read_text())
+    assert table.same(stored, copy.deepcopy(stored))
+
+    def first_tensor(t):
+        return next(
+            example["slips"][0][0]["tensor"]
+            for part in t["parts"].values()
+            for example in part["examples"]
+        )
+
+    def changed(how):
+        other = copy.deepcopy(stored)
+        how(other, first_tensor(other))
+        return other
+
+    def scaled(factor):
+        def how(_, tensor):
+            data = np.frombuffer(base64.b64decode(tensor["data"]), dtype="<f8").copy()
+            data[0] = data[0] * factor if data[0] else factor - 1.0
+            tensor["data"] = base64.b64encode(data.tobytes()).decode()
+
+        return how
+
+    assert table.same(stored, changed(scaled(1 + 2**-23)))
+    assert not table.same(stored, changed(scaled(1.01)))
+    assert not table.same(stored, changed(lambda _, t: t.update(shape=[*t["shape"], 1])))
+    assert not table.same(stored, changed(lambda _, t: t.update(dtype="float16")))
+    part = next(iter(stored["parts"]))
+    assert not table.same(
+        stored, changed(lambda t, _: t["parts"][part]["sentences"].append("another slip"))
+    )
+    assert not table.same(stored, changed(lambda t, _: t["parts"][part]["examples"].pop()))
 
 
 def test_the_block_slips_are_what_transformers_computes_with_the_slip():
