@@ -33,13 +33,15 @@ lint: setup
 format: setup
 	$(RUN) $(BIN)/ruff format lib tests benchmarks grading tools
 
-# Strict nbval: re-execute every lesson and compare its stored outputs.
-NBVAL := $(BIN)/python -m pytest --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
-
+# One pytest session on two workers (pytest-xdist): every test, strict nbval on the lessons, and
+# the lessons again as another machine would run them (tests/test_lessons_perturbed.py), shared
+# out by work units, the longest first (tests/conftest.py, LONGEST_FIRST); the perturbed runs
+# share one course cache that starts empty.
 test: setup lint hub-proxy hub-exchange book-assets
-	$(RUN) $(BIN)/python -m pytest tests --durations=10
-	$(RUN) $(NBVAL)
-	$(MAKE) --no-print-directory test-perturbed
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	$(RUN) LM10_PERTURBED_CACHE="$$scratch" $(BIN)/python -m pytest -n 2 --dist loadfile \
+		--no-loadscope-reorder tests --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		-p no:cacheprovider --durations=10
 
 # The library's tests alone: the folder tests/lib/ (a test of lmcourse goes there; notebooks,
 # browser, hub, exchange and grading tests stay in tests/), in one process (on 2 cores,
@@ -59,11 +61,10 @@ test-fast: setup
 
 # The stored outputs must hold on other machines too. Here they are compared again as another
 # machine would present them: torch's generic CPU kernels instead of this CPU's vector ones, one
-# thread, and an empty course cache (the SmolLM2 weights converted afresh).
+# thread, and an empty course cache (the SmolLM2 weights converted afresh), one lesson at a time
+# (tests/test_lessons_perturbed.py; `make test` runs it too).
 test-perturbed: setup
-	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
-	echo "strict nbval, perturbed: ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 LMCOURSE_CACHE=$$scratch" && \
-	$(RUN) ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 LMCOURSE_CACHE="$$scratch" $(NBVAL)
+	$(RUN) $(BIN)/python -m pytest tests/test_lessons_perturbed.py -p no:cacheprovider
 
 # Re-execute every lesson in place and store its outputs (what strict nbval compares).
 notebooks: setup

@@ -36,16 +36,58 @@ SLOW_MODULES = frozenset(
         "test_lab_command.py",
         "test_labs.py",
         "test_lessons.py",
+        "test_lessons_perturbed.py",
         "test_similarity.py",
         "test_student_edition.py",
     }
 )
 
 
+# `make test` runs this folder and strict nbval on the lessons in one pytest session on two
+# workers (pytest-xdist, `--dist loadfile`): a work unit is a file, a test module or a lesson
+# (nbval runs a lesson's cells in one kernel, in order). Units are handed out in collection
+# order, which puts those that take minutes first, longest first (measured on 2 cores), so that
+# neither worker is left with a long one at the end; the rest follow in their usual order.
+# (Finer units, such as one lab of test_labs.py, would need `--dist loadgroup`, which reads a
+# group from the test's node id: pytest 9.2 no longer takes the id xdist 3.8 rewrites.)
+LONGEST_FIRST = (
+    "tests/test_labs.py",
+    "tests/test_lessons_perturbed.py",
+    "tests/test_jupyterhub.py",
+    "tests/test_grading_hostile.py",
+    "tests/test_browser.py",
+    "tests/test_class_report.py",
+    "tests/lib/test_tinygpt.py",
+    "tests/lib/test_pretrained.py",
+    "tests/test_exchange.py",
+    "lessons/LM10-T6-porting-a-model.ipynb",
+    "tests/lib/test_fastdecode.py",
+    "tests/test_formgrader_browser.py",
+    "tests/test_book.py",
+    "tests/lib/test_slips.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.relative_to(TESTS).as_posix() in SLOW_MODULES:
+        if item.path.is_relative_to(TESTS) and (
+            item.path.relative_to(TESTS).as_posix() in SLOW_MODULES
+        ):
             item.add_marker(pytest.mark.slow)
+    if hasattr(config, "workerinput"):  # an xdist worker; after pytest's own grouping by fixture
+        rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+        root = TESTS.parent
+        items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))
+
+
+def pytest_configure(config):
+    """On a worker of `make test`, torch computes on one thread: two workers share two cores,
+    and a worker's two threads waiting for each other's core cost more than they gain. Kernels,
+    sandboxes and servers the tests start keep torch's default."""
+    if hasattr(config, "workerinput"):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 # make targets that start a Jupyter server, a kernel, a sandbox or nbgrader's grading
@@ -100,8 +142,8 @@ class StartedInAFastTest(RuntimeError):
 def pytest_runtest_protocol(item, nextitem):
     """Outside the slow tests, every process started from this one (its setup, call and
     teardown, module fixtures included) is refused if it is one that `starts` names."""
-    if item.get_closest_marker("slow"):
-        yield
+    if item.get_closest_marker("slow") or not item.path.is_relative_to(TESTS):
+        yield  # a slow test, or a lesson's cell under strict nbval
         return
     original = subprocess.Popen.__init__
 
