@@ -13,7 +13,11 @@ the student:
   at most `max_files`), written into a new folder beside the student's (files opened with
   O_EXCL | O_NOFOLLOW: nothing there can be a link), the exchange's time of submission written
   last as `timestamp.txt` (a `timestamp.txt` of the student's own is left out, with a warning),
-  then put in place of the student's folder in one rename. A submission that fails any of this
+  then put in place of the student's folder in one rename. Git's metadata is left out too, with
+  a warning (`GIT_METADATA`): a submission holding `.git/config` made its folder a repository
+  of the student's, and any git command the instructor ran there (`git status`, a shell prompt
+  that shows the branch) ran the student's commands as the instructor (`core.fsmonitor`,
+  `core.pager`): her solutions, the gradebook, her hub token. A submission that fails any of this
   is not collected, its student is named in the log, and every other student is collected;
   the command then fails, so the instructor sees who is missing.
 - its release_feedback stops at the first feedback folder without `timestamp.txt`, before any
@@ -65,6 +69,10 @@ TOKEN_VARIABLE = "LM10_EXCHANGE_TOKEN"  # the server's token for the exchange, a
 MAX_REQUEST_VARIABLE = "LM10_NGSHARE_MAX_REQUEST_MIB"  # and this, the exchange's request limit
 TIMESTAMP = "timestamp.txt"  # the exchange's time of submission; nbgrader reads it
 REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # as grading/hub/ngshare_service.py
+# What makes a folder a git repository (a `.git` folder or file, or a `HEAD` beside `objects/`
+# and `refs/`: git's own test, is_git_directory): never collected, wherever it lies in a
+# submission, whatever its case (git on a case-insensitive file system reads `.GIT`).
+GIT_METADATA = {".git", "head"}
 
 
 class Refused(Exception):
@@ -191,9 +199,15 @@ def plain_name(name):
     return name
 
 
+def is_git_metadata(parts):
+    """Whether a file at these path parts is, or lies in, git's metadata (`GIT_METADATA`)."""
+    return any(p.casefold() == ".git" for p in parts) or parts[-1].casefold() in GIT_METADATA
+
+
 def checked_files(files, limit):
     """(relative path, bytes) for each file of a submission as ngshare hands it over, or Refused.
-    Entries under `timestamp.txt` are left out (the exchange writes that file)."""
+    Entries under `timestamp.txt` (the exchange writes that file) and git's metadata are left
+    out, and returned as the second item."""
     if not isinstance(files, list):
         raise Refused("the exchange's answer holds no file list")
     if len(files) > limit:
@@ -206,7 +220,7 @@ def checked_files(files, limit):
         parts = PurePosixPath(path).parts
         if not parts or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise Refused(f"a file name outside the submission's folder: {shown(path)}")
-        if parts[0] == TIMESTAMP:
+        if parts[0] == TIMESTAMP or is_git_metadata(parts):
             dropped.append(path)
             continue
         key = "/".join(parts)
@@ -278,7 +292,9 @@ class Collect(ThroughTheSocket, ngshare_exchange.ExchangeCollect):
         files, dropped = checked_files(answer.get("files"), self.max_files)
         if dropped:
             self.log.warning(
-                "%s's submission holds %s; the exchange's time of submission is kept instead",
+                "%s's submission holds %s, left out: collect writes the exchange's time of "
+                "submission as timestamp.txt, and no git metadata (a repository of the "
+                "student's would run her commands in any git command run there)",
                 shown(student),
                 ", ".join(map(shown, dropped)),
             )
