@@ -642,6 +642,27 @@ READ_HER_NOTEBOOK = (
 # hub lists them: (repository, folder) -> whether the guard may let it pull (the course's
 # repository as listed, with a trailing "/" or surrounding spaces: the same address, into a
 # plain folder).
+def git_metadata(marker):
+    """Files that make a submission's folder a git repository of the student's, whose
+    configuration runs `touch marker` in the first git command run there (`git status` runs
+    core.fsmonitor; `git log` to a terminal, core.pager): a `.git` folder, and a bare layout of
+    `HEAD`, `config`, `objects/`, `refs/` in a subfolder."""
+    config = (
+        f'[core]\n\tfsmonitor = "touch {marker}; false"\n\tpager = touch {marker}; cat\n'
+    ).encode()
+    head = b"ref: refs/heads/main\n"
+    return {
+        ".git/HEAD": head,
+        ".git/config": config,
+        ".git/objects/info/x": b"",
+        ".git/refs/heads/x": b"",
+        "data/HEAD": head,
+        "data/config": config,
+        "data/objects/x": b"",
+        "data/refs/x": b"",
+    }
+
+
 def link_variants(lessons):
     host = urlparse(lessons).netloc
     return {
@@ -1676,8 +1697,43 @@ def played(hub, machine):
         env[ATTACKER],
         home[ATTACKER] / LAB,
     )
+    # With it, git's metadata (a sixth tester's): her lab's folder a repository of hers, whose
+    # configuration runs her command in the first git command the instructor runs there.
+    ran = home[INSTRUCTOR] / "mallory-ran-this"
+    for name, content in git_metadata(ran).items():
+        as_user(
+            ATTACKER,
+            [
+                sys.executable,
+                "-c",
+                "import os, sys; os.makedirs(os.path.dirname(sys.argv[1]) or '.', exist_ok=True);"
+                " open(sys.argv[1], 'wb').write(bytes.fromhex(sys.argv[2]))",
+                name,
+                content.hex(),
+            ],
+            env[ATTACKER],
+            home[ATTACKER] / LAB,
+        )
     hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
     out["collect again"] = hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect")
+    hers_collected = grading / "submitted" / ATTACKER / LAB
+    out["git metadata collected"] = sorted(
+        str(p.relative_to(hers_collected))
+        for p in hers_collected.rglob("*")
+        if {".git", "HEAD", "objects", "refs"} & set(p.relative_to(hers_collected).parts)
+    )
+    out["the instructor's git in her folder"] = {
+        what: as_user(INSTRUCTOR, ["git", *argv], env[INSTRUCTOR], hers_collected / where)
+        .stdout.strip()
+        .splitlines()[:1]
+        for what, (argv, where) in {
+            "git status": (["status", "--short"], "."),
+            "git log, paged": (["-p", "log", "-1"], "."),
+            "git status in data": (["status", "--short"], "data"),
+        }.items()
+        if (hers_collected / where).is_dir()
+    }
+    out["her command ran as the instructor"] = ran.exists()
     out["times"] = {
         s: parse_utc((grading / "submitted" / s / LAB / "timestamp.txt").read_text())
         for s in STUDENTS
@@ -2240,6 +2296,72 @@ def played(hub, machine):
         }
         for user, port in routes.items()
     }
+
+    # 16. Her markup in the address of every other page a link of hers can open (a sixth
+    # tester's): alice's server's pages (JupyterLab's, the notebook interface's, nbgrader's
+    # assignment and course lists and validation, nbconvert, the file viewer, MathJax, the
+    # language server's, the licenses page) and the hub's (login, redirects, spawn, OAuth,
+    # sharing, errors), with her markup in the path and in the query. Each page as the server
+    # sends it: an HTML page that carries her markup raw would run it on that origin. (The
+    # licenses' API is left out: jupyterlab_server 2.28 never answers it, whatever the query:
+    # its handler raises in `finish`.) A page that does not answer in 30 s is recorded.
+    m = quote(marker, safe="")
+    alice = "/user/lm10-alice"
+    reflected = {}
+    for path in (
+        *(
+            f"{alice}/{page}"
+            for page in (
+                f"lab/tree/{m}",
+                f"lab/workspaces/{m}?reset={m}",
+                f"lab?{m}={m}",
+                f"tree/{m}",
+                f"notebooks/{m}",
+                f"edit/{m}",
+                f"consoles/{m}",
+                f"terminals/{m}",
+                f"doc/tree/{m}",
+                f"view/{m}",
+                f"files/{m}",
+                f"nbconvert/html/{m}?download={m}",
+                f"assignments?course_id={m}",
+                f"formgraders?{m}={m}",
+                f"assignments/validate?path={m}",
+                f"mathjax/{m}",
+                f"lsp/status?{m}={m}",
+                f"lab/api/translations/{m}",
+                f"api/kernelspecs/{m}",
+                f"kernelspecs/{m}/logo-64x64.png",
+                f"static/{m}",
+                f"logout?next={m}",
+                m,
+            )
+        ),
+        f"/hub/login?next={m}",
+        f"/hub/user-redirect/{m}",
+        f"/hub/spawn/{m}",
+        f"/hub/spawn-pending/{m}",
+        f"/hub/accept-share?code={m}",
+        f"/hub/api/oauth2/authorize?client_id={m}&redirect_uri={m}&response_type=code",
+        f"/hub/error/404?message={m}",
+        f"/hub/{m}",
+        f"/hub/logout?next={m}",
+        f"/{m}",
+    ):
+        # as no one, as mallory (her own token), as the driver (a page as alice's server
+        # renders it for someone let in)
+        for auth in ({}, {"Authorization": f"token {full}"}, {"Authorization": f"token {TOKEN}"}):
+            try:
+                sent = requests.get(
+                    hub.url_of(path), headers=auth, timeout=30, allow_redirects=False
+                )
+            except requests.Timeout:
+                reflected[path] = "no answer in 30 s"
+                continue
+            html = "html" in sent.headers.get("Content-Type", "")
+            if html and marker in sent.text:
+                reflected[path] = sent.status_code
+    out["her markup in a page's address"] = reflected
     return out
 
 
@@ -2502,6 +2624,52 @@ def test_collect_prints_names_escaped():
         assert str(refused.value).isascii() and str(refused.value).isprintable()
     kept, dropped = exchange.checked_files([{"path": "timestamp.txt/x", "content": ""}], 10)
     assert kept == {} and dropped == ["timestamp.txt/x"]
+
+
+def test_collect_leaves_out_git_metadata(tmp_path):
+    """A submission's git metadata would run the student's command in the instructor's git."""
+    exchange = exchange_module()
+    ran = tmp_path / "ran"
+    payload = git_metadata(ran)
+    files = [
+        {"path": name, "content": base64.b64encode(content).decode()}
+        for name, content in {**payload, "LAB.ipynb": b"{}"}.items()
+    ]
+    kept, dropped = exchange.checked_files(files, 100)
+    assert sorted(kept) == ["LAB.ipynb", "data/config", "data/objects/x", "data/refs/x"]
+    assert sorted(dropped) == sorted(n for n in payload if ".git" in n or n.endswith("HEAD"))
+    for other in (".GIT/config", "a/.hg/hgrc", ".git"):
+        assert exchange.checked_files([{"path": other, "content": ""}], 1) == ({}, [other])
+    # the control: every file written, git runs her command; what collect writes, it does not
+    git = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    for folder, written in (("all", payload), ("collected", kept)):
+        exchange.write_tree(tmp_path / folder, written)
+        for where in (".", "data"):
+            subprocess.run(
+                ["git", "status", "--short"],
+                cwd=tmp_path / folder / where,
+                env=git,
+                capture_output=True,
+                timeout=60,
+            )
+        assert ran.exists() is (folder == "all"), folder
+        ran.unlink(missing_ok=True)
+
+
+def test_no_submission_runs_a_command_in_the_instructors_git(played):
+    assert played["collect again"]["success"], played["collect again"]
+    assert played["git metadata collected"] == [
+        "data/objects",
+        "data/objects/x",
+        "data/refs",
+        "data/refs/x",
+    ]
+    assert played["the instructor's git in her folder"], played  # git ran there
+    assert played["her command ran as the instructor"] is False
+
+
+def test_no_page_carries_markup_from_its_address(played):
+    assert played["her markup in a page's address"] == {}
 
 
 # --- shared limits, the hub's origin, a server's port ---

@@ -13,13 +13,13 @@ the student:
   at most `max_files`), written into a new folder beside the student's (files opened with
   O_EXCL | O_NOFOLLOW: nothing there can be a link), the exchange's time of submission written
   last as `timestamp.txt` (a `timestamp.txt` of the student's own is left out, with a warning),
-  then put in place of the student's folder in one rename. Git's metadata is left out too, with
-  a warning (`GIT_METADATA`): a submission holding `.git/config` made its folder a repository
-  of the student's, and any git command the instructor ran there (`git status`, a shell prompt
-  that shows the branch) ran the student's commands as the instructor (`core.fsmonitor`,
-  `core.pager`): her solutions, the gradebook, her hub token. A submission that fails any of this
-  is not collected, its student is named in the log, and every other student is collected;
-  the command then fails, so the instructor sees who is missing.
+  then put in place of the student's folder in one rename. Git's and Mercurial's metadata is
+  left out too, with a warning (`GIT_METADATA`): a submission holding `.git/config` made its
+  folder a repository of the student's, and any git command the instructor ran there (`git
+  status`, a shell prompt that shows the branch) ran the student's commands as the instructor
+  (`core.fsmonitor`, `core.pager`): her solutions, the gradebook, her hub token. A submission
+  that fails any of this is not collected, its student is named in the log, and every other
+  student is collected; the command then fails, so the instructor sees who is missing.
 - its release_feedback stops at the first feedback folder without `timestamp.txt`, before any
   feedback is sent. `ReleaseFeedback` sends each student's pages on their own and names the
   students it could not send, failing at the end.
@@ -69,10 +69,12 @@ TOKEN_VARIABLE = "LM10_EXCHANGE_TOKEN"  # the server's token for the exchange, a
 MAX_REQUEST_VARIABLE = "LM10_NGSHARE_MAX_REQUEST_MIB"  # and this, the exchange's request limit
 TIMESTAMP = "timestamp.txt"  # the exchange's time of submission; nbgrader reads it
 REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # as grading/hub/ngshare_service.py
-# What makes a folder a git repository (a `.git` folder or file, or a `HEAD` beside `objects/`
-# and `refs/`: git's own test, is_git_directory): never collected, wherever it lies in a
-# submission, whatever its case (git on a case-insensitive file system reads `.GIT`).
-GIT_METADATA = {".git", "head"}
+# What makes a folder a repository whose configuration runs commands (git: a `.git` folder or
+# file, or a `HEAD` beside `objects/` and `refs/`, git's own test, is_git_directory; Mercurial:
+# `.hg`, whose hgrc holds hooks): never collected, wherever it lies in a submission, whatever
+# its case (git on a case-insensitive file system reads `.GIT`).
+REPOSITORY_FOLDERS = {".git", ".hg"}
+GIT_METADATA = REPOSITORY_FOLDERS | {"head"}
 
 
 class Refused(Exception):
@@ -201,7 +203,8 @@ def plain_name(name):
 
 def is_git_metadata(parts):
     """Whether a file at these path parts is, or lies in, git's metadata (`GIT_METADATA`)."""
-    return any(p.casefold() == ".git" for p in parts) or parts[-1].casefold() in GIT_METADATA
+    folded = [p.casefold() for p in parts]
+    return bool(REPOSITORY_FOLDERS & set(folded)) or folded[-1] in GIT_METADATA
 
 
 def checked_files(files, limit):
