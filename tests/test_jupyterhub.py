@@ -1237,40 +1237,10 @@ def exchange_module():
     return exchange
 
 
-def open_as_instructor(hub, password, url):
-    """The instructor logs in to the hub in Chromium, opens her own server, then `url`; the
-    title the page ends with (its script writes what it could reach there)."""
-    from playwright.sync_api import sync_playwright
-
-    rules = f"MAP *.{DOMAIN} 127.0.0.1, MAP {DOMAIN} 127.0.0.1"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", f"--host-resolver-rules={rules}"],
-        )
-        try:
-            page = browser.new_page()
-            page.goto(f"{hub.url}/hub/login", timeout=120_000)
-            page.fill("#username_input", INSTRUCTOR)
-            page.fill("#password_input", password)
-            page.click("#login_submit")
-            page.wait_for_url(re.compile(r".*/user/.*"), timeout=120_000)
-            page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
-            page.goto(url, timeout=120_000)
-            page.click("#go")
-            page.wait_for_function(
-                "document.title.startsWith('READ') || document.title.startsWith('BLOCKED')",
-                timeout=120_000,
-            )
-            return page.title()
-        finally:
-            browser.close()
-
-
-def open_link(hub, user, password, url):
-    """`user` logs in to the hub in Chromium and opens `url` (a link a classmate sent); the
-    title the page has after up to 20 s (a script of the link's writes "READ ..." there)."""
-    from playwright.sync_api import TimeoutError as PageTimeout
+@contextlib.contextmanager
+def logged_in(hub, user, password):
+    """A Chromium page on which `user` has logged in to the hub (every server's host resolved
+    to loopback), closed afterwards."""
     from playwright.sync_api import sync_playwright
 
     rules = f"MAP *.{DOMAIN} 127.0.0.1, MAP {DOMAIN} 127.0.0.1"
@@ -1286,12 +1256,35 @@ def open_link(hub, user, password, url):
             page.fill("#password_input", password)
             page.click("#login_submit")
             page.wait_for_url(re.compile(r".*/user/.*"), timeout=120_000)
-            opened = page.goto(url, timeout=120_000)
-            with contextlib.suppress(PageTimeout):
-                page.wait_for_function("document.title.startsWith('READ')", timeout=20_000)
-            return f"{opened.status if opened else None} {page.title()}"
+            yield page
         finally:
             browser.close()
+
+
+def open_as_instructor(hub, password, url):
+    """The instructor logs in to the hub in Chromium, opens her own server, then `url`; the
+    title the page ends with (its script writes what it could reach there)."""
+    with logged_in(hub, INSTRUCTOR, password) as page:
+        page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
+        page.goto(url, timeout=120_000)
+        page.click("#go")
+        page.wait_for_function(
+            "document.title.startsWith('READ') || document.title.startsWith('BLOCKED')",
+            timeout=120_000,
+        )
+        return page.title()
+
+
+def open_link(hub, user, password, url):
+    """`user` logs in to the hub in Chromium and opens `url` (a link a classmate sent); the
+    title the page has after up to 20 s (a script of the link's writes "READ ..." there)."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
+    with logged_in(hub, user, password) as page:
+        opened = page.goto(url, timeout=120_000)
+        with contextlib.suppress(PageTimeout):
+            page.wait_for_function("document.title.startsWith('READ')", timeout=20_000)
+        return f"{opened.status if opened else None} {page.title()}"
 
 
 def login(url, user, password):
