@@ -348,6 +348,26 @@ print(json.dumps(p.pid))
 """
 # ngshare_exchange's own collect, only reaching the exchange as the course's classes do (its
 # socket, the exchange token): the control that shows what the course's Collect fixes.
+# A seventh tester's notebook in her submission: its one cell leaves a file in the home of
+# whoever runs it (nbgrader's Validate runs every cell in a kernel of the server's user).
+VALIDATE_ME = "check-me.ipynb"
+MARK_WHOEVER_RUNS_IT = "import pathlib\n(pathlib.Path.home() / {mark!r}).write_text('ran')"
+
+# Her `ipykernel_launcher.py`: a kernel started in her folder by `python -m ipykernel_launcher`
+# finds it first where the folder is on sys.path; it leaves its mark, then starts the real one.
+HER_KERNEL_LAUNCHER = """import pathlib, runpy, sys
+(pathlib.Path.home() / {mark!r}).write_text("ran")
+here = pathlib.Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != here]
+runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+"""
+WHERE_A_KERNEL_IMPORTS_FROM = """import json, os, pathlib, sys
+here = pathlib.Path.cwd().resolve()
+print(json.dumps({"folder on sys.path": [
+    p for p in sys.path if pathlib.Path(p or ".").resolve() == here
+]}))
+"""
+
 UNFIXED_COLLECT = """
 import sys
 import ngshare_exchange
@@ -1707,9 +1727,76 @@ def played(hub, machine):
             env[ATTACKER],
             home[ATTACKER] / LAB,
         )
+    # And a notebook whose one cell leaves a mark in the home of whoever runs it (a seventh
+    # tester's): the instructor, reading her collected submission, presses Validate on it.
+    validated = home[INSTRUCTOR] / "mallory-validated"
+    marking = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(MARK_WHOEVER_RUNS_IT.format(mark=validated.name))]
+    )
+    # And a module named as the one a kernel starts from (`python -m ipykernel_launcher`, in
+    # the notebook's folder), which leaves its mark and then starts the real kernel.
+    opened = home[INSTRUCTOR] / "mallory-opened"
+    for name, text in {
+        VALIDATE_ME: nbformat.writes(marking),
+        "ipykernel_launcher.py": HER_KERNEL_LAUNCHER.format(mark=opened.name),
+    }.items():
+        written = as_user(
+            ATTACKER,
+            [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"]
+            + [name, text],
+            env[ATTACKER],
+            home[ATTACKER] / LAB,
+        )
+        assert written.returncode == 0, written.stderr
     hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
     out["collect again"] = hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect")
+    # The instructor opens her collected notebook in JupyterLab (a session: a kernel started in
+    # the notebook's folder), and her kernel says where it imports from.
     hers_collected = grading / "submitted" / ATTACKER / LAB
+    session = hub.call(
+        "POST",
+        f"/user/{INSTRUCTOR}/api/sessions",
+        json={
+            "path": str((hers_collected / f"{LAB}.ipynb").relative_to(course)),
+            "name": f"{LAB}.ipynb",
+            "type": "notebook",
+            "kernel": {"name": "python3"},
+        },
+    ).json()
+    out["opened"] = {
+        "collected": (hers_collected / "ipykernel_launcher.py").is_file(),
+        "the kernel's path": json.loads(
+            hub.execute(INSTRUCTOR, session["kernel"]["id"], WHERE_A_KERNEL_IMPORTS_FROM)
+        ),
+        "her mark in the instructor's home": opened.exists(),
+    }
+    hub.call("DELETE", f"/user/{INSTRUCTOR}/api/sessions/{session['id']}")
+    # Validate, as the instructor: her submission's notebook, then one of the course's own (a
+    # notebook of the instructor's beside the lab's source, which leaves its own mark).
+    out["validate"] = {
+        "her notebook": hub.nbgrader(
+            INSTRUCTOR,
+            f"assignments/validate?path=grading/submitted/{ATTACKER}/{LAB}/{VALIDATE_ME}",
+            expect=None,
+        ),
+        "collected": (grading / "submitted" / ATTACKER / LAB / VALIDATE_ME).is_file(),
+        "her mark in the instructor's home": validated.exists(),
+    }
+    own = course / "solutions" / LAB / "instructor-check.ipynb"
+    own_mark = home[INSTRUCTOR] / "instructor-validated"
+    own.write_text(
+        nbformat.writes(
+            nbformat.v4.new_notebook(
+                cells=[nbformat.v4.new_code_cell(MARK_WHOEVER_RUNS_IT.format(mark=own_mark.name))]
+            )
+        )
+    )
+    give(own, INSTRUCTOR)
+    out["validate"]["the course's own notebook"] = hub.nbgrader(
+        INSTRUCTOR, f"assignments/validate?path=solutions/{LAB}/{own.name}", expect=None
+    )
+    out["validate"]["the course's own ran"] = own_mark.exists()
+    own.unlink()
     out["git metadata collected"] = sorted(
         str(p.relative_to(hers_collected))
         for p in hers_collected.rglob("*")
@@ -2649,6 +2736,39 @@ def test_collect_leaves_out_git_metadata(tmp_path):
         ran.unlink(missing_ok=True)
 
 
+def test_collect_leaves_out_nbgrader_configuration(tmp_path):
+    """nbgrader's commands load nbgrader_config.py from the folder they run in: one in a
+    collected folder ran the student's code in the instructor's `nbgrader validate` there (the
+    control, on the files as submitted); collect leaves it out, in any folder and case."""
+    exchange = exchange_module()
+    ran = tmp_path / "mallory-ran-this"
+    config = f"open({str(ran)!r}, 'w').write('ran')\n".encode()
+    submitted = {
+        f"{LAB}.ipynb": b"{}",
+        "nbgrader_config.py": config,
+        "data/NBGRADER_CONFIG.PY": config,
+        "data/nbgrader_config.json": b"{}",
+    }
+    entries = [
+        {"path": name, "content": base64.b64encode(content).decode()}
+        for name, content in submitted.items()
+    ]
+    kept, dropped = exchange.checked_files(entries, 10)
+    assert sorted(kept) == [f"{LAB}.ipynb"], kept
+    assert sorted(dropped) == sorted(set(submitted) - {f"{LAB}.ipynb"}), dropped
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    for folder, files in {"as submitted": submitted, "collected": kept}.items():
+        exchange.write_tree(tmp_path / folder, files)
+        subprocess.run(
+            [nbgrader, "validate", f"{LAB}.ipynb"],
+            cwd=tmp_path / folder,
+            capture_output=True,
+            timeout=120,
+        )
+        assert ran.exists() is (folder == "as submitted"), folder
+        ran.unlink(missing_ok=True)
+
+
 def test_no_submission_runs_a_command_in_the_instructors_git(played):
     assert played["collect again"]["success"], played["collect again"]
     assert played["git metadata collected"] == [
@@ -2659,6 +2779,24 @@ def test_no_submission_runs_a_command_in_the_instructors_git(played):
     ]
     assert played["the instructor's git in her folder"], played  # git ran there
     assert played["her command ran as the instructor"] is False
+
+
+def test_no_submission_runs_when_the_instructor_opens_it(played):
+    opened = played["opened"]
+    assert opened["collected"], opened  # her launcher lies beside her notebook
+    assert opened["her mark in the instructor's home"] is False, opened
+    assert opened["the kernel's path"] == {"folder on sys.path": []}, opened
+
+
+def test_no_submission_runs_in_the_instructors_validate(played):
+    validate = played["validate"]
+    assert validate["collected"], validate  # her notebook reached the instructor's course
+    assert validate["her notebook"]["success"] is False, validate
+    assert "Not validated" in validate["her notebook"]["value"], validate
+    assert validate["her mark in the instructor's home"] is False, validate
+    # the course's own notebooks still validate, in her kernel (the control)
+    assert validate["the course's own notebook"]["success"] is True, validate
+    assert validate["the course's own ran"] is True, validate
 
 
 def test_no_page_carries_markup_from_its_address(played):

@@ -168,7 +168,12 @@ def test_the_instructor_gets_the_course_and_a_pod_bubblewrap_can_work_in():
         pod = instructor_pod(name)
         assert pod.notebook_dir == "/home/jovyan/LM10"
         config = pod.environment["JUPYTER_CONFIG_PATH"].split(":")
-        assert config == ["/home/jovyan/LM10/grading", f"{SITE}/grading/hub/config"]
+        assert config == [
+            "/home/jovyan/LM10/grading",
+            f"{SITE}/grading/hub/instructor",
+            f"{SITE}/grading/hub/config",
+        ]
+        assert pod.environment["PYTHONSAFEPATH"] == "1"  # no kernel imports a student's file
         context = pod.container_security_context
         # Kubernetes refuses procMount Unmasked outside a pod with a user namespace of its own
         assert context["procMount"] == "Unmasked" and pod.extra_pod_config["hostUsers"] is False

@@ -17,7 +17,10 @@ the student:
   left out too, with a warning (`GIT_METADATA`): a submission holding `.git/config` made its
   folder a repository of the student's, and any git command the instructor ran there (`git
   status`, a shell prompt that shows the branch) ran the student's commands as the instructor
-  (`core.fsmonitor`, `core.pager`): her solutions, the gradebook, her hub token. A submission
+  (`core.fsmonitor`, `core.pager`): her solutions, the gradebook, her hub token. So is
+  nbgrader's configuration (`NBGRADER_CONFIG`): nbgrader's commands load `nbgrader_config.py`
+  from the folder they run in, so `nbgrader validate` run in a collected folder ran the
+  student's file as the instructor. A submission
   that fails any of this is not collected, its student is named in the log, and every other
   student is collected; the command then fails, so the instructor sees who is missing.
 - its release_feedback stops at the first feedback folder without `timestamp.txt`, before any
@@ -75,6 +78,9 @@ REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # as grading/hub/ngsh
 # its case (git on a case-insensitive file system reads `.GIT`).
 REPOSITORY_FOLDERS = {".git", ".hg"}
 GIT_METADATA = REPOSITORY_FOLDERS | {"head"}
+# nbgrader's configuration, which every nbgrader command loads from the folder it runs in
+# (NbGrader.load_cwd_config): never collected, in any folder of a submission, in any case.
+NBGRADER_CONFIG = {"nbgrader_config.py", "nbgrader_config.json"}
 
 
 class Refused(Exception):
@@ -207,10 +213,15 @@ def is_git_metadata(parts):
     return bool(REPOSITORY_FOLDERS & set(folded)) or folded[-1] in GIT_METADATA
 
 
+def is_nbgrader_config(parts):
+    """Whether a file at these path parts is one nbgrader loads as its configuration."""
+    return parts[-1].casefold() in NBGRADER_CONFIG
+
+
 def checked_files(files, limit):
     """(relative path, bytes) for each file of a submission as ngshare hands it over, or Refused.
     Entries under `timestamp.txt` (the exchange writes that file) and git's metadata are left
-    out, and returned as the second item."""
+    out, and so is nbgrader's configuration; they are returned as the second item."""
     if not isinstance(files, list):
         raise Refused("the exchange's answer holds no file list")
     if len(files) > limit:
@@ -223,7 +234,7 @@ def checked_files(files, limit):
         parts = PurePosixPath(path).parts
         if not parts or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise Refused(f"a file name outside the submission's folder: {shown(path)}")
-        if parts[0] == TIMESTAMP or is_git_metadata(parts):
+        if parts[0] == TIMESTAMP or is_git_metadata(parts) or is_nbgrader_config(parts):
             dropped.append(path)
             continue
         key = "/".join(parts)
@@ -296,8 +307,9 @@ class Collect(ThroughTheSocket, ngshare_exchange.ExchangeCollect):
         if dropped:
             self.log.warning(
                 "%s's submission holds %s, left out: collect writes the exchange's time of "
-                "submission as timestamp.txt, and no git metadata (a repository of the "
-                "student's would run her commands in any git command run there)",
+                "submission as timestamp.txt, and no git metadata or nbgrader configuration "
+                "(a repository of the student's, or her nbgrader_config.py, would run her "
+                "commands in any git or nbgrader command run there)",
                 shown(student),
                 ", ".join(map(shown, dropped)),
             )

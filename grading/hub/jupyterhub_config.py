@@ -484,7 +484,12 @@ def prepare_server(spawner):
         if course.resolve().parent != home.resolve():
             private_folder(course.resolve(), account)
         spawner.notebook_dir = str(course)
-        config = [course / "grading", HERE / "config"]
+        # the course's, then Validate only on the course's own notebooks (validate_guard.py)
+        config = [course / "grading", HERE / "instructor", HERE / "config"]
+        # No Python she starts imports from the folder it starts in: a kernel starts in the
+        # notebook's folder (`python -m ipykernel_launcher`), and a collected submission's
+        # `ipykernel_launcher.py` ran as her when she opened its notebook.
+        environment["PYTHONSAFEPATH"] = "1"
         spawner.max_tasks = None  # grading sets its own limits (grading/host/sandbox.py)
     else:
         config = [HERE / "student", HERE / "config"]
