@@ -46,7 +46,10 @@ carries all she may do, the proxy's API, the exchange's administration, and a fi
 deeper than the exchange's parser goes. And a fourth's: another server's listening socket
 (who holds each, read from the host's /proc), and an "Open on the hub" link (nbgitpuller) of
 hers that alice opens, pulling a repository mallory serves from her kernel into alice's kernel
-specifications; the lessons' link into a hidden folder and into the instructor's server. Every
+specifications; the lessons' link into a hidden folder and into the instructor's server. And a
+seventh's: her submission carrying an `ipykernel_launcher.py` and a notebook that leaves a mark,
+which the instructor opens in JupyterLab and validates (nothing of hers may run as the
+instructor), and her `nbgrader_config.py`, which collect leaves out. Every
 server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
 does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
