@@ -9,10 +9,12 @@ LAB    ?=
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
-# JupyterLab draw their stored widgets before they are run.
+# JupyterLab draw their stored widgets before they are run. PYTHONSAFEPATH=1: no Python the
+# server starts imports from the folder it starts in (a kernel starts in its notebook's folder,
+# a collected submission's among them); grading/jupyter_server_config.py says the rest.
 lab: setup gradebook
 	$(RUN) $(BIN)/jupyter trust lessons/*.ipynb
-	$(RUN) JUPYTER_CONFIG_PATH="$(abspath grading)" $(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(JUPYTER_ARGS)
+	$(RUN) PYTHONSAFEPATH=1 JUPYTER_CONFIG_PATH="$(abspath grading)" $(BIN)/jupyter lab --notebook-dir=. $(ROOT_FLAG) $(JUPYTER_ARGS)
 
 # Every lab in the gradebook, so that the formgrader can autograde it, and released into the
 # course's exchange (grading/exchange), so that the assignment list shows it: on first use, then
