@@ -252,8 +252,8 @@ def test_opening_a_collected_notebook_imports_nothing_of_its_folder(course, lab)
     finally:
         _call(lab, "DELETE", f"/api/sessions/{session['id']}")
     assert seen["cwd"] == str(course["hers"].resolve()), seen  # the kernel started in her folder
-    assert seen["folder on sys.path"] == [], seen
     assert not (course["marks"] / "her-launcher-ran").exists(), "her launcher ran as the instructor"
+    assert seen["folder on sys.path"] == [], seen
 
 
 def test_validate_refuses_a_collected_notebook_and_runs_a_fetched_lab(course, lab):
