@@ -51,7 +51,8 @@ seventh's: her submission carrying an `ipykernel_launcher.py` and a notebook tha
 which the instructor opens in JupyterLab and validates (nothing of hers may run as the
 instructor), a notebook whose stored Vega-Lite chart reads the solutions and sends them to her
 address when the instructor looks at it in Chromium, and her `nbgrader_config.py`, which
-collect leaves out. Every
+collect leaves out. And an eighth's: her `codeop.py` and nbconvert template in that folder, where
+the instructor converts her notebook to HTML in her terminal and from JupyterLab. Every
 server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
 does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
@@ -372,6 +373,29 @@ print(json.dumps({"folder on sys.path": [
     p for p in sys.path if pathlib.Path(p or ".").resolve() == here
 ]}))
 """
+
+# An eighth tester's files for the instructor's own commands in her collected folder: nbconvert
+# and nbgrader put the folder they run in first on sys.path themselves (PYTHONSAFEPATH or not),
+# and nbconvert reads its templates from there. Her `codeop.py` (a module nbconvert's HTML
+# highlighting imports after it starts) leaves a mark, then stands in for the real one; her
+# `lab/index.html.j2` (the template of `--to html`) calls Python from Jinja and leaves its own.
+HER_CODEOP = """import importlib.util, pathlib, sys, sysconfig
+try:
+    (pathlib.Path.home() / {mark!r}).write_text("ran")
+except OSError:
+    pass
+_spec = importlib.util.spec_from_file_location(
+    "codeop", pathlib.Path(sysconfig.get_path("stdlib")) / "codeop.py"
+)
+_real = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_real)
+sys.modules["codeop"] = _real
+globals().update({{k: v for k, v in vars(_real).items() if not k.startswith("__")}})
+"""
+HER_TEMPLATE = (
+    "{{{{ cycler.__init__.__globals__.os.system('touch ' ~ "
+    "cycler.__init__.__globals__.os.path.expanduser('~/{mark}')) }}}}\n"
+)
 
 # Her notebook with a stored Vega-Lite output (a seventh tester's): JupyterLab renders Vega in
 # any notebook, trusted or not, and its loader fetches data with the page's cookies, a relative
@@ -1818,14 +1842,27 @@ def played(hub, machine):
     # And her chart, which sends what it reads to an address of hers.
     listener = listening_for_requests()
     her_address, heard = listener.__enter__()
+    # And a module and a template that the instructor's nbconvert would obey in her folder.
+    converted = {
+        "her module": home[INSTRUCTOR] / "mallory-converted-module",
+        "her template": home[INSTRUCTOR] / "mallory-converted-template",
+    }
     for name, text in {
         VALIDATE_ME: nbformat.writes(marking),
         "ipykernel_launcher.py": HER_KERNEL_LAUNCHER.format(mark=opened.name),
         LOOK_AT_ME: nbformat.writes(her_chart(her_address)),
+        "codeop.py": HER_CODEOP.format(mark=converted["her module"].name),
+        "lab/index.html.j2": HER_TEMPLATE.format(mark=converted["her template"].name),
+        "lab/static/style.css": "",
     }.items():
         written = as_user(
             ATTACKER,
-            [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"]
+            [
+                sys.executable,
+                "-c",
+                "import os, sys; os.makedirs(os.path.dirname(sys.argv[1]) or '.', exist_ok=True);"
+                " open(sys.argv[1], 'w').write(sys.argv[2])",
+            ]
             + [name, text],
             env[ATTACKER],
             home[ATTACKER] / LAB,
@@ -1864,6 +1901,56 @@ def played(hub, machine):
         )
     finally:
         listener.__exit__(None, None, None)
+    # The instructor reads her notebook as HTML, with nbconvert in her terminal, there (the
+    # lab template, then the classic one, which her module's name reaches), and from her
+    # JupyterLab (Export as HTML: the server's nbconvert); then the same two commands without
+    # the instructor's configuration (the control: what PYTHONSAFEPATH alone left open).
+    jupyter = Path(sys.executable).parent / "jupyter"
+    commands = {
+        "--to html": [jupyter, "nbconvert", "--to", "html", f"{LAB}.ipynb", "--stdout"],
+        "--to html --template classic": [
+            *(jupyter, "nbconvert", "--to", "html", "--template", "classic"),
+            *(f"{LAB}.ipynb", "--stdout"),
+        ],
+    }
+
+    def convert_there(environment):
+        for mark in converted.values():
+            mark.unlink(missing_ok=True)
+        done = {
+            what: as_user(INSTRUCTOR, argv, environment, hers_collected).returncode
+            for what, argv in commands.items()
+        }
+        return {"exit": done, **{what: mark.exists() for what, mark in converted.items()}}
+
+    out["converted"] = {
+        "collected": [
+            (hers_collected / name).is_file() for name in ("codeop.py", "lab/index.html.j2")
+        ],
+        "in her terminal": convert_there(env[INSTRUCTOR]),
+    }
+    exported = hub.call(
+        "GET",
+        f"/user/{INSTRUCTOR}/nbconvert/html/"
+        + str((hers_collected / f"{LAB}.ipynb").relative_to(course)),
+        ok=False,
+    )
+    out["converted"]["exported from her JupyterLab"] = {
+        "status": exported.status_code,
+        "html": "<html" in exported.text.lower(),
+        **{what: mark.exists() for what, mark in converted.items()},
+    }
+    unconfigured = {
+        **env[INSTRUCTOR],
+        "JUPYTER_CONFIG_PATH": os.pathsep.join(
+            folder
+            for folder in env[INSTRUCTOR]["JUPYTER_CONFIG_PATH"].split(os.pathsep)
+            if Path(folder).name != "instructor"
+        ),
+    }
+    out["converted"]["without the instructor's configuration"] = convert_there(unconfigured)
+    for mark in converted.values():
+        mark.unlink(missing_ok=True)
     # Validate, as the instructor: her submission's notebook, then one of the course's own (a
     # notebook of the instructor's beside the lab's source, which leaves its own mark).
     out["validate"] = {
@@ -1929,6 +2016,11 @@ def played(hub, machine):
     out["graded"] = {
         s: hub.nbgrader(INSTRUCTOR, f"formgrader/api/submission/{LAB}/{s}/autograde")
         for s in STUDENTS
+    }
+    # Autograding ran her notebook in her collected files' copy, in the grading sandbox: her
+    # module and template leave nothing in the instructor's home there either.
+    out["converted"]["after autograding"] = {
+        what: mark.exists() for what, mark in converted.items()
     }
     submissions = hub.call("GET", f"/user/{INSTRUCTOR}/formgrader/api/submissions/{LAB}").json()
     out["grading errors"] = {
@@ -2885,6 +2977,26 @@ def test_no_submission_reads_the_instructors_files_in_her_jupyterlab(played):
     chart = played["her chart"]
     assert chart["shown"], chart  # the instructor's JupyterLab showed her notebook
     assert chart["heard"] == [], chart  # and nothing reached the student's address
+
+
+def test_no_submission_runs_in_the_instructors_nbconvert(played):
+    converted = played["converted"]
+    assert converted["collected"] == [True, True], converted  # her module and template
+    ran = {"her module": True, "her template": True}
+    mine = converted["in her terminal"]
+    assert mine == {
+        "exit": {c: 0 for c in mine["exit"]},
+        "her module": False,
+        "her template": False,
+    }, converted
+    exported = converted["exported from her JupyterLab"]
+    assert exported == {"status": 200, "html": True, "her module": False, "her template": False}, (
+        converted
+    )
+    # the control: without the instructor's configuration, her files ran as the instructor
+    assert converted["after autograding"] == {"her module": False, "her template": False}, converted
+    unconfigured = converted["without the instructor's configuration"]
+    assert {k: unconfigured[k] for k in ran} == ran, converted
 
 
 def test_no_submission_runs_in_the_instructors_validate(played):
