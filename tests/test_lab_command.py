@@ -266,6 +266,12 @@ def test_validate_refuses_a_collected_notebook_and_runs_a_fetched_lab(course, la
     assert refused["value"].startswith("Not validated."), refused
     assert "outside any sandbox" in refused["value"] and "Autograde" in refused["value"], refused
     assert not (course["marks"] / "her-notebook-ran").exists(), "her notebook ran in Validate"
+    # nor through a link to her folder from the course's root (nbgrader runs what a link inside
+    # the root points to)
+    (course["root"] / "peek").symlink_to(course["hers"], target_is_directory=True)
+    refused = _call(lab, "POST", "/assignments/validate", path="peek/check-me.ipynb")
+    assert refused["value"].startswith("Not validated."), refused
+    assert not (course["marks"] / "her-notebook-ran").exists(), "her notebook ran in Validate"
 
     fetched = _call(lab, "POST", "/assignments/fetch", course_id="LM10", assignment_id=LAB)
     assert fetched["success"] is True, fetched
