@@ -2466,6 +2466,46 @@ def played(hub, machine):
     }
     kernel[ATTACKER] = hub.start_kernel(ATTACKER)
     out["the proxy's API from her kernel"] = attack(PROXY_API.replace("PORT", str(hub.proxy_port)))
+    # And an eighth tester's: her server's OAuth client (its id and callback are in her
+    # server's environment) for alice, logged in to the hub, so that alice's authorisation
+    # hands her server a code for a token of alice's; then the client with a callback of hers
+    # elsewhere; her own authorisation is the control.
+    client = env[ATTACKER]["JUPYTERHUB_CLIENT_ID"]
+    callback = env[ATTACKER]["JUPYTERHUB_OAUTH_CALLBACK_URL"]
+
+    def authorize(user, redirect_uri):
+        with requests.Session() as browser:
+            browser.get(f"{hub.url}/hub/login", timeout=60)
+            browser.post(
+                f"{hub.url}/hub/login",
+                timeout=60,
+                allow_redirects=False,
+                data={
+                    "username": user,
+                    "password": machine.passwords[user],
+                    "_xsrf": browser.cookies.get("_xsrf"),
+                },
+            )
+            answer = browser.get(
+                f"{hub.url}/hub/api/oauth2/authorize",
+                params={
+                    "client_id": client,
+                    "redirect_uri": redirect_uri,
+                    "response_type": "code",
+                    "state": "mallory",
+                },
+                timeout=60,
+                allow_redirects=False,
+            )
+            to = answer.headers.get("Location", "")
+            return {"status": answer.status_code, "to": to.split("?")[0], "code": "code=" in to}
+
+    out["her server's OAuth client"] = {
+        "alice authorises it": authorize("lm10-alice", callback),
+        "with a callback elsewhere": authorize(ATTACKER, "http://mallory.invalid/callback"),
+        "she authorises it": authorize(ATTACKER, callback),
+        "callback": callback,
+    }
 
     # 13. A link of hers that runs her script on the page it opens, on the origin of whoever
     # opens it (a fifth tester's): nbgitpuller's page with her script as the link's `urlpath`
@@ -3115,6 +3155,18 @@ def test_a_students_hub_token_reaches_no_one_else(played):
     assert others.pop("a second, named server") == 400, others  # named servers are off
     assert all(status in (403, 404) for status in others.values()), others
     assert played["the proxy's API from her kernel"] == 403
+
+
+def test_no_one_gets_a_classmates_token_through_her_servers_oauth_client(played):
+    oauth = played["her server's OAuth client"]
+    alice = oauth["alice authorises it"]
+    assert alice == {"status": 403, "to": "", "code": False}, oauth
+    elsewhere = oauth["with a callback elsewhere"]
+    assert elsewhere["status"] >= 400 and not elsewhere["code"], oauth
+    assert "mallory.invalid" not in elsewhere["to"], oauth
+    # the control: her own authorisation reaches her server's callback with a code
+    mine = oauth["she authorises it"]
+    assert mine == {"status": 302, "to": oauth["callback"], "code": True}, oauth
 
 
 def test_what_one_machine_does_not_bound_is_flagged(played):
