@@ -37,6 +37,7 @@ def source(name):
 # the course library, mounted read-only (the labs' setup cells import it; the agent's guard of
 # off-limits references is lmcourse.offlimits)
 KERNEL = {"IPython", "ipykernel", "jupyter_client", "jupyter_core", "nbclient", "nbformat"}
+KERNEL |= {"traitlets"}  # ipykernel's configuration (the executor sets the kernel's classes)
 KERNEL |= {"lmcourse"}
 # and torch, which every lab's room holds: the agent rebuilds a room's transformers modules as
 # torch modules that hold their weights (grading/host/room.py)
