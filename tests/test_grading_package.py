@@ -14,7 +14,7 @@ import pytest
 from grading.batch.results import Notes
 
 GRADING = Path(__file__).resolve().parents[1] / "grading"
-CONFIG_FILES = {"nbgrader_config.py", "jupyter_server_config.py"}  # read by path, not imported
+CONFIG_FILES = {"nbgrader_config.py", "jupyter_config.py", "jupyter_server_config.py"}  # by path
 # where each runs (CONTRIBUTING.md, "The grading package's layout"); hub/ and slips/ have
 # tests of their own
 FOLDERS = ("in_sandbox", "host", "batch", "instructor")

@@ -308,3 +308,71 @@ def test_a_collected_chart_reads_nothing_in_the_instructors_jupyterlab(course, l
         finally:
             page.close()
     assert heard == [], heard
+
+
+# Her files for the instructor's own commands in her collected folder: nbconvert and nbgrader
+# put the folder they run in first on sys.path themselves, PYTHONSAFEPATH or not, and nbconvert
+# reads its templates there. Her `codeop.py` (a module nbconvert's HTML highlighting imports
+# once it runs) leaves a mark and hands over to the real one; her `lab/index.html.j2` (the
+# template of `--to html`) calls Python from Jinja and leaves its own mark.
+HER_CODEOP = """import importlib.util, pathlib, sys, sysconfig
+pathlib.Path({mark!r}).write_text("ran")
+spec = importlib.util.spec_from_file_location(
+    "codeop", pathlib.Path(sysconfig.get_path("stdlib")) / "codeop.py")
+real = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(real)
+sys.modules["codeop"] = real
+globals().update({{k: v for k, v in vars(real).items() if not k.startswith("__")}})
+"""
+HER_TEMPLATE = "{{{{ cycler.__init__.__globals__.os.system('touch ' ~ {mark!r}) }}}}\n"
+
+
+def test_nbconvert_in_a_collected_folder_runs_nothing_of_it(course, tmp_path):
+    """`jupyter nbconvert --to html` of her notebook, with nbconvert's lab template and with
+    its classic one, run in her collected folder from a terminal of `make lab`
+    (JUPYTER_CONFIG_PATH: the course's grading folder, PYTHONSAFEPATH=1), writes the pages and
+    runs neither her module nor her template; run without the course's configuration, the same
+    commands run both (the control: her files work)."""
+    folder = tmp_path / "submitted" / STUDENT / LAB
+    (folder / "lab").mkdir(parents=True)
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my answer')")]),
+        folder / "answers.ipynb",
+    )
+    runs = {}
+    for run, config_path in (("make lab", course["grading"]), ("control", tmp_path / "none")):
+        name = run.replace(" ", "-")  # her template's mark goes through a shell
+        marks = {
+            "her module": tmp_path / f"{name}-module",
+            "her template": tmp_path / f"{name}-tpl",
+        }
+        (folder / "codeop.py").write_text(HER_CODEOP.format(mark=str(marks["her module"])))
+        (folder / "lab" / "index.html.j2").write_text(
+            HER_TEMPLATE.format(mark=str(marks["her template"]))
+        )
+        env = dict(
+            os.environ,
+            PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+            JUPYTER_CONFIG_PATH=str(config_path),
+            PYTHONSAFEPATH="1",
+        )
+        pages = []
+        for template in ("lab", "classic"):
+            page = folder / "answers.html"
+            page.unlink(missing_ok=True)
+            done = subprocess.run(
+                [str(BIN / "jupyter"), "nbconvert", "--to", "html", "--template", template]
+                + ["answers.ipynb"],
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            shown = page.read_text() if page.exists() else ""
+            pages.append(done.returncode == 0 and "my answer" in shown or done.stderr[-600:])
+        runs[run] = {name: mark.exists() for name, mark in marks.items()} | {"pages": pages}
+    assert runs["control"]["her module"] and runs["control"]["her template"], runs["control"]
+    made = runs["make lab"]
+    assert not made["her module"] and not made["her template"], made
+    assert made["pages"] == [True, True], made

@@ -14,7 +14,13 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-COURSE_CONFIG = ("nbgrader_config.py", "jupyter_server_config.py", "jupyter-data", "labconfig")
+COURSE_CONFIG = (
+    "nbgrader_config.py",
+    "jupyter_config.py",
+    "jupyter_server_config.py",
+    "jupyter-data",
+    "labconfig",
+)
 # `make autograde`'s command, as arguments of python run in a course copy's grading folder
 AUTOGRADE = ("-m", "grading.batch.autograde", "--grading", ".")
 
