@@ -52,7 +52,10 @@ which the instructor opens in JupyterLab and validates (nothing of hers may run 
 instructor), a notebook whose stored Vega-Lite chart reads the solutions and sends them to her
 address when the instructor looks at it in Chromium, and her `nbgrader_config.py`, which
 collect leaves out. And an eighth's: her `codeop.py` and nbconvert template in that folder, where
-the instructor converts her notebook to HTML in her terminal and from JupyterLab. Every
+the instructor converts her notebook to HTML in her terminal and from JupyterLab. And a
+ninth's: a grade id of escape sequences in her notebook, which nbgrader's autograde writes into
+its log (the instructor's terminal, the formgrader's answer), and her outputs in the autograded
+notebooks, which must open untrusted in the instructor's JupyterLab. Every
 server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
 does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
@@ -62,6 +65,7 @@ import ast
 import asyncio
 import base64
 import contextlib
+import copy
 import fcntl
 import http.server
 import importlib.util
@@ -401,6 +405,9 @@ HER_TEMPLATE = (
 # any notebook, trusted or not, and its loader fetches data with the page's cookies, a relative
 # path from the notebook's folder; each datum then becomes an image's address, hers.
 LOOK_AT_ME = "look-at-me.ipynb"
+# A grade id that writes to a terminal: a window title, a cleared screen, the cursor home, a
+# forged log line, a bell
+HER_GRADE_ID = "\x1b]0;graded\x07\x1b[2J\x1b[H[AutogradeApp | INFO] all 13.0 / 13.0\x07"
 SHOWN_TEXT = "A chart of my results"
 
 
@@ -1945,7 +1952,8 @@ def played(hub, machine):
         "JUPYTER_CONFIG_PATH": os.pathsep.join(
             folder
             for folder in env[INSTRUCTOR]["JUPYTER_CONFIG_PATH"].split(os.pathsep)
-            if Path(folder).name != "instructor"
+            # the course's grading/jupyter_config.py (make lab's) runs the instructor's too
+            if Path(folder).name not in ("instructor", "grading")
         ),
     }
     out["converted"]["without the instructor's configuration"] = convert_there(unconfigured)
@@ -2034,6 +2042,39 @@ def played(hub, machine):
     }
     out["scores"] = {s["student"]: (s["score"], s["max_score"]) for s in submissions}
     hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/generate_feedback")
+    # The outputs her code displayed while autograding ran it (scripts, HTML) reach the
+    # instructor's JupyterLab when she opens the autograded notebook: only a notebook her own
+    # notary trusts renders them (on her origin). Asked as the instructor, with her secret and
+    # signature database; the control is a copy she signed herself (`jupyter trust`), whose
+    # content differs by one metadata field so that signing it trusts nothing else.
+    checks = (
+        "import sys, nbformat\n"
+        "from nbformat.sign import NotebookNotary\n"
+        "notary = NotebookNotary()\n"
+        "for path in sys.argv[1:]:\n"
+        "    print(notary.check_signature(nbformat.read(path, 4)))\n"
+    )
+    autograded = [grading / "autograded" / s / LAB / f"{LAB}.ipynb" for s in STUDENTS]
+    signed = home[INSTRUCTOR] / "signed-by-her.ipynb"
+    theirs = nbformat.read(autograded[0], 4)
+    theirs.metadata["lm10_signed_copy"] = True
+    nbformat.write(theirs, signed)
+    give(signed, INSTRUCTOR)
+    trusted = as_user(
+        INSTRUCTOR, [jupyter, "trust", signed], env[INSTRUCTOR], home[INSTRUCTOR]
+    ).returncode
+    out["trusted by the instructor"] = {
+        "autograded": as_user(
+            INSTRUCTOR, [sys.executable, "-c", checks, *autograded], env[INSTRUCTOR], course
+        ).stdout.split(),
+        "her own signed copy": (
+            trusted,
+            as_user(
+                INSTRUCTOR, [sys.executable, "-c", checks, signed], env[INSTRUCTOR], course
+            ).stdout.split(),
+        ),
+    }
+    signed.unlink()
     ghost = grading / "feedback" / "lm10-ghost" / LAB
     ghost.mkdir(parents=True)
     (ghost / f"{LAB}.html").write_text("<p>never collected</p>")
@@ -2049,6 +2090,26 @@ def played(hub, machine):
     out["pages"] = pages
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         out["late"] = {s: gradebook.find_submission(LAB, s).total_seconds_late for s in STUDENTS}
+
+    # Her text in the instructor's terminal: she hands in her notebook with a cell whose
+    # nbgrader id is escape sequences (a window title, a cleared screen, the cursor home) and a
+    # forged line, and the instructor autogrades her again. nbgrader logs the id it does not
+    # know (in the instructor's terminal with `nbgrader autograde`, and in the formgrader's
+    # answer), then fails her submission on it: played last of the grading, whose results
+    # above come from her earlier submission.
+    hers = copy.deepcopy(blank)
+    hers.cells.append(nbformat.v4.new_code_cell("# an ordinary cell"))
+    hers.cells[-1].metadata["nbgrader"] = {
+        "grade_id": HER_GRADE_ID,
+        **{"grade": False, "solution": False, "locked": False, "schema_version": 3},
+    }
+    hub.write_notebook(ATTACKER, hers)
+    hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
+    hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect")
+    out["her grade id autograded"] = hub.nbgrader(
+        INSTRUCTOR, f"formgrader/api/submission/{LAB}/{ATTACKER}/autograde", expect=None
+    )
+    hub.write_notebook(ATTACKER, blank)
 
     # 6. Reading each other's work, now that feedback has arrived.
     alice_page = next((home["lm10-alice"] / LAB / "feedback").glob(f"*/{LAB}.html"))
@@ -2931,6 +2992,50 @@ def test_collect_prints_names_escaped():
     assert kept == {} and dropped == ["timestamp.txt/x"]
 
 
+# A Jupyter application that logs what nbgrader logs of a submission (a grade id), then a
+# traceback whose message is the same text
+LOGGING_APP = """
+import sys
+from jupyter_core.application import JupyterApp
+class Logs(JupyterApp):
+    name = "lm10-logs"
+app = Logs()
+app.initialize([])
+app.log.warning("Cell '%s' does not exist in the database", sys.argv[1])
+try:
+    raise ValueError(sys.argv[1])
+except ValueError:
+    app.log.exception("failed")
+"""
+
+
+def test_the_instructors_applications_log_a_submissions_text_plain(tmp_path):
+    def logged(config_path):
+        done = subprocess.run(
+            [sys.executable, "-c", LOGGING_APP, HER_GRADE_ID],
+            env={
+                **os.environ,
+                "JUPYTER_CONFIG_PATH": str(config_path),
+                "JUPYTER_CONFIG_DIR": str(tmp_path / "own"),
+            },
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    plain = logged(ROOT / "grading" / "hub" / "instructor")
+    assert plain.count("all 13.0 / 13.0") == 2, plain  # the message and the traceback's
+    assert "does not exist in the database" in plain and "ValueError" in plain, plain
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", plain), repr(plain)
+    # the control: without the instructor's configuration, her bytes reach the terminal
+    (tmp_path / "none").mkdir()
+    raw = logged(tmp_path / "none")
+    assert raw.count("\x1b]0;graded\x07\x1b[2J") == 2, repr(raw)
+
+
 def test_collect_leaves_out_git_metadata(tmp_path):
     """A submission's git metadata would run the student's command in the instructor's git."""
     exchange = exchange_module()
@@ -3048,6 +3153,25 @@ def test_no_submission_runs_in_the_instructors_validate(played):
     # the course's own notebooks still validate, in her kernel (the control)
     assert validate["the course's own notebook"]["success"] is True, validate
     assert validate["the course's own ran"] is True, validate
+
+
+def test_no_submission_writes_to_the_instructors_terminal_through_a_log(played):
+    # what nbgrader's autograde logged of her notebook (the formgrader's answer: the lines
+    # `nbgrader autograde` writes in the instructor's terminal): her id's text, plain
+    answer = played["her grade id autograded"]
+    log = (answer.get("log") or "") + (answer.get("error") or "")
+    assert "does not exist in the database" in log, log  # the route: her id reached the log
+    assert "all 13.0 / 13.0" in log, log
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", log), repr(log)
+
+
+def test_no_autograded_notebook_is_trusted_by_the_instructor(played):
+    trusted = played["trusted by the instructor"]
+    # every student's autograded notebook opens untrusted in the instructor's JupyterLab: her
+    # outputs shown sanitised, none of her scripts run there
+    assert trusted["autograded"] == ["False"] * len(STUDENTS), trusted
+    # the control: a notebook the instructor signed is trusted, as her notary reads it
+    assert trusted["her own signed copy"] == (0, ["True"]), trusted
 
 
 def test_no_page_carries_markup_from_its_address(played):

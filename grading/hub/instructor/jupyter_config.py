@@ -13,6 +13,10 @@ nbconvert imports after it starts, and her `lab/index.html.j2`, a Jinja template
 Python, as the instructor. This file, read after those insertions and before any of that is
 imported, takes the working folder off sys.path again, and names no template folder besides
 nbconvert's and nbgrader's own.
+
+And what a submission's text puts in a log reaches her plain (grading/hub/plain_logs.py):
+nbgrader's autograde logged a grade id from her notebook's metadata as it was, escape sequences
+and all, into the instructor's terminal and the formgrader's answer.
 """
 
 import os
@@ -24,3 +28,9 @@ _here = os.path.realpath(os.getcwd())
 sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _here]
 
 c.TemplateExporter.extra_template_basedirs = []
+
+# What a submission's text puts in a log (nbgrader logs a cell's grade id and source) reaches
+# her terminal and the formgrader's answers plain: no escape sequence or control character.
+from grading.hub import plain_logs  # noqa: E402 (after the working folder left sys.path)
+
+plain_logs.install()
