@@ -3,7 +3,8 @@
 For every lab solutions/LM10-L<n>/ (found automatically, with its submissions in
 tests/lab_cases/l<n>.py): labs/ is exactly what nbgrader generates; the solution passes
 nbgrader's Validator and the release fails it; and in a temporary course the batch autograder
-(grading/batch/autograde.py, parallel `nbgrader autograde` processes) grades correct answers in a
+(grading/batch/autograde.py, here with one grader process: tests/test_class_report.py and
+tests/test_grading_hostile.py grade on two) grades correct answers in a
 messy notebook, a blank release with tampered tests, a mistake and hard-coded answers as it should,
 beside an unparseable submission. Feedback must not show hidden tests.
 
@@ -164,7 +165,11 @@ def round_trip(lab, course):
         delegate = pool.submit(validate, submitted / "delegate" / lab / f"{lab}.ipynb", grading)
         slipped = submitted / "mistakes" / lab / f"{lab}.ipynb"
         mistakes = pool.submit(validate, slipped, grading) if slipped.is_file() else None
-        results = {r.student: r for r in autograde.autograde(lab, grading=course / "grading")}
+        # One grader process: its start (nbgrader, a trusted test process and a sandbox, each
+        # importing torch) is paid once per lab; the validations run beside it, and the class
+        # report and the hostile batch play the batch on two.
+        graded = autograde.autograde(lab, grading=course / "grading", jobs=1)
+        results = {r.student: r for r in graded}
         validation = {
             "solution": solution.result(),
             "release": release.result(),
