@@ -15,13 +15,17 @@ from nbgrader.preprocessors import (
     ClearOutput,
     GetGrades,
     LimitOutput,
-    OverwriteCells,
     OverwriteKernelspec,
     SaveAutoGrades,
 )
 
 # The course's steps come from the grading package (this folder, installed with the course).
-from grading.host.course_preprocessors import DeduplicateIds, SandboxedExecute, StripHiddenTests
+from grading.host.course_preprocessors import (
+    DeduplicateIds,
+    OverwriteCells,
+    SandboxedExecute,
+    StripHiddenTests,
+)
 from grading.instructor.grades_export import GradesExport
 from grading.instructor.sanitise import clean, markdown_html
 
@@ -54,7 +58,8 @@ if _DATA not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
     )
 # Students delete and duplicate cells: put missing test cells back (and run them), and keep
 # one cell per grade_id (nbgrader's own DeduplicateIds then breaks OverwriteCells, see
-# course_preprocessors.py). Everything else is nbgrader's default sanitizing pipeline.
+# course_preprocessors.py), and a cell with another lab's grade_id is an ordinary cell.
+# Everything else is nbgrader's default sanitizing pipeline.
 c.OverwriteCells.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
     ClearOutput,

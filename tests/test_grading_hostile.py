@@ -31,7 +31,8 @@ exitkernel (os._exit in the last answer) 8, all
 flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
 twonotebooks, link, nocells, dirlab (a folder named LM10-L2.ipynb): error, 0, with the reason.
 bigchart (a correct notebook of 10 MB, past one pipe read), oddmeta (nbgrader metadata that
-is a string or a list on cells of the student's own), dirnotebook (beside a folder named
+is a string or a list on cells of the student's own, a cell pasted from another lab with its
+grade_id), dirnotebook (beside a folder named
 draft.ipynb): 10, graded. escapes (an error message of terminal escape codes that would redraw
 its line as a full score) 8, graded, and no control character reaches the report.
 Attacks on a verdict made in the student's kernel, each added to answers that all return zero
@@ -486,11 +487,15 @@ def submissions(released, course):
         cell.attachments = {name: {"image/png": chart}}
         big.cells.append(cell)
     subs["bigchart"] = big
-    # nbgrader metadata that is not a mapping, on cells of the student's own: graded as
-    # ordinary cells (nbgrader alone fails the whole notebook on it)
+    # nbgrader metadata that is not a mapping, on cells of the student's own, and a cell pasted
+    # from another lab with its grade_id: graded as ordinary cells (nbgrader alone fails the
+    # whole notebook on each)
     odd = fill(released, answers())
     odd.cells.append(nbformat.v4.new_markdown_cell("my notes", metadata={"nbgrader": "mine"}))
     odd.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": ["a", "list"]}))
+    pasted = {"grade": False, "solution": True, "locked": False, "grade_id": "l1_gelu"}
+    pasted["schema_version"] = 3
+    odd.cells.append(nbformat.v4.new_code_cell("y = 2", metadata={"nbgrader": pasted}))
     subs["oddmeta"] = odd
     subs["escapes"] = fill(released, answers(l2_serving=ESCAPES))
     for name, (prelude, inside) in VERDICT_ATTACKS.items():

@@ -42,6 +42,7 @@ from nbformat.v4 import new_code_cell, new_output
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, Execute
 from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
+from nbgrader.preprocessors import OverwriteCells as NbgraderOverwriteCells
 from traitlets import Integer
 
 from grading.batch.results import Notes
@@ -284,6 +285,21 @@ class DeduplicateIds(NbgraderDeduplicateIds):
             del cell.metadata["nbgrader"]
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
         if cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+class OverwriteCells(NbgraderOverwriteCells):
+    """nbgrader's OverwriteCells, leaving a cell whose nbgrader metadata names no grade id the
+    gradebook knows (a cell pasted from another lab, or metadata without an id) as an ordinary
+    cell. nbgrader removes an unknown id but keeps the rest of the metadata, then looks every
+    cell's id up when it puts missing cells back (`add_missing_task_cells`): a KeyError that
+    failed the whole submission."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        nbgrader = cell.metadata.get("nbgrader")
+        if isinstance(nbgrader, dict) and "grade_id" not in nbgrader:
             del cell.metadata["nbgrader"]
         return cell, resources
 
