@@ -23,9 +23,10 @@ submission holds may run as her:
   cookies: a chart in a collected notebook read the solutions from this server.
 """
 
-import functools
 import os
 from pathlib import Path
+
+from grading.hub import validate_guard
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -73,29 +74,4 @@ def refusal(path, root, config):
     return None
 
 
-def guard_validate():
-    """nbgrader's Validate handler refuses what `refusal` refuses, before any kernel starts."""
-    from nbgrader.server_extensions.validate_assignment.handlers import (
-        ValidateAssignmentHandler,
-    )
-
-    validate = ValidateAssignmentHandler.validate_notebook
-    if getattr(validate, "lm10_guarded", False):  # this file read twice: guard once
-        return
-
-    @functools.wraps(validate)
-    def guarded(self, path):
-        try:
-            refused = refusal(path, self.root_dir, self.load_config())
-        except Exception as error:  # no course configuration: nothing may run
-            refused = f"Validate could not read the course's configuration: {error!r}"
-        if refused:
-            self.log.warning("LM10: not validated: %s", refused)
-            return {"success": False, "value": f"Not validated. {refused}"}
-        return validate(self, path)
-
-    guarded.lm10_guarded = True
-    ValidateAssignmentHandler.validate_notebook = guarded
-
-
-guard_validate()
+validate_guard.guard(refusal, who="LM10")  # nbgrader's Validate handler, before any kernel

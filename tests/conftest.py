@@ -6,7 +6,8 @@ first if the user's cache does not hold them yet): tests must not modify them.
 Helpers that several test modules use are plain functions here, imported with
 `from conftest import random_model, spec` (pytest puts tests/ on sys.path). A test module
 imports no other test module (tests/test_imports.py): what several share is here or in a helper
-module (tests/browsing.py, tests/formgrader_pages.py, tests/lib/parity_cases.py, tests/lab_cases).
+module (tests/browsing.py, tests/formgrader_pages.py, tests/traps.py, tests/lib/parity_cases.py,
+tests/lab_cases).
 
 The `browser` fixture (below) is chromium for the browser tests.
 """

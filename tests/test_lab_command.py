@@ -2,15 +2,12 @@
 protects when its user is also the instructor (below): a collected submission runs nothing as
 her when she opens it, validates it or looks at its chart."""
 
-import contextlib
-import http.server
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -18,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import traps
 from browsing import BIN, START_S, STEP_S, jupyterlab
 from lab_cases import course_copy
 
@@ -83,7 +81,6 @@ def test_make_lab_serves_jupyterlab_on_the_course_root():
 
 LAB = "LM10-L1"
 STUDENT = "mallory"
-SHOWN_TEXT = "A chart of my results"
 # Her `ipykernel_launcher.py`, beside her notebook: a kernel started there by `python -m
 # ipykernel_launcher` with the folder on sys.path runs it; it leaves its mark, then starts the
 # real kernel.
@@ -104,60 +101,6 @@ def _marking(mark):
     """A notebook whose one cell leaves a file at `mark` (a path) when it runs."""
     code = f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')"
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-
-
-def _her_chart(listener, lab=LAB):
-    """A notebook whose one stored output is a Vega-Lite chart that reads the lab's solution
-    from the server (a path relative to grading/submitted/<student>/<lab>/) and sends each of
-    its cells to `listener` as an image's address."""
-    spec = {
-        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-        "data": {
-            "url": f"../../../../solutions/{lab}/{lab}.ipynb",
-            "format": {"type": "json", "property": "cells"},
-        },
-        "transform": [{"calculate": f"'{listener}/seen?' + datum.cell_type", "as": "u"}],
-        "mark": {"type": "image", "width": 4, "height": 4},
-        "encoding": {"url": {"field": "u", "type": "nominal"}},
-    }
-    output = nbformat.v4.new_output(
-        "display_data",
-        data={"application/vnd.vegalite.v5+json": spec, "text/plain": "<VegaLite chart>"},
-    )
-    return nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell(SHOWN_TEXT),
-            nbformat.v4.new_code_cell("results", outputs=[output], execution_count=1),
-        ],
-        metadata={
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-    )
-
-
-@contextlib.contextmanager
-def _listening():
-    """An HTTP listener on loopback standing for an address of the student's: (its URL, the
-    paths it heard)."""
-    heard = []
-
-    class Listener(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            heard.append(self.path)
-            self.send_response(404)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", heard
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _call(lab, method, route, body=None, **arguments):
@@ -293,13 +236,13 @@ def test_a_collected_chart_reads_nothing_in_the_instructors_jupyterlab(course, l
     address, the page's cookies) and sends each cell to her address: the instructor's
     JupyterLab shows the notebook and her address hears nothing."""
     name = "look-at-me.ipynb"
-    with _listening() as (address, heard):
-        nbformat.write(_her_chart(address), course["hers"] / name)
+    with traps.listening() as (address, heard):
+        nbformat.write(traps.her_chart(address, LAB, "cell_type"), course["hers"] / name)
         path = (course["hers"] / name).relative_to(course["root"])
         problems = []
         page = lab.page(browser, f"/lab/tree/{path}", problems)
         try:
-            shown = page.locator(".jp-RenderedMarkdown").filter(has_text=SHOWN_TEXT).first
+            shown = page.locator(".jp-RenderedMarkdown").filter(has_text=traps.SHOWN_TEXT).first
             shown.wait_for(timeout=START_S * 1000)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and not heard:

@@ -41,23 +41,31 @@ def check(path, root, config):
     )
 
 
-def guard():
-    """Make nbgrader's Validate handler refuse what `check` refuses, before any kernel starts."""
+def guard(refusal=check, who="LM10 hub"):
+    """Make nbgrader's Validate handler refuse what `refusal(path, root, config)` refuses (a
+    reason, or None), before any kernel starts; `who` names the guard in the server's log. A
+    refusal is installed once however often its configuration file is read; different ones
+    stack (on the hub an instructor's server has both this module's `check` and the one of
+    grading/jupyter_server_config.py)."""
     from nbgrader.server_extensions.validate_assignment.handlers import (
         ValidateAssignmentHandler,
     )
 
     validate = ValidateAssignmentHandler.validate_notebook
+    key = (refusal.__code__.co_filename, refusal.__qualname__)
+    if key in getattr(validate, "lm10_refusals", ()):
+        return
 
     @functools.wraps(validate)
     def guarded(self, path):
         try:
-            refused = check(path, self.root_dir, self.load_config())
+            refused = refusal(path, self.root_dir, self.load_config())
         except Exception as error:  # no course configuration: nothing is the course's
             refused = f"Validate could not read the course's configuration: {error!r}"
         if refused:
-            self.log.warning("LM10 hub: not validated: %s", refused)
+            self.log.warning("%s: not validated: %s", who, refused)
             return {"success": False, "value": f"Not validated. {refused}"}
         return validate(self, path)
 
+    guarded.lm10_refusals = (*getattr(validate, "lm10_refusals", ()), key)
     ValidateAssignmentHandler.validate_notebook = guarded
