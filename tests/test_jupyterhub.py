@@ -364,44 +364,6 @@ print(json.dumps(p.pid))
 VALIDATE_ME = "check-me.ipynb"
 MARK_WHOEVER_RUNS_IT = "import pathlib\n(pathlib.Path.home() / {mark!r}).write_text('ran')"
 
-# Her `ipykernel_launcher.py`: a kernel started in her folder by `python -m ipykernel_launcher`
-# finds it first where the folder is on sys.path; it leaves its mark, then starts the real one.
-HER_KERNEL_LAUNCHER = """import pathlib, runpy, sys
-(pathlib.Path.home() / {mark!r}).write_text("ran")
-here = pathlib.Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != here]
-runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
-"""
-WHERE_A_KERNEL_IMPORTS_FROM = """import json, os, pathlib, sys
-here = pathlib.Path.cwd().resolve()
-print(json.dumps({"folder on sys.path": [
-    p for p in sys.path if pathlib.Path(p or ".").resolve() == here
-]}))
-"""
-
-# An eighth tester's files for the instructor's own commands in her collected folder: nbconvert
-# and nbgrader put the folder they run in first on sys.path themselves (PYTHONSAFEPATH or not),
-# and nbconvert reads its templates from there. Her `codeop.py` (a module nbconvert's HTML
-# highlighting imports after it starts) leaves a mark, then stands in for the real one; her
-# `lab/index.html.j2` (the template of `--to html`) calls Python from Jinja and leaves its own.
-HER_CODEOP = """import importlib.util, pathlib, sys, sysconfig
-try:
-    (pathlib.Path.home() / {mark!r}).write_text("ran")
-except OSError:
-    pass
-_spec = importlib.util.spec_from_file_location(
-    "codeop", pathlib.Path(sysconfig.get_path("stdlib")) / "codeop.py"
-)
-_real = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_real)
-sys.modules["codeop"] = _real
-globals().update({{k: v for k, v in vars(_real).items() if not k.startswith("__")}})
-"""
-HER_TEMPLATE = (
-    "{{{{ cycler.__init__.__globals__.os.system('touch ' ~ "
-    "cycler.__init__.__globals__.os.path.expanduser('~/{mark}')) }}}}\n"
-)
-
 # Her notebook with a stored Vega-Lite output (a seventh tester's): JupyterLab renders Vega in
 # any notebook, trusted or not, and its loader fetches data with the page's cookies, a relative
 # path from the notebook's folder; each datum then becomes an image's address, hers.
@@ -1803,10 +1765,10 @@ def played(hub, machine):
     }
     for name, text in {
         VALIDATE_ME: nbformat.writes(marking),
-        "ipykernel_launcher.py": HER_KERNEL_LAUNCHER.format(mark=opened.name),
+        "ipykernel_launcher.py": traps.HER_KERNEL_LAUNCHER.format(mark=str(opened)),
         LOOK_AT_ME: nbformat.writes(traps.her_chart(her_address, LAB)),
-        "codeop.py": HER_CODEOP.format(mark=converted["her module"].name),
-        "lab/index.html.j2": HER_TEMPLATE.format(mark=converted["her template"].name),
+        "codeop.py": traps.HER_CODEOP.format(mark=str(converted["her module"])),
+        "lab/index.html.j2": traps.HER_TEMPLATE.format(mark=str(converted["her template"])),
         "lab/static/style.css": "",
     }.items():
         written = as_user(
@@ -1840,7 +1802,7 @@ def played(hub, machine):
     out["opened"] = {
         "collected": (hers_collected / "ipykernel_launcher.py").is_file(),
         "the kernel's path": json.loads(
-            hub.execute(INSTRUCTOR, session["kernel"]["id"], WHERE_A_KERNEL_IMPORTS_FROM)
+            hub.execute(INSTRUCTOR, session["kernel"]["id"], traps.WHERE_A_KERNEL_IMPORTS_FROM)
         ),
         "her mark in the instructor's home": opened.exists(),
     }
@@ -3062,7 +3024,7 @@ def test_no_submission_runs_when_the_instructor_opens_it(played):
     opened = played["opened"]
     assert opened["collected"], opened  # her launcher lies beside her notebook
     assert opened["her mark in the instructor's home"] is False, opened
-    assert opened["the kernel's path"] == {"folder on sys.path": []}, opened
+    assert opened["the kernel's path"]["folder on sys.path"] == [], opened
 
 
 def test_no_submission_reads_the_instructors_files_in_her_jupyterlab(played):

@@ -81,20 +81,6 @@ def test_make_lab_serves_jupyterlab_on_the_course_root():
 
 LAB = "LM10-L1"
 STUDENT = "mallory"
-# Her `ipykernel_launcher.py`, beside her notebook: a kernel started there by `python -m
-# ipykernel_launcher` with the folder on sys.path runs it; it leaves its mark, then starts the
-# real kernel.
-HER_KERNEL_LAUNCHER = """import pathlib, runpy, sys
-pathlib.Path({mark!r}).write_text("ran")
-here = pathlib.Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != here]
-runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
-"""
-WHERE_A_KERNEL_IMPORTS_FROM = """import json, os, pathlib, sys
-here = pathlib.Path.cwd().resolve()
-print(json.dumps({"cwd": str(here), "folder on sys.path": [
-    p for p in sys.path if pathlib.Path(p or ".").resolve() == here]}))
-"""
 
 
 def _marking(mark):
@@ -142,7 +128,7 @@ def course(tmp_path_factory):
     hers.mkdir(parents=True)
     shutil.copy(root / "labs" / LAB / f"{LAB}.ipynb", hers)
     (hers / "ipykernel_launcher.py").write_text(
-        HER_KERNEL_LAUNCHER.format(mark=str(marks / "her-launcher-ran"))
+        traps.HER_KERNEL_LAUNCHER.format(mark=str(marks / "her-launcher-ran"))
     )
     nbformat.write(_marking(marks / "her-notebook-ran"), hers / "check-me.ipynb")
     return {"root": root, "grading": grading, "hers": hers, "marks": marks}
@@ -191,7 +177,8 @@ def test_opening_a_collected_notebook_imports_nothing_of_its_folder(course, lab)
     }
     session = _call(lab, "POST", "/api/sessions", body=opened)
     try:
-        seen = json.loads(_run_in_kernel(lab, session["kernel"]["id"], WHERE_A_KERNEL_IMPORTS_FROM))
+        where = traps.WHERE_A_KERNEL_IMPORTS_FROM
+        seen = json.loads(_run_in_kernel(lab, session["kernel"]["id"], where))
     finally:
         _call(lab, "DELETE", f"/api/sessions/{session['id']}")
     assert seen["cwd"] == str(course["hers"].resolve()), seen  # the kernel started in her folder
@@ -253,23 +240,6 @@ def test_a_collected_chart_reads_nothing_in_the_instructors_jupyterlab(course, l
     assert heard == [], heard
 
 
-# Her files for the instructor's own commands in her collected folder: nbconvert and nbgrader
-# put the folder they run in first on sys.path themselves, PYTHONSAFEPATH or not, and nbconvert
-# reads its templates there. Her `codeop.py` (a module nbconvert's HTML highlighting imports
-# once it runs) leaves a mark and hands over to the real one; her `lab/index.html.j2` (the
-# template of `--to html`) calls Python from Jinja and leaves its own mark.
-HER_CODEOP = """import importlib.util, pathlib, sys, sysconfig
-pathlib.Path({mark!r}).write_text("ran")
-spec = importlib.util.spec_from_file_location(
-    "codeop", pathlib.Path(sysconfig.get_path("stdlib")) / "codeop.py")
-real = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(real)
-sys.modules["codeop"] = real
-globals().update({{k: v for k, v in vars(real).items() if not k.startswith("__")}})
-"""
-HER_TEMPLATE = "{{{{ cycler.__init__.__globals__.os.system('touch ' ~ {mark!r}) }}}}\n"
-
-
 def test_nbconvert_in_a_collected_folder_runs_nothing_of_it(course, tmp_path):
     """`jupyter nbconvert --to html` of her notebook, with nbconvert's lab template and with
     its classic one, run in her collected folder from a terminal of `make lab`
@@ -289,9 +259,9 @@ def test_nbconvert_in_a_collected_folder_runs_nothing_of_it(course, tmp_path):
             "her module": tmp_path / f"{name}-module",
             "her template": tmp_path / f"{name}-tpl",
         }
-        (folder / "codeop.py").write_text(HER_CODEOP.format(mark=str(marks["her module"])))
+        (folder / "codeop.py").write_text(traps.HER_CODEOP.format(mark=str(marks["her module"])))
         (folder / "lab" / "index.html.j2").write_text(
-            HER_TEMPLATE.format(mark=str(marks["her template"]))
+            traps.HER_TEMPLATE.format(mark=str(marks["her template"]))
         )
         env = dict(
             os.environ,

@@ -1,6 +1,7 @@
-"""What a student plants for the instructor to open, for tests/test_jupyterhub.py and
+"""What a student plants for the instructor to open or run, for tests/test_jupyterhub.py and
 tests/test_lab_command.py: a notebook with a stored Vega-Lite chart that reads a lab's solution
-with the opener's cookies, and a loopback listener standing for the student's address."""
+with the opener's cookies, a loopback listener standing for the student's address, and files in
+her collected folder that leave a mark (an absolute path) where they run as the instructor."""
 
 import contextlib
 import http.server
@@ -10,6 +11,41 @@ from urllib.parse import unquote
 import nbformat
 
 SHOWN_TEXT = "A chart of my results"  # the notebook's markdown: it was opened and drawn
+
+# Her `ipykernel_launcher.py`: a kernel started in her folder by `python -m ipykernel_launcher`
+# finds it first where the folder is on sys.path; it leaves its mark, then starts the real one.
+HER_KERNEL_LAUNCHER = """import pathlib, runpy, sys
+pathlib.Path({mark!r}).write_text("ran")
+here = pathlib.Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != here]
+runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+"""
+# What a kernel reports of its working folder, and whether that folder is on its sys.path.
+WHERE_A_KERNEL_IMPORTS_FROM = """import json, os, pathlib, sys
+here = pathlib.Path.cwd().resolve()
+print(json.dumps({"cwd": str(here), "folder on sys.path": [
+    p for p in sys.path if pathlib.Path(p or ".").resolve() == here]}))
+"""
+# For the instructor's own commands in her collected folder: nbconvert and nbgrader put the
+# folder they run in first on sys.path themselves (PYTHONSAFEPATH or not), and nbconvert reads
+# its templates from there. Her `codeop.py` (a module nbconvert's HTML highlighting imports
+# after it starts) leaves a mark where it can (not from a sandbox), then stands in for the real
+# one; her `lab/index.html.j2` (the template of `--to html`) calls Python from Jinja and leaves
+# its own.
+HER_CODEOP = """import importlib.util, pathlib, sys, sysconfig
+try:
+    pathlib.Path({mark!r}).write_text("ran")
+except OSError:
+    pass
+_spec = importlib.util.spec_from_file_location(
+    "codeop", pathlib.Path(sysconfig.get_path("stdlib")) / "codeop.py"
+)
+_real = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_real)
+sys.modules["codeop"] = _real
+globals().update({{k: v for k, v in vars(_real).items() if not k.startswith("__")}})
+"""
+HER_TEMPLATE = "{{{{ cycler.__init__.__globals__.os.system('touch ' ~ {mark!r}) }}}}\n"
 
 
 def her_chart(listener, lab, field="source"):
