@@ -26,6 +26,7 @@ from grading.host.course_preprocessors import (
     SandboxedExecute,
     StripHiddenTests,
 )
+from grading.hub import plain_logs
 from grading.instructor.grades_export import GradesExport
 from grading.instructor.sanitise import clean, markdown_html
 
@@ -33,6 +34,13 @@ from grading.instructor.sanitise import clean, markdown_html
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+# What a submission's text puts in nbgrader's log (a grade id from her notebook's metadata, a
+# cell's source in a traceback, her file names) reaches the instructor plain, in every nbgrader
+# command of this course: `make feedback`, `make grades`, `make release` and `nbgrader
+# autograde` run in an ordinary terminal (or over ssh on the hub) read this file but not the
+# instructor's jupyter_config.py, which installs the same (grading/hub/plain_logs.py).
+plain_logs.install()
 
 c.CourseDirectory.course_id = "LM10"
 c.CourseDirectory.root = os.path.dirname(HERE)

@@ -2945,6 +2945,59 @@ def test_the_instructors_applications_log_a_submissions_text_plain(tmp_path):
     assert raw.count("\x1b]0;graded\x07\x1b[2J") == 2, repr(raw)
 
 
+def test_nbgrader_logs_a_submissions_text_plain_in_any_terminal(tmp_path):
+    """A tenth tester's (issue 39): `nbgrader autograde` of her notebook in the course's
+    grading folder, from a terminal whose JUPYTER_CONFIG_PATH names nothing of the course (the
+    instructor's own machine outside `make lab`, or an ssh session on the hub; `make feedback`,
+    `make grades` and `make release` run nbgrader the same way): her grade id of escape
+    sequences reached that terminal raw, since only the instructor's jupyter_config.py made logs
+    plain. The course's nbgrader_config.py, which every nbgrader command of the course reads,
+    now does too. The control: the same command with the two plain_logs lines taken out of it."""
+    grading = course_copy(tmp_path / "course", [LAB])
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "JUPYTER_CONFIG_PATH": str(tmp_path / "none"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "own"),
+    }
+
+    def nbgrader(*argv):
+        done = subprocess.run(
+            [str(BIN / "nbgrader"), *argv],
+            cwd=grading,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    nbgrader("generate_assignment", LAB, "--force")
+    hers = nbformat.read(grading.parent / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    hers.cells.append(nbformat.v4.new_code_cell("# an ordinary cell"))
+    hers.cells[-1].metadata["nbgrader"] = {
+        "grade_id": HER_GRADE_ID,
+        **{"grade": False, "solution": False, "locked": False, "schema_version": 3},
+    }
+    (grading / "submitted" / ATTACKER / LAB).mkdir(parents=True)
+    nbformat.write(hers, grading / "submitted" / ATTACKER / LAB / f"{LAB}.ipynb")
+    autograde = ("autograde", LAB, "--student", ATTACKER, "--force")
+
+    plain = nbgrader(*autograde)
+    assert "all 13.0 / 13.0' does not exist in the database" in plain, plain[-3000:]
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", plain), repr(plain[-3000:])
+    config = grading / "nbgrader_config.py"
+    source = config.read_text()
+    without = source.replace("plain_logs.install()\n", "").replace(
+        "from grading.hub import plain_logs\n", ""
+    )
+    assert without.count("\n") == source.count("\n") - 2  # both lines were there
+    config.write_text(without)
+    raw = nbgrader(*autograde)
+    assert "\x1b]0;graded\x07\x1b[2J" in raw, repr(raw[-3000:])
+
+
 def test_collect_leaves_out_git_metadata(tmp_path):
     """A submission's git metadata would run the student's command in the instructor's git."""
     exchange = exchange_module()
