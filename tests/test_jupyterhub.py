@@ -234,6 +234,62 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         pass
 print(json.dumps({"uids": sorted(set(seen.values())), "count": len(seen)}))
 """
+# A tenth tester's (issue 39): her server's standard streams are the hub's, inherited (the hub
+# runs in an administrator's terminal, as JUPYTERHUB.md's install starts it, or under a service
+# manager that logs them). Her kernel takes copies of her server's descriptors 0, 1 and 2
+# (pidfd_getfd: her own process), writes a title, the clipboard (OSC 52: pasted later, a
+# command of hers in root's shell), a cleared screen and a forged line of the hub's to 1 and 2,
+# and reads what waits on 0 (what the administrator types there).
+HUBS_STREAMS = r"""
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+server = os.getppid()  # her server, which started this kernel
+took, wrote, typed = {}, [], None
+pidfd = libc.syscall(434, server, 0)  # pidfd_open
+for n in (0, 1, 2):
+    fd = libc.syscall(438, pidfd, n, 0) if pidfd >= 0 else -1  # pidfd_getfd
+    if fd < 0:
+        took[n] = errno.errorcode.get(ctypes.get_errno(), "?")
+        continue
+    took[n] = os.readlink(f"/proc/self/fd/{fd}")
+    if n == 0:
+        os.set_blocking(fd, False)
+        try:
+            typed = os.read(fd, 4096).decode("utf-8", "replace")
+        except OSError as error:
+            typed = errno.errorcode.get(error.errno, "?")
+    else:
+        os.write(fd, PAYLOAD)
+        wrote.append(n)
+print(json.dumps({"took": took, "wrote": wrote, "typed": typed}))
+"""
+# The same descriptor flooded: a process of hers writes lines to her server's output as fast
+# as it can for FLOOD_SECONDS (a log the hub must read, and maybe write).
+FLOOD_SECONDS = 6
+FLOOD_WRITER = r"""
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+fd = libc.syscall(438, libc.syscall(434, SERVER, 0), 1, 0)  # her server's descriptor 1
+block = (b"HER-FLOOD " + b"x" * 100 + b"\n") * 1000
+end, written = time.monotonic() + SECONDS, 0
+while time.monotonic() < end:
+    written += os.write(fd, block)
+open(os.path.expanduser("~/flooded"), "w").write(str(written))
+"""
+FLOOD = f"""
+import json, os, subprocess, sys
+code = {FLOOD_WRITER!r}.replace("SERVER", str(os.getppid())).replace("SECONDS", "{FLOOD_SECONDS}")
+print(json.dumps(subprocess.Popen([sys.executable, "-c", code]).pid))
+"""
+HER_STREAM_TEXT = "HER-STREAM-TEXT"
+HER_FORGED_LINE = "[W 2026-12-05 09:00:00.000 JupyterHub app:1] FORGED lm10-alice's server stopped"
+HER_STREAM_PAYLOAD = (
+    f"\x1b]0;{HER_STREAM_TEXT}\x07\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x1b[H"
+    f"{HER_STREAM_TEXT}\n{HER_FORGED_LINE}\n"
+).encode()
+ADMIN_TYPED = "ADMIN-TYPED-" + secrets.token_hex(4)
 EAVESDROP = r"""
 import json, os, time, zmq
 me = os.getuid()
@@ -1153,8 +1209,11 @@ class Hub:
         return response
 
     def tail(self):
+        return self.tail_all()[-6000:]
+
+    def tail_all(self):
         self.log.flush()
-        return Path(self.log.name).read_text()[-6000:]
+        return Path(self.log.name).read_text(errors="replace")
 
     def start_servers(self, users):
         """Start every user's server at once, then wait until each is ready."""
@@ -1391,6 +1450,7 @@ def hub(machine, loopback_names, tmp_path_factory):
         [str(BIN / "jupyterhub"), "-f", str(driver)],
         cwd=machine.base,
         env=env,
+        stdin=subprocess.PIPE,  # the administrator's terminal, where she types
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -2125,6 +2185,31 @@ def played(hub, machine):
 
     # 8a. Whose processes she sees; a user namespace of her own.
     out["processes she sees"] = attack(SEE_PROCESSES)
+    # 8a'. The hub's standard streams, through her server's: what the administrator types in
+    # the hub's terminal waits there, and she writes to it.
+    hub.process.stdin.write(f"{ADMIN_TYPED}\n".encode())
+    hub.process.stdin.flush()
+    out["the hub's streams"] = attack(HUBS_STREAMS.replace("PAYLOAD", repr(HER_STREAM_PAYLOAD)))
+    time.sleep(2)  # the hub relays what her server wrote
+    out["the hub's log"] = hub.tail_all()
+    # ... and flooded: meanwhile the hub answers (each answer's seconds)
+    attack(FLOOD)
+    answers, flood_end = [], time.monotonic() + FLOOD_SECONDS + 2
+    while time.monotonic() < flood_end:
+        asked = time.monotonic()
+        hub.call("GET", "/hub/api/users/lm10-alice", timeout=60)
+        answers.append(time.monotonic() - asked)
+        time.sleep(0.2)
+    flooded = home[ATTACKER] / "flooded"
+    wait_for("her flood's end", flooded.exists, 60)
+    time.sleep(3)
+    flood_log = hub.tail_all()[len(out["the hub's log"]) :]
+    out["her flood"] = {
+        "written": int(flooded.read_text()),
+        "answers": answers,
+        "lines": sum("HER-FLOOD" in line for line in flood_log.splitlines()),
+        "left out": [line for line in flood_log.splitlines() if "lines left out" in line],
+    }
     out["a user namespace of her own"] = attack(NEW_USERS)
     # 8b. Listening to alice's kernel: every loopback listener of another user, subscribed to
     # with ZeroMQ, while alice runs cells; and what alice's kernel talks over.
@@ -2796,6 +2881,38 @@ def test_no_one_sees_anothers_processes(played):
     seen = played["processes she sees"]
     assert seen["uids"] == [account(ATTACKER).pw_uid], seen  # her sandbox's processes only
     assert seen["count"] < 20, seen
+
+
+def test_no_student_reaches_the_hubs_terminal_through_her_server(played):
+    """A tenth tester's (issue 39): her server's descriptors 0, 1 and 2 were the hub's own
+    (LocalProcessSpawner passes them on), so her kernel read what was typed in the hub's terminal
+    and wrote her bytes there raw: a title, the clipboard, a cleared screen, a forged line.
+    Now each server reads nothing (/dev/null) and writes to a pipe the hub reads, logging each
+    line under the server's name, plain."""
+    streams, log = played["the hub's streams"], played["the hub's log"]
+    assert streams["wrote"] == [1, 2], streams  # the route is live: she wrote both
+    assert streams["took"]["0"] == "/dev/null", streams
+    assert ADMIN_TYPED not in (streams["typed"] or ""), streams
+    mine = [line for line in log.splitlines() if HER_STREAM_TEXT in line]
+    assert len(mine) == 2, log[-3000:]  # once from each of her streams
+    forged = [line for line in log.splitlines() if "FORGED" in line]
+    assert len(forged) == 2, log[-3000:]
+    for line in mine + forged:
+        assert f"{ATTACKER}'s server: " in line, line  # under her name, never as the hub's
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", line), repr(line)
+    assert "\x1b]52" not in log and "\x1b[2J" not in log
+
+
+def test_no_student_floods_the_hubs_log_through_her_server(played):
+    """Her server's output, flooded for FLOOD_SECONDS by a process of hers: at most 50 lines
+    a second reach the hub's log (the rest counted, and the count logged), the hub reads at
+    most 1 MiB a second of it, and answers meanwhile. Before the relay her lines went to the
+    hub's log as they came."""
+    flood = played["her flood"]
+    assert flood["written"] > 1 << 20, flood["written"]  # she wrote more than the hub reads
+    assert 0 < flood["lines"] <= 50 * (FLOOD_SECONDS + 6), flood["lines"]
+    assert flood["left out"] and all(ATTACKER in line for line in flood["left out"]), flood
+    assert len(flood["answers"]) >= FLOOD_SECONDS and max(flood["answers"]) < 5, flood["answers"]
 
 
 def test_no_student_makes_a_user_namespace(played):

@@ -66,10 +66,13 @@ import pwd
 import resource
 import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
+
+from grading.hub import server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -351,13 +354,28 @@ class SandboxedSpawner(LocalProcessSpawner):
 
     async def start(self):
         fd = self.hold_port()
-        self.popen_kwargs = {**self.popen_kwargs, "pass_fds": (fd,)}
+        # Nothing of the hub's own standard streams: LocalProcessSpawner passes them on, and a
+        # student's server (her code) read the hub's terminal and wrote to it raw. It reads
+        # /dev/null and writes to a pipe whose lines the hub logs under its name, plain.
+        output, into = os.pipe()
+        self.popen_kwargs = {
+            **self.popen_kwargs,
+            "pass_fds": (fd,),
+            "stdin": subprocess.DEVNULL,
+            "stdout": into,
+            "stderr": into,
+        }
         self.environment = {**self.environment, SERVER_SOCKET_VARIABLE: str(fd)}
         try:
-            return await super().start()
+            started = await super().start()
         except BaseException:
+            os.close(output)
             self.release_port()
             raise
+        finally:
+            os.close(into)
+        server_output.relay(output, self.log, self.user.name)
+        return started
 
 
 c.JupyterHub.spawner_class = SandboxedSpawner

@@ -1,0 +1,115 @@
+"""What a server writes to its standard output and error, in the hub's log: each line under the
+server's name, plain, a line at most LINE_BYTES long and at most LINES_PER_SECOND lines a second.
+
+LocalProcessSpawner passes the hub's own descriptors 0, 1 and 2 to every server it starts. A
+student's server runs her code (her kernel is its child, and her ~/.jupyter configures it), so
+she held the hub's terminal (JUPYTERHUB.md's install starts the hub in one, as root): she read
+what the administrator typed there, and wrote her bytes there raw, a window title, the
+clipboard (OSC 52, pasted later into root's shell), a cleared screen, lines that read as the
+hub's own. Under a service manager the same descriptors are the hub's log. So the hub gives
+each server /dev/null to read and a pipe to write (`SandboxedSpawner.start` in
+jupyterhub_config.py), and `relay` reads that pipe in the hub's event loop: every line is logged
+as "<name>'s server: <line>", made plain (grading/instructor/sanitise.py: no escape sequence,
+control or direction character). A line longer than LINE_BYTES is cut there; past
+LINES_PER_SECOND lines in a second, the rest of that second's lines are counted, not logged,
+and the count is logged with the next line logged; past BYTES_PER_SECOND in a second, the hub
+reads that pipe again the next second (the server's writes wait meanwhile): a student's flood
+costs the hub little reading and no log.
+"""
+
+import asyncio
+import os
+import time
+
+from grading.instructor.sanitise import plain
+
+LINE_BYTES = 4096
+LINES_PER_SECOND = 50
+BYTES_PER_SECOND = 1 << 20
+READ_BYTES = 1 << 16
+
+
+class Relay:
+    """Reads one server's pipe in the running event loop until every writer has closed it."""
+
+    def __init__(self, fd, log, name, clock=time.monotonic):
+        self.fd, self.log, self.name, self.clock = fd, log, name, clock
+        self.buffer = b""
+        self.second, self.lines, self.bytes, self.left_out = None, 0, 0, 0
+        os.set_blocking(fd, False)
+        self.loop = asyncio.get_running_loop()
+        self.loop.add_reader(fd, self.read)
+
+    def new_second(self):
+        now = int(self.clock())
+        if now != self.second:
+            self.second, self.lines, self.bytes = now, 0, 0
+
+    def read(self):
+        try:
+            chunk = os.read(self.fd, READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.close()
+            return
+        self.new_second()
+        self.bytes += len(chunk)
+        # the lines this second may still log, each on its own; the rest only counted
+        lines = (self.buffer + chunk).split(b"\n", max(LINES_PER_SECOND - self.lines, 0))
+        self.buffer = lines.pop()
+        for line in lines:
+            self.line(line)
+        extra = self.buffer.count(b"\n")
+        if extra:
+            self.left_out += extra
+            self.buffer = self.buffer[self.buffer.rindex(b"\n") + 1 :]
+        while len(self.buffer) > LINE_BYTES:
+            self.line(self.buffer[:LINE_BYTES])
+            self.buffer = self.buffer[LINE_BYTES:]
+        if self.bytes >= BYTES_PER_SECOND:  # a flood: read again next second, not before
+            self.loop.remove_reader(self.fd)
+            self.loop.call_later(self.second + 1 - self.clock(), self.resume)
+
+    def resume(self):
+        if self.fd is not None:
+            self.loop.add_reader(self.fd, self.read)
+
+    def line(self, raw):
+        if self.lines >= LINES_PER_SECOND:
+            self.left_out += 1
+            return
+        self.lines += 1
+        self.say_left_out()
+        text = plain(raw[:LINE_BYTES].decode("utf-8", "replace"))
+        self.log.info("%s's server: %s", self.name, text)
+
+    def say_left_out(self):
+        if self.left_out:
+            self.log.warning(
+                "%s's server: %d lines left out (more than %d in a second)",
+                self.name,
+                self.left_out,
+                LINES_PER_SECOND,
+            )
+            self.left_out = 0
+
+    def close(self):
+        if self.fd is None:
+            return
+        if self.buffer:
+            self.new_second()
+            self.line(self.buffer)
+            self.buffer = b""
+        self.say_left_out()
+        self.loop.remove_reader(self.fd)
+        os.close(self.fd)
+        self.fd = None
+
+
+def relay(fd, log, name):
+    """Log what comes through `fd` (a pipe's read end) as `name`'s server's lines; returns the
+    Relay, which closes `fd` when the pipe ends."""
+    return Relay(fd, log, name)
