@@ -19,9 +19,10 @@ whole-notebook timeout stops a submission and records zero; a bwrap that cannot 
 namespaces stops the batch with the reason instead of zeroing everyone.
 
 Cases, with what they must score (of 10 autograded points; the written answer is by hand):
-ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (`while True:
-pass` in an answer) 8 (the comparison calls the part that never got defined, and
-meets its right values while its test runs), graded. alwayseq (`__eq__` always True) 0;
+ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (an answer that
+never ends, waiting; played again spinning against the whole notebook's limit) 8 (the
+comparison calls the part that never got defined, and meets its right values while its test
+runs), graded. alwayseq (`__eq__` always True) 0;
 transformer (input transformer wrapping tests in try/except) 0; astcheat (AST transformer
 dropping asserts) 0; peek (runs a classmate's answers) 0; tamper (gradebook writes, files
 outside, a detached process) 10; leak (reads gradebook and solutions, copies them, prints
@@ -262,6 +263,11 @@ while True:
     except KeyboardInterrupt:
         pass
 """
+# Never ends; it waits rather than spins, as HARD_LOOP does: the per-cell limit is on the clock.
+# test_a_submission_past_its_time_limit_is_stopped_and_zeroed plays it again as SPIN, a loop that
+# keeps its core busy, against the whole notebook's limit (15 s of a core instead of 40).
+LOOP = "import time\nwhile True:\n    time.sleep(0.05)\n"
+SPIN = "while True:\n    pass\n"
 EXIT_KERNEL = "import os\nos._exit(0)\n"
 # A wrong answer whose error message would redraw its report line as a full score on a terminal
 # (erase the line, return, fake text, and an OSC 52 write to the clipboard).
@@ -460,9 +466,7 @@ def submissions(released, course):
         "alwayseq": fill(released, {"l2_attention": ALWAYS_EQUAL}),
         "transformer": fill(released, {"l2_attention": TRANSFORMER + released.cells[3].source}),
         "astcheat": fill(released, {"l2_attention": AST_CHEAT + released.cells[3].source}),
-        "loop": fill(
-            released, dict(answers(), l2_flops="while True:\n    pass\n" + answers()["l2_flops"])
-        ),
+        "loop": fill(released, dict(answers(), l2_flops=LOOP + answers()["l2_flops"])),
         "hardloop": fill(released, answers(l2_serving=HARD_LOOP)),
         "exitkernel": fill(released, answers(l2_serving=EXIT_KERNEL)),
         "tamper": fill(released, answers(l2_attention=attack["tamper"])),
@@ -1018,8 +1022,15 @@ def test_without_isolation_by_choice_grading_runs_and_says_so(batch):
 
 
 def test_a_submission_past_its_time_limit_is_stopped_and_zeroed(batch):
-    """`loop` again with a 15 s limit for the whole notebook and 100 s per cell."""
+    """`loop` again, now a loop that keeps its core busy, with a 15 s limit for the whole
+    notebook and 100 s per cell."""
     grading = batch["course"] / "grading"
+    path = grading / "submitted" / "loop" / LAB / f"{LAB}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    spun = [cell for cell in notebook.cells if LOOP in cell.source]
+    assert len(spun) == 1, "the loop submission's answer cell is not where it was"
+    spun[0].source = spun[0].source.replace(LOOP, SPIN)
+    nbformat.write(notebook, path)
     done = grader(
         batch, *AUTOGRADE, LAB, "--student", "loop", "--timeout", "15", "--cell-timeout", "100",
         timeout=300,
