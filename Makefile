@@ -35,16 +35,19 @@ lint: setup
 format: setup
 	$(RUN) $(BIN)/ruff format lib tests benchmarks grading tools
 
-# One pytest session on two workers (pytest-xdist): every test, strict nbval on the lessons, and
-# the lessons again as another machine would run them (tests/test_lessons_perturbed.py), shared
-# out by work units, the longest first (tests/conftest.py, LONGEST_FIRST); the perturbed runs
-# share one course cache that starts empty. OMP_WAIT_POLICY=PASSIVE: an OpenMP thread of torch
+# One pytest session on WORKERS processes (pytest-xdist): every test, strict nbval on the lessons,
+# and the lessons again as another machine would run them (tests/test_lessons_perturbed.py),
+# shared out by work units, the longest first (tests/conftest.py, LONGEST_FIRST); the perturbed
+# runs share one course cache that starts empty. Three workers on two cores: the hub, browser and
+# exchange tests spend minutes waiting for servers, and a third worker computes meanwhile (two
+# left 15 % of the cores idle). OMP_WAIT_POLICY=PASSIVE: an OpenMP thread of torch
 # that waits for work sleeps instead of spinning, so a lesson's kernel computing on two threads
 # leaves the other worker its core (T5's strict run: 74 s of CPU by default, 55 s passive); it
 # changes no result, only how idle threads wait.
+WORKERS ?= 3
 test: setup lint hub-proxy hub-exchange book-assets
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
-	$(RUN) LM10_PERTURBED_CACHE="$$scratch" OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n 2 --dist loadfile \
+	$(RUN) LM10_PERTURBED_CACHE="$$scratch" OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile \
 		--no-loadscope-reorder tests --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		-p no:cacheprovider --durations=10
 

@@ -44,11 +44,11 @@ SLOW_MODULES = frozenset(
 )
 
 
-# `make test` runs this folder and strict nbval on the lessons in one pytest session on two
+# `make test` runs this folder and strict nbval on the lessons in one pytest session on three
 # workers (pytest-xdist, `--dist loadfile`): a work unit is a file, a test module or a lesson
 # (nbval runs a lesson's cells in one kernel, in order). Units are handed out in collection
 # order, which puts those that take minutes first, longest first (measured on 2 cores), so that
-# neither worker is left with a long one at the end; the rest follow in their usual order.
+# no worker is left with a long one at the end; the rest follow in their usual order.
 # (Finer units, such as one lab of test_labs.py, would need `--dist loadgroup`, which reads a
 # group from the test's node id: pytest 9.2 no longer takes the id xdist 3.8 rewrites.)
 LONGEST_FIRST = (
@@ -56,8 +56,8 @@ LONGEST_FIRST = (
     "tests/test_lessons_perturbed.py",
     "tests/test_jupyterhub.py",
     "tests/test_grading_hostile.py",
-    "tests/test_browser.py",
     "tests/test_class_report.py",
+    "tests/test_browser.py",
     "tests/lib/test_tinygpt.py",
     "tests/lib/test_pretrained.py",
     "tests/test_exchange.py",
@@ -82,7 +82,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    """On a worker of `make test`, torch computes on one thread: two workers share two cores,
+    """On a worker of `make test`, torch computes on one thread: three workers share two cores,
     and a worker's two threads waiting for each other's core cost more than they gain. Kernels,
     sandboxes and servers the tests start keep torch's default."""
     if hasattr(config, "workerinput"):
