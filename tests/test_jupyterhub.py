@@ -47,7 +47,8 @@ deeper than the exchange's parser goes. And a fourth's: another server's listeni
 (who holds each, read from the host's /proc), and an "Open on the hub" link (nbgitpuller) of
 hers that alice opens, pulling a repository mallory serves from her kernel into alice's kernel
 specifications; the lessons' link into a hidden folder and into the instructor's server. And a
-seventh's: her submission carrying an `ipykernel_launcher.py` and a notebook that leaves a mark,
+seventh's: her submission carrying the modules a kernel starts from (`ipykernel_launcher.py`,
+`grading/hub/kernel.py`) and a notebook that leaves a mark,
 which the instructor opens in JupyterLab and validates (nothing of hers may run as the
 instructor), a notebook whose stored Vega-Lite chart reads the solutions and sends them to her
 address when the instructor looks at it in Chromium, and her `nbgrader_config.py`, which
@@ -1967,9 +1968,17 @@ def played(hub, machine):
     marking = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(MARK_WHOEVER_RUNS_IT.format(mark=validated.name))]
     )
-    # And a module named as the one a kernel starts from (`python -m ipykernel_launcher`, in
-    # the notebook's folder), which leaves its mark and then starts the real kernel.
+    # And modules named as the ones a kernel starts from (`python -m grading.hub.kernel`, the
+    # hub's kernel, and ipykernel's `python -m ipykernel_launcher`, in the notebook's folder),
+    # which leave their mark and then start a kernel.
     opened = home[INSTRUCTOR] / "mallory-opened"
+    launcher = traps.HER_KERNEL_LAUNCHER.format(mark=str(opened))
+    launchers = {
+        "ipykernel_launcher.py": launcher,
+        "grading/__init__.py": "",
+        "grading/hub/__init__.py": "",
+        "grading/hub/kernel.py": launcher,
+    }
     # And her chart, which sends what it reads to an address of hers.
     listener = traps.listening()
     her_address, heard = listener.__enter__()
@@ -1980,7 +1989,7 @@ def played(hub, machine):
     }
     for name, text in {
         VALIDATE_ME: nbformat.writes(marking),
-        "ipykernel_launcher.py": traps.HER_KERNEL_LAUNCHER.format(mark=str(opened)),
+        **launchers,
         LOOK_AT_ME: nbformat.writes(traps.her_chart(her_address, LAB)),
         "codeop.py": traps.HER_CODEOP.format(mark=str(converted["her module"])),
         "lab/index.html.j2": traps.HER_TEMPLATE.format(mark=str(converted["her template"])),
@@ -2015,7 +2024,7 @@ def played(hub, machine):
         },
     ).json()
     out["opened"] = {
-        "collected": (hers_collected / "ipykernel_launcher.py").is_file(),
+        "collected": all((hers_collected / name).is_file() for name in launchers),
         "the kernel's path": json.loads(
             hub.execute(INSTRUCTOR, session["kernel"]["id"], traps.WHERE_A_KERNEL_IMPORTS_FROM)
         ),
@@ -3418,7 +3427,7 @@ def test_no_submission_runs_a_command_in_the_instructors_git(played):
 
 def test_no_submission_runs_when_the_instructor_opens_it(played):
     opened = played["opened"]
-    assert opened["collected"], opened  # her launcher lies beside her notebook
+    assert opened["collected"], opened  # her launchers lie beside her notebook
     assert opened["her mark in the instructor's home"] is False, opened
     assert opened["the kernel's path"]["folder on sys.path"] == [], opened
 
