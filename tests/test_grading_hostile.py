@@ -1207,6 +1207,31 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
     assert "shmget -1" not in done.stdout and "shmget 0" in done.stdout, done.stdout
 
 
+def test_no_user_namespace_can_be_made_in_the_sandbox():
+    """In a user namespace of its own a submission is "root" and reaches the parts of the
+    kernel only root reaches (netfilter, many file systems' mounts): the sandbox makes none
+    possible (bubblewrap's --disable-userns: ENOSPC), as the hub does for students' servers."""
+    probe = (
+        "import ctypes, errno, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    done = libc.unshare(0x10000000 | 0x40000000) == 0\n"  # CLONE_NEWUSER | CLONE_NEWNET
+        "    os._exit(0 if done else ctypes.get_errno())\n"
+        "code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
+        "print('made' if code == 0 else errno.errorcode.get(code, code))\n"
+    )
+    script = (
+        "import subprocess\n"
+        "from grading.host import sandbox\n"
+        "command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits())\n"
+        f"command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', {probe!r}]\n"
+        "print(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout)\n"
+    )
+    done = grader_script(script)
+    assert done.stdout.strip() == "ENOSPC", (done.stdout, done.stderr)
+
+
 FORGER = """
 import base64, json, pickle, sys
 sys.path.insert(0, "grading/in_sandbox")

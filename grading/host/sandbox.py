@@ -280,6 +280,11 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None):
     command = [
         bwrap_path,
         "--unshare-all",
+        # no user namespace inside: in one, the submission is "root" and reaches the parts of
+        # the kernel only root reaches (netfilter, many file systems' mounts), where most local
+        # privilege escalations are found; --unshare-all only tries one for the sandbox itself
+        "--unshare-user",
+        "--disable-userns",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
