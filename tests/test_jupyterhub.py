@@ -61,7 +61,10 @@ server's standard streams, which were the hub's (what the administrator types in
 terminal, her bytes in it, a flood of lines), a message pushed into the output of alice's
 running cell through ipykernel's IOPub pipe, alice's debugger attached to once alice has turned
 it on and off, and `nbgrader autograde` in a terminal that does not name the instructor's
-configuration. Every server has a host of its own under DOMAIN, which
+configuration. And an eleventh's: her answer, autograded by the instructor, making a user
+namespace of its own in the grading sandbox, her text in the hub's own log (the scopes and roles
+she asks a token for, C1 controls in a request line sent to the hub's own port), and every
+loopback listener of the hub asked without a credential, past the proxy. Every server has a host of its own under DOMAIN, which
 this process and the browser resolve to the loopback. The hub's log must flag what one machine
 does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
 """
@@ -475,6 +478,82 @@ code = (
 done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 print(json.dumps(done.stdout.strip() or done.stderr[-300:]))
 """
+# An eleventh tester's (issue 39): her code while the instructor autogrades her on the hub runs
+# as the instructor's user, in the grading sandbox inside the instructor's server: what it
+# reaches there. A user namespace of her own (where she is "root": netfilter, file systems'
+# mounts), the hub's port, the exchange's socket, the instructor's home. Her answer's first
+# cell; its printed line is kept in her autograded notebook, which the test reads.
+GRADED_MARK = "LM10-GRADED-AS-THE-INSTRUCTOR"
+GRADED_PROBE = r"""
+import ctypes as _c, errno as _e, json as _j, os as _o, socket as _s
+_libc = _c.CDLL(None, use_errno=True)
+_pid = _o.fork()
+if _pid == 0:
+    _o._exit(0 if _libc.unshare(0x10000000 | 0x40000000) == 0 else _c.get_errno())
+_code = _o.waitstatus_to_exitcode(_o.waitpid(_pid, 0)[1])
+_seen = {{"a user namespace": "made" if _code == 0 else _e.errorcode.get(_code, str(_code))}}
+try:
+    _s.create_connection(("127.0.0.1", {hub_port}), timeout=3).close()
+    _seen["the hub's port"] = "connected"
+except OSError as _error:
+    _seen["the hub's port"] = _e.errorcode.get(_error.errno, str(_error))
+for _what, _path in (("the exchange's socket", {socket!r}), ("the instructor's home", {home!r})):
+    _seen[_what] = "there" if _o.path.exists(_path) else "absent"
+print({mark!r}, _j.dumps(_seen))
+"""
+# The hub's loopback listeners (the proxy's two ports, the hub's own, every server's, which
+# the hub holds: all in /proc/net/tcp, as root's), asked directly, past the proxy, without any
+# credential, as each user's server and as the hub: what answers with anything but a login, a
+# redirect or a refusal. (The test names the hub's ports for her, so that she asks nothing of
+# other programs on the machine; /proc/net/tcp lists them among the rest.)
+UNAUTHENTICATED = r"""
+import json, socket
+names, ports = NAMES, PORTS
+asks = [("GET", "api/contents"), ("GET", "api/contents/LM10-L2"), ("GET", "api/kernels"),
+        ("GET", "api/sessions"), ("GET", "api/terminals"), ("GET", "api/me"),
+        ("GET", "api/status"), ("GET", "api/config/notebook"), ("GET", "metrics"),
+        ("GET", "files/LM10-L2/LM10-L2.ipynb"), ("GET", "lab/api/workspaces"),
+        ("GET", "lab/api/settings"), ("GET", "formgrader/api/submissions/LM10-L2"),
+        ("GET", "assignments"), ("GET", "api/kernelspecs"), ("POST", "api/kernels"),
+        ("POST", "api/terminals"), ("PUT", "api/contents/mallory-was-here.txt"),
+        ("POST", "api/shutdown")]
+def ask(port, method, path, host):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+    body = b"{}" if method != "GET" else b""
+    sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
+                 f"Content-Type: application/json\r\nConnection: close\r\n\r\n".encode() + body)
+    answer = b""
+    try:
+        while len(answer) < 65536:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    except OSError:
+        pass
+    sock.close()
+    head = answer.split(b"\r\n", 1)[0].decode("latin-1")
+    return int(head.split()[1]) if head.startswith("HTTP/") else 0, answer
+statuses, answered, http = {}, [], []
+for port in ports:  # a listener that does not answer HTTP is left after one try
+    try:
+        if ask(port, "GET", "/", "DOMAIN")[0]:
+            http.append(port)
+    except OSError:
+        pass
+for port in http:
+    prefixes = [("/hub/", "DOMAIN")] + [(f"/user/{name}/", f"{name}.DOMAIN") for name in names]
+    for prefix, host in prefixes:
+        for method, path in asks:
+            try:
+                status, answer = ask(port, method, prefix + path, host)
+            except OSError:
+                continue
+            statuses[status] = statuses.get(status, 0) + 1
+            if 200 <= status < 300:
+                answered.append([port, method, prefix + path, answer[-300:].decode("latin-1")])
+print(json.dumps({"ports": len(http), "statuses": statuses, "answered": answered}))
+"""
 PLANTED = ["/tmp", "/var/tmp", "/dev/shm"]
 PLANT = (
     "import json, os\nplanted = []\n"
@@ -552,7 +631,27 @@ MARK_WHOEVER_RUNS_IT = "import pathlib\n(pathlib.Path.home() / {mark!r}).write_t
 LOOK_AT_ME = "look-at-me.ipynb"
 # A grade id that writes to a terminal: a window title, a cleared screen, the cursor home, a
 # forged log line, a bell
+# An eleventh tester's (issue 39): her text, in what the hub logs of her requests
+HER_HUB_MARK = "HUB-LOG-BY-MALLORY"
+HER_HUB_TEXT = f"\x1b]0;{HER_HUB_MARK}\x07\x1b[2J\x1b[H[JupyterHub] {HER_HUB_MARK} forged\x9b2J"
 HER_GRADE_ID = "\x1b]0;graded\x07\x1b[2J\x1b[H[AutogradeApp | INFO] all 13.0 / 13.0\x07"
+
+
+HER_RAW_PATH = b"/\x9b2J\x9bH" + HER_HUB_MARK.encode() + b"\x9b0m"  # C1: CSI as one byte
+
+
+def raw_request(where, path, host=b"x", seconds=10):
+    """GET `path` (bytes, as they are) from (family, address), the host named `host`; the
+    answer's first bytes, or b"" where there was none."""
+    family, address = where
+    with contextlib.suppress(OSError), socket.socket(family) as raw:
+        raw.settimeout(seconds)
+        raw.connect(address)
+        raw.sendall(
+            b"GET " + path + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
+        )
+        return raw.recv(65536)
+    return b""
 
 
 def open_notebook_as_instructor(hub, password, path, heard, seconds=45):
@@ -1617,6 +1716,7 @@ def hub(machine, loopback_names, tmp_path_factory):
         start_new_session=True,
     )
     hub = Hub(f"http://{DOMAIN}:{port}", state / "exchange" / "ngshare.sock", process, log)
+    hub.ports = (port, hub_port, proxy_port)  # the proxy's, the hub's, the proxy's API
     hub.pin = machine.base / "pin"
     hub.lessons = lessons.url
     hub.proxy_port = proxy_port
@@ -2013,6 +2113,17 @@ def played(hub, machine):
             home[ATTACKER] / LAB,
         )
         assert written.returncode == 0, written.stderr
+    # And the eleventh tester's probe, her first answer: what her code reaches when the
+    # instructor autogrades her (as the instructor's user, in the grading sandbox).
+    probed = copy.deepcopy(blank)
+    first = next(c for c in probed.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    first.source = GRADED_PROBE.format(
+        hub_port=urlparse(hub.url).port,
+        socket=str(hub.socket),
+        home=str(home[INSTRUCTOR]),
+        mark=GRADED_MARK,
+    )
+    hub.write_notebook(ATTACKER, probed)
     hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
     out["collect again"] = hub.nbgrader(INSTRUCTOR, f"formgrader/api/assignment/{LAB}/collect")
     # The instructor opens her collected notebook in JupyterLab (a session: a kernel started in
@@ -2163,6 +2274,14 @@ def played(hub, machine):
         s: hub.nbgrader(INSTRUCTOR, f"formgrader/api/submission/{LAB}/{s}/autograde")
         for s in STUDENTS
     }
+    # What her first answer reached while the instructor autograded her (the line it printed)
+    out["graded as the instructor"] = [
+        line
+        for cell in nbformat.read(grading / "autograded" / ATTACKER / LAB / f"{LAB}.ipynb", 4).cells
+        for o in cell.get("outputs", [])
+        for line in o.get("text", "").splitlines()
+        if line.startswith(GRADED_MARK)
+    ]
     # Autograding ran her notebook in her collected files' copy, in the grading sandbox: her
     # module and template leave nothing in the instructor's home there either.
     out["converted"]["after autograding"] = {
@@ -2356,6 +2475,9 @@ def played(hub, machine):
     out["processes she sees"] = attack(SEE_PROCESSES)
     # 8a'. The hub's standard streams, through her server's: what the administrator types in
     # the hub's terminal waits there, and she writes to it.
+    # (in a second of its own: the submissions above may have spent the relay's 50 lines of
+    # hers in this one, and the relay counts the rest, not logs them)
+    time.sleep(1.1)
     hub.process.stdin.write(f"{ADMIN_TYPED}\n".encode())
     hub.process.stdin.flush()
     out["the hub's streams"] = attack(HUBS_STREAMS.replace("PAYLOAD", repr(HER_STREAM_PAYLOAD)))
@@ -2380,6 +2502,13 @@ def played(hub, machine):
         "left out": [line for line in flood_log.splitlines() if "lines left out" in line],
     }
     out["a user namespace of her own"] = attack(NEW_USERS)
+    # 8a''. Every other user's listener, asked past the proxy without a credential.
+    servers = sorted(socket_holders(set(uid.values())))  # each held by its user and the hub
+    out["asked without a credential"] = attack(
+        UNAUTHENTICATED.replace("NAMES", repr(list(PEOPLE)))
+        .replace("PORTS", repr([*hub.ports, *servers]))
+        .replace("DOMAIN", DOMAIN)
+    )
     # 8b. Listening to alice's kernel: every loopback listener of another user, subscribed to
     # with ZeroMQ, while alice runs cells; and what alice's kernel talks over.
     heard = {}
@@ -2695,6 +2824,35 @@ def played(hub, machine):
             **kwargs,
         )
 
+    # 12'. An eleventh tester's (issue 39): her text in the hub's own log (the administrator's
+    # terminal), through what the hub and tornado log of a request she makes: a token asking
+    # for scopes, roles and a share named by her escape sequences, a user, a group and a server
+    # named by them, a login name and a link's next address made of them.
+    quoted = quote(HER_HUB_TEXT, safe="")
+    for method, path, kwargs in [
+        (
+            "POST",
+            f"/users/{ATTACKER}/tokens",
+            {"json": {"scopes": [f"read:users!user={HER_HUB_TEXT}"]}},
+        ),
+        ("POST", f"/users/{ATTACKER}/tokens", {"json": {"scopes": [HER_HUB_TEXT]}}),
+        ("POST", f"/users/{ATTACKER}/tokens", {"json": {"roles": [HER_HUB_TEXT]}}),
+        ("POST", f"/users/{ATTACKER}/tokens", {"json": {"note": HER_HUB_TEXT}}),
+        ("POST", f"/shares/{ATTACKER}/", {"json": {"user": HER_HUB_TEXT}}),
+        ("GET", f"/users/{quoted}", {}),
+        ("GET", f"/groups/{quoted}", {}),
+        ("POST", f"/users/{ATTACKER}/servers/{quoted}", {}),
+    ]:
+        as_her(method, path, **kwargs)
+    login(hub.url, HER_HUB_TEXT, "x")
+    requests.get(f"{hub.url}/hub/login?next={quoted}", timeout=60)
+    # and C1 controls (CSI as one byte) in a request line, which tornado accepts (ESC it
+    # refuses; the proxy, Node, refuses both), sent to the hub's own port, past the proxy
+    raw_request((socket.AF_INET, ("127.0.0.1", hub.ports[1])), b"/hub/api/users" + HER_RAW_PATH)
+    time.sleep(1)
+    out["her text in the hub's log"] = [
+        line for line in hub.tail_all().splitlines() if HER_HUB_MARK in line
+    ]
     listed = as_her("GET", "/users")
     services = as_her("GET", "/services")
     out["her hub token"] = {
@@ -3112,6 +3270,18 @@ def test_no_student_reaches_the_hubs_terminal_through_her_server(played):
     assert "\x1b]52" not in log and "\x1b[2J" not in log
 
 
+def test_no_request_writes_to_the_hubs_terminal_through_its_log(played):
+    """An eleventh tester's (issue 39): what the hub (and tornado under it) log of a request is
+    partly hers: a token's scopes that she may not have were logged as she wrote them (the
+    hub's 400, "Not assigning requested scopes ..."), so escape sequences in them reached the
+    hub's log, the administrator's terminal, raw (played against the hub without the fix). The
+    hub's log is plain, every line of it (grading/hub/plain_logs.py in the hub's process)."""
+    mine = played["her text in the hub's log"]
+    assert mine, "none of her requests' text reached the hub's log: the route is not live"
+    for line in mine:
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", line), repr(line)
+
+
 def test_no_student_floods_the_hubs_log_through_her_server(played):
     """Her server's output, flooded for FLOOD_SECONDS by a process of hers: at most 50 lines
     a second reach the hub's log (the rest counted, and the count logged), the hub reads at
@@ -3161,6 +3331,34 @@ def test_no_student_makes_a_user_namespace(played):
     assert played["a user namespace of her own"] in ("ENOSPC", "EPERM"), played[
         "a user namespace of her own"
     ]
+
+
+def test_no_submission_makes_a_user_namespace_while_the_instructor_grades_it(played):
+    """An eleventh tester's (issue 39): her answer runs, as the instructor's user, in the
+    grading sandbox inside the instructor's server, which may make user namespaces (its
+    sandbox is bubblewrap): her code made one of its own there, "root" in it (played against
+    the hub without the fix). Now refused, and nothing else is there for it: no network (the
+    hub's port), no exchange socket, no instructor's home."""
+    seen = played["graded as the instructor"]
+    assert len(seen) == 1, seen  # her line is in her autograded notebook: the route is live
+    report = json.loads(seen[0].split(" ", 1)[1])
+    assert report["a user namespace"] in ("ENOSPC", "EPERM"), report
+    assert report["the hub's port"] in ("ECONNREFUSED", "ENETUNREACH"), report
+    assert report["the exchange's socket"] == "absent", report
+    assert report["the instructor's home"] == "absent", report
+
+
+def test_no_server_answers_a_stranger_on_the_loopback(played):
+    """An eleventh tester's (issue 39): every other user's loopback listener (the servers'
+    ports, which the hub holds, the proxy's, the hub's), asked directly from her kernel, past
+    the proxy, without any credential, for each user's files, kernels, terminals, settings,
+    grades and metrics, as each user's server and as the hub: nothing answers but a login, a
+    redirect or a refusal."""
+    asked = played["asked without a credential"]
+    assert asked["ports"] >= 3 + len(PEOPLE), asked  # each answers HTTP
+    refused = sum(n for status, n in asked["statuses"].items() if int(status) in (302, 403, 405))
+    assert refused > 0, asked
+    assert asked["answered"] == [], asked["answered"]
 
 
 def test_no_one_listens_to_anothers_kernel(played):

@@ -15,7 +15,8 @@ loopback ports). The hub runs as root, from the course's Python environment, and
   kernels on ZeroMQ's ipc transport in that private /tmp (no TCP port a classmate could reach),
   the course's kernel (grading/hub/kernel.py: ipykernel's IOPub pipe on ipc too, no debugger);
   none of the hub's standard streams (each server writes to a pipe whose lines the hub logs
-  under its name, plain: grading/hub/server_output.py);
+  under its name, plain: grading/hub/server_output.py), and the hub's own log plain too
+  (grading/hub/plain_logs.py: it logs parts of students' requests);
   each server on a host of its own (<user>.<the hub's host>: its own origin in a browser),
   serving on a port the hub listens on for it until its route is gone (no one else can take
   it); a student's server without user namespaces inside;
@@ -75,9 +76,15 @@ from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
 
-from grading.hub import server_output
+from grading.hub import plain_logs, server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+# The hub's own log plain: JupyterHub and tornado log parts of a student's requests as they
+# are (the scopes or roles she asks a token for: "Not assigning requested scopes ...", "No such
+# role: ..."; a request's address sent to the hub's own port, past the proxy, where tornado
+# accepts C1 controls), into the administrator's terminal
+plain_logs.install()
 
 COURSE_ID = "LM10"
 STUDENTS = "lm10-students"  # Unix group of the students

@@ -1,5 +1,9 @@
 """Log messages written plain in every Jupyter application an instructor starts on the hub
-(grading/hub/instructor/jupyter_config.py installs this).
+(grading/hub/instructor/jupyter_config.py installs this), in nbgrader's commands in any terminal
+(grading/nbgrader_config.py) and in the hub itself (grading/hub/jupyterhub_config.py: JupyterHub
+and tornado logged the scopes or roles a student asked a token for, "Not assigning requested
+scopes ...", and a request's address sent to the hub's own port, where tornado accepts C1
+controls, as they were, into the administrator's terminal).
 
 nbgrader writes a submission's own text into its log: `OverwriteCells` warns "Cell '<grade
 id>' does not exist in the database" with the grade id her notebook's metadata holds, and
