@@ -64,9 +64,10 @@ it on and off, and `nbgrader autograde` in a terminal that does not name the ins
 configuration. And an eleventh's: her answer, autograded by the instructor, making a user
 namespace of its own in the grading sandbox, her text in the hub's own log (the scopes and roles
 she asks a token for, C1 controls in a request line sent to the hub's own port), and every
-loopback listener of the hub asked without a credential, past the proxy. Every server has a host of its own under DOMAIN, which
-this process and the browser resolve to the loopback. The hub's log must flag what one machine
-does not bound (memory, disk, the shared ports and file table), and cookies over plain http.
+loopback listener of the hub asked without a credential, past the proxy. Every server has a host
+of its own under DOMAIN, which this process and the browser resolve to the loopback. The hub's
+log must flag what one machine does not bound (memory, disk, the shared ports and file table),
+and cookies over plain http.
 """
 
 import ast
