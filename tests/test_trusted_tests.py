@@ -190,3 +190,27 @@ def test_a_test_swaps_its_own_name_and_routes_the_swap_to_the_sandbox():
         standins.standing_in(block=("d,,", {(768,): 1}))
     with pytest.raises(TypeError, match="too many"):
         standins.standing_in(block=("d", {(768, 2): 1}))
+
+
+def test_later_sessions_find_what_the_first_setup_imported_already_imported():
+    """The warm host imports, once, what the first session's setup imported (as SmolLM2's
+    loader imports transformers' Llama classes): a later session's setup finds the module
+    there before its own import line. Each session still runs the whole setup."""
+    setup = ["import sys\nearly = 'colorsys' in sys.modules", "import colorsys"]
+    test = "print(early, colorsys.rgb_to_hsv(0.0, 0.0, 1.0))"
+    seen = []
+
+    def student_side(request):
+        return json.dumps(sandbox_agent._answer(request))
+
+    trusted_tests.warm("")
+    try:
+        for _ in range(3):
+            with trusted_tests.session(setup, []) as tested:
+                # the student's side, here with no names: answered as the sandbox's agent would
+                outputs, _ = tested.run(test, call=student_side, deadline=None)
+            seen.append("".join(o.get("text", "") for o in outputs).strip())
+    finally:
+        trusted_tests.cool()
+    hsv = "(0.6666666666666666, 1.0, 1.0)"
+    assert seen == [f"False {hsv}", f"True {hsv}", f"True {hsv}"]
