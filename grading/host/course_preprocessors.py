@@ -47,6 +47,7 @@ from traitlets import Integer
 
 from grading.batch.results import Notes
 from grading.host import room, sandbox, submission_checks, trusted_tests
+from grading.in_sandbox import sandbox_exec
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
@@ -424,7 +425,8 @@ class SandboxedExecute(Execute):
         for cell, source in zip(cells, sources, strict=True):
             cell.source = source
         # at the end of the first: the tests may start before a later setup cell
-        cells[0].source += f"\n__import__('sandbox_agent').enter_room({payload!r}, {helpers!r})\n"
+        # (the executor's kernel compiles a cell ending with the agent's line as Python)
+        cells[0].source += f"\n{sandbox_exec.AGENT}enter_room({payload!r}, {helpers!r})\n"
 
     def preprocess(self, nb, resources):
         try:
