@@ -82,25 +82,29 @@ def nbgrader_api(course):
     return NbGraderAPI(config=config)
 
 
-def validate(path, grading):
-    """nbgrader's Validator (the course's config) on one notebook, in a process of its own."""
+def validate(paths, grading):
+    """nbgrader's Validator (the course's config) on each notebook of `paths`, one after the
+    other in one process of its own (nbgrader imported once): {path: Validator's answer}."""
     code = (
         "import json, sys\n"
         "from nbgrader.validator import Validator\n"
         "from traitlets.config.loader import PyFileConfigLoader\n"
-        "config = PyFileConfigLoader('nbgrader_config.py', path=sys.argv[2]).load_config()\n"
-        "print(json.dumps(Validator(config=config).validate(sys.argv[1])))"
+        "config = PyFileConfigLoader('nbgrader_config.py', path=sys.argv[1]).load_config()\n"
+        "for path in sys.argv[2:]:\n"
+        "    print('validated', json.dumps(Validator(config=config).validate(path)), flush=True)"
     )
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(
-        [sys.executable, "-c", code, str(path), str(grading)],
+        [sys.executable, "-c", code, str(grading), *map(str, paths)],
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
-    assert done.returncode == 0, f"Validator crashed on {path}:\n{done.stderr[-2000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode == 0, f"Validator crashed on {paths}:\n{done.stderr[-2000:]}"
+    lines = done.stdout.splitlines()
+    answers = [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith("validated ")]
+    return dict(zip(paths, answers, strict=True))
 
 
 CASES = ("correct", "alternatives", "delegate", "mistakes", "mistake", "hardcoded", "refpatch")
@@ -158,24 +162,25 @@ def round_trip(lab, course):
     (submitted / "broken" / lab).mkdir(parents=True)
     (submitted / "broken" / lab / f"{lab}.ipynb").write_text('{"cells": [ this is not json')
 
-    with ThreadPoolExecutor(max_workers=2) as pool:  # validation runs beside the batch
-        grading = course / "grading"
-        solution = pool.submit(validate, course / "solutions" / lab / f"{lab}.ipynb", grading)
-        release = pool.submit(validate, course / "labs" / lab / f"{lab}.ipynb", grading)
-        delegate = pool.submit(validate, submitted / "delegate" / lab / f"{lab}.ipynb", grading)
-        slipped = submitted / "mistakes" / lab / f"{lab}.ipynb"
-        mistakes = pool.submit(validate, slipped, grading) if slipped.is_file() else None
+    grading = course / "grading"
+    notebooks = {
+        "solution": course / "solutions" / lab / f"{lab}.ipynb",
+        "release": course / "labs" / lab / f"{lab}.ipynb",
+        "delegate": submitted / "delegate" / lab / f"{lab}.ipynb",
+        "mistakes": submitted / "mistakes" / lab / f"{lab}.ipynb",
+    }
+    if not notebooks["mistakes"].is_file():
+        del notebooks["mistakes"]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # validation runs beside the batch
+        validated = pool.submit(validate, list(notebooks.values()), grading)
         # One grader process: its start (nbgrader, a trusted test process and a sandbox, each
         # importing torch) is paid once per lab; the validations run beside it, and the class
         # report and the hostile batch play the batch on two.
-        graded = autograde.autograde(lab, grading=course / "grading", jobs=1)
+        graded = autograde.autograde(lab, grading=grading, jobs=1)
         results = {r.student: r for r in graded}
-        validation = {
-            "solution": solution.result(),
-            "release": release.result(),
-            "delegate": delegate.result(),
-            "mistakes": mistakes.result() if mistakes else None,
-        }
+        answers = validated.result()
+        validation = {name: answers.get(path) for name, path in notebooks.items()}
+        validation.setdefault("mistakes", None)
 
     db_url = f"sqlite:///{course / 'grading' / 'gradebook.db'}"
     scores = {}
