@@ -64,7 +64,10 @@ it on and off, and `nbgrader autograde` in a terminal that does not name the ins
 configuration. And an eleventh's: her answer, autograded by the instructor, making a user
 namespace of its own in the grading sandbox, her text in the hub's own log (the scopes and roles
 she asks a token for, C1 controls in a request line sent to the hub's own port), and every
-loopback listener of the hub asked without a credential, past the proxy. Every server has a host
+loopback listener of the hub asked without a credential, past the proxy. And a twelfth's: the
+kernel's keyrings, which belong to uids, not to sandboxes (a key left under her uid, read from
+her kernel; the instructor's keys, read by her answer while autograded), and the tokens of an
+account removed from the machine. Every server has a host
 of its own under DOMAIN, which this process and the browser resolve to the loopback. The hub's
 log must flag what one machine does not bound (memory, disk, the shared ports and file table),
 and cookies over plain http.
@@ -75,6 +78,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import ctypes
 import fcntl
 import http.server
 import importlib.util
@@ -158,6 +162,7 @@ HONEST = {"lm10-alice": l2.correct, "lm10-bob": l2.mistake}
 ATTACKER = "lm10-mallory"
 STUDENTS = (ATTACKER, *HONEST)  # mallory first: the exchange lists her submission first
 PEOPLE = (*STUDENTS, INSTRUCTOR)
+GONE = "lm10-gone"  # a student whose account is removed while the hub runs (a twelfth tester's)
 COURSE = {"course_id": COURSE_ID, "assignment_id": LAB}
 TOKEN = "lm10-test-" + secrets.token_hex(16)  # the driver service's
 DRIVER_CONFIG = """c = get_config()  # noqa: F821
@@ -502,6 +507,72 @@ for _what, _path in (("the exchange's socket", {socket!r}), ("the instructor's h
     _seen[_what] = "there" if _o.path.exists(_path) else "absent"
 print({mark!r}, _j.dumps(_seen))
 """
+# A twelfth tester's (issue 39): the kernel's keyrings. A key belongs to a uid of the machine,
+# not to a namespace: every process of that uid, in any sandbox, sees its uid's keys in
+# /proc/keys and may name them by serial number; linking its uid's user keyring (`_uid.<uid>`,
+# linkable by its owner) into its own session keyring makes it possess every key there, and
+# read them. Where her code runs as the instructor (autograding), those are the instructor's
+# keys; in her kernel, her uid's, which outlive her server and `userdel` (the next holder of
+# the uid has them). What she links and what she reads, by description.
+KEYS_MARK = "LM10-KEYS-SEEN"
+KEYS_PROBE = r"""
+import ctypes as _c, errno as _e, json as _j, os as _o
+_libc = _c.CDLL(None, use_errno=True)
+def _keyctl(*_args):
+    _args = [_c.c_long(_a) if isinstance(_a, int) else _a for _a in _args]
+    _done = _libc.syscall(_c.c_long(KEYCTL), *_args)
+    return _done if _done >= 0 else _e.errorcode.get(_c.get_errno(), str(_c.get_errno()))
+def _listed(_kind):
+    return [_l.split() for _l in open("/proc/keys") if _l.split()[7] == _kind]
+def _through(_keyring):
+    # in a child of one thread: a session keyring of its own (JOIN), the keyring linked into
+    # it (LINK), then every key it lists read (READ): possessed through the link
+    _reading, _writing = _o.pipe()
+    if _o.fork() == 0:
+        _got = {"joined": _keyctl(1, None), "linked": _keyctl(8, _keyring, -3), "read": {}}
+        for _f in _listed("user"):
+            _buffer = _c.create_string_buffer(512)
+            _size = _keyctl(11, int(_f[0], 16), _buffer, 512)
+            _got["read"][_f[8].rstrip(":")] = (
+                _buffer.raw[:_size].decode("ascii", "replace") if isinstance(_size, int) else _size
+            )
+        _o.write(_writing, _j.dumps(_got).encode())
+        _o._exit(0)
+    _o.close(_writing)
+    _o.wait()
+    with _o.fdopen(_reading) as _answer:
+        return _j.loads(_answer.read())
+_keys = {"her user keyring": _keyctl(0, -4, 0), "linked": [], "read": {}}
+for _f in _listed("keyring"):
+    if _f[8].startswith("_uid."):  # every user keyring of her uid, one at a time
+        _got = _through(int(_f[0], 16))
+        _keys["linked"].append(_got["linked"])
+        for _name, _value in _got["read"].items():
+            if _keys["read"].get(_name) in (None, "EACCES"):
+                _keys["read"][_name] = _value
+print(KEYS_MARK, _j.dumps(_keys))
+"""
+# The keys the test puts where a login's tools would (her uid's keyring in the machine's own
+# namespace, outside any sandbox: a Kerberos ticket in a `KEYRING:` cache, a passphrase stored
+# with `keyctl padd user ... @u`), as the instructor and as whoever had mallory's uid before her
+KEY_DESCRIPTION = "lm10-login-ticket"
+SYS_KEYCTL, SYS_ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}.get(
+    os.uname().machine, (None, None)
+)
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING, KEYCTL_CLEAR = -4, -5, 7
+
+
+def keys_probe():
+    return KEYS_PROBE.replace("KEYCTL", str(SYS_KEYCTL)).replace("KEYS_MARK", repr(KEYS_MARK))
+
+
+def keys_seen(lines):
+    """What KEYS_PROBE reported, from its printed lines (its one line, or None)."""
+    found = [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith(KEYS_MARK)]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
 # The hub's loopback listeners (the proxy's two ports, the hub's own, every server's, which
 # the hub holds: all in /proc/net/tcp, as root's), asked directly, past the proxy, without any
 # credential, as each user's server and as the hub: what answers with anything but a login, a
@@ -1146,10 +1217,63 @@ def kill_processes_of(uid):
             pass
 
 
+def as_uid_in_the_machines_keyrings(name, call):
+    """`call(libc)` in a child process of this one as the user `name` (outside any sandbox, in
+    the machine's first user namespace, whose user keyrings live until a reboot); its result,
+    an int."""
+    user = account(name)
+    libc = ctypes.CDLL(None, use_errno=True)
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        result = -1
+        try:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            result = call(libc)
+        finally:
+            os.write(writing, str(result).encode())
+            os._exit(0)
+    os.close(writing)
+    os.waitpid(pid, 0)
+    with os.fdopen(reading) as answer:
+        return int(answer.read() or "-1")
+
+
+def plant_key(name, payload):
+    """A key of `name`'s uid, "user" type, in her user keyring (possessor: everything; her
+    uid: view only, as `keyctl padd` makes it): its serial."""
+    data = payload.encode()
+    return as_uid_in_the_machines_keyrings(
+        name,
+        lambda libc: libc.syscall(
+            ctypes.c_long(SYS_ADD_KEY),
+            b"user",
+            KEY_DESCRIPTION.encode(),
+            data,
+            ctypes.c_size_t(len(data)),
+            ctypes.c_long(KEY_SPEC_USER_KEYRING),
+        ),
+    )
+
+
+def clear_keys(name):
+    """Empty `name`'s user keyrings of the machine's first namespace: they outlive `userdel`,
+    and the next account given the uid (the next run's) would have them."""
+    for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        as_uid_in_the_machines_keyrings(
+            name,
+            lambda libc, keyring=keyring: libc.syscall(
+                ctypes.c_long(SYS_KEYCTL), ctypes.c_long(KEYCTL_CLEAR), ctypes.c_long(keyring)
+            ),
+        )
+
+
 def remove_accounts():
     """Remove the test's users and groups (also an interrupted run's); refuse to touch an
     account of the same name that the test did not make."""
-    for name in (*PEOPLE, NGSHARE_USER):
+    for name in (*PEOPLE, GONE, NGSHARE_USER):
         found = account(name)
         if found is None:
             continue
@@ -1157,11 +1281,13 @@ def remove_accounts():
             pytest.fail(f"a user {name!r} exists that this test did not make: not touching it")
         kill_processes_of(found.pw_uid)
         time.sleep(0.2)
+        if SYS_KEYCTL is not None:
+            clear_keys(name)
         run("userdel", name)
     for group in (STUDENTS_GROUP, INSTRUCTORS_GROUP):
         if subprocess.run(["getent", "group", group], capture_output=True).returncode == 0:
             members = run("getent", "group", group).stdout.strip().split(":")[3]
-            if set(filter(None, members.split(","))) - set(PEOPLE):
+            if set(filter(None, members.split(","))) - {*PEOPLE, GONE}:
                 pytest.fail(f"group {group!r} has members this test did not make: not touching it")
             run("groupdel", group)
 
@@ -2104,11 +2230,14 @@ def played(hub, machine):
     # instructor autogrades her (as the instructor's user, in the grading sandbox).
     probed = copy.deepcopy(blank)
     first = next(c for c in probed.cells if c.metadata.get("nbgrader", {}).get("solution"))
-    first.source = GRADED_PROBE.format(
-        hub_port=urlparse(hub.url).port,
-        socket=str(hub.socket),
-        home=str(home[INSTRUCTOR]),
-        mark=GRADED_MARK,
+    first.source = (
+        GRADED_PROBE.format(
+            hub_port=urlparse(hub.url).port,
+            socket=str(hub.socket),
+            home=str(home[INSTRUCTOR]),
+            mark=GRADED_MARK,
+        )
+        + keys_probe()
     )
     hub.write_notebook(ATTACKER, probed)
     hub.nbgrader(ATTACKER, "assignments/submit", **COURSE)
@@ -2257,18 +2386,25 @@ def played(hub, machine):
 
     # Grading and feedback; a feedback folder left without timestamp.txt (a student who was
     # never collected) must not stop anyone else's.
-    out["graded"] = {
-        s: hub.nbgrader(INSTRUCTOR, f"formgrader/api/submission/{LAB}/{s}/autograde")
-        for s in STUDENTS
-    }
-    # What her first answer reached while the instructor autograded her (the line it printed)
-    out["graded as the instructor"] = [
+    # (and a key in the instructor's user keyring, as her logins' tools leave one there)
+    instructors_secret = f"LM10-INSTRUCTORS-KEY-{secrets.token_hex(8)}"
+    out["the instructor's key"] = (plant_key(INSTRUCTOR, instructors_secret), instructors_secret)
+    try:
+        out["graded"] = {
+            s: hub.nbgrader(INSTRUCTOR, f"formgrader/api/submission/{LAB}/{s}/autograde")
+            for s in STUDENTS
+        }
+    finally:
+        clear_keys(INSTRUCTOR)
+    # What her first answer reached while the instructor autograded her (the lines it printed)
+    printed = [
         line
         for cell in nbformat.read(grading / "autograded" / ATTACKER / LAB / f"{LAB}.ipynb", 4).cells
         for o in cell.get("outputs", [])
         for line in o.get("text", "").splitlines()
-        if line.startswith(GRADED_MARK)
     ]
+    out["graded as the instructor"] = [line for line in printed if line.startswith(GRADED_MARK)]
+    out["keys seen while graded"] = keys_seen(printed)
     # Autograding ran her notebook in her collected files' copy, in the grading sandbox: her
     # module and template leave nothing in the instructor's home there either.
     out["converted"]["after autograding"] = {
@@ -2489,6 +2625,16 @@ def played(hub, machine):
         "left out": [line for line in flood_log.splitlines() if "lines left out" in line],
     }
     out["a user namespace of her own"] = attack(NEW_USERS)
+    # 8a (keys). The keys of her uid: one left in its user keyring of the machine's namespace
+    # (by the account that had her uid before her, or her own login's tools), read from her kernel
+    previous_holders = f"LM10-PREVIOUS-HOLDERS-KEY-{secrets.token_hex(8)}"
+    out["her uid's key"] = (plant_key(ATTACKER, previous_holders), previous_holders)
+    try:
+        out["keys seen from her kernel"] = keys_seen(
+            hub.execute(ATTACKER, kernel[ATTACKER], keys_probe()).splitlines()
+        )
+    finally:
+        clear_keys(ATTACKER)
     # 8a''. Every other user's listener, asked past the proxy without a credential.
     servers = sorted(socket_holders(set(uid.values())))  # each held by its user and the hub
     out["asked without a credential"] = attack(
@@ -2810,6 +2956,38 @@ def played(hub, machine):
             allow_redirects=False,
             **kwargs,
         )
+
+    # 12 (gone). A twelfth tester's (issue 39): a student whose account is removed (userdel: she
+    # left the course), with a token she made while she was in it (the exchange's access among
+    # its scopes). The hub asked the accounts at login only: her hub user and tokens stayed, and
+    # a name given to someone else later is the same hub user. The admin's own request about her
+    # stays answered (the control: the hub user is there).
+    run(
+        *("useradd", "--user-group", "--groups", STUDENTS_GROUP, "--comment", MARK),
+        *("--no-create-home", "--shell", "/usr/sbin/nologin", GONE),
+    )
+    try:
+        hub.call("POST", f"/hub/api/users/{GONE}")
+        kept = hub.call(
+            "POST", f"/hub/api/users/{GONE}/tokens", json={"note": "kept", "scopes": [ACCESS]}
+        ).json()["token"]
+        kept_with_all = hub.call("POST", f"/hub/api/users/{GONE}/tokens", json={}).json()["token"]
+    finally:
+        run("userdel", GONE)
+
+    def as_gone(token):
+        return requests.get(
+            f"{hub.url}/hub/api/user", headers={"Authorization": f"token {token}"}, timeout=60
+        ).status_code
+
+    out["a removed account's tokens"] = {
+        "the exchange's access": as_gone(kept),
+        "all she may do": as_gone(kept_with_all),
+        "the admin asks about her": hub.call("GET", f"/hub/api/users/{GONE}", ok=False).status_code,
+    }
+    out["a removed account, in the hub's log"] = [
+        line for line in hub.tail_all().splitlines() if f"'{GONE}' has no account" in line
+    ]
 
     # 12'. An eleventh tester's (issue 39): her text in the hub's own log (the administrator's
     # terminal), through what the hub and tornado log of a request she makes: a token asking
@@ -3341,6 +3519,54 @@ def test_no_submission_makes_a_user_namespace_while_the_instructor_grades_it(pla
     assert report["the hub's port"] in ("ECONNREFUSED", "ENETUNREACH"), report
     assert report["the exchange's socket"] == "absent", report
     assert report["the instructor's home"] == "absent", report
+
+
+def keyring_report(seen, planted):
+    """The route is live (she listed the planted key, and at least one user keyring of her
+    uid), and nothing of the kernel's keyrings answered her."""
+    serial, secret = planted
+    assert serial > 0, planted  # the test's own key, planted outside any sandbox
+    assert seen is not None  # her probe ran and printed
+    assert KEY_DESCRIPTION in seen["read"], seen  # she lists the key (/proc/keys: its owner's)
+    assert secret not in json.dumps(seen), seen
+    assert seen["read"][KEY_DESCRIPTION] == "ENOSYS", seen
+    assert seen["her user keyring"] == "ENOSYS", seen
+    assert seen["linked"] and set(seen["linked"]) == {"ENOSYS"}, seen
+
+
+def test_no_student_reads_the_keys_left_under_her_uid(played):
+    """A twelfth tester's (issue 39): the kernel's keyrings belong to uids, not namespaces, and
+    a uid's user keyring in the machine's namespace lives until a reboot, past its servers,
+    sessions and `userdel`. A key left there (by the account that had her uid before her, or
+    her own login's tools: possessor-only, as `keyctl padd` makes it) was hers to read from her
+    kernel: she linked the keyring into her session's and possessed it (played against the hub
+    without the fix: the key's text in her report). Now every keyring call in a server's
+    sandbox fails (grading/hub/no_keyrings.py, bubblewrap's --seccomp)."""
+    keyring_report(played["keys seen from her kernel"], played["her uid's key"])
+
+
+def test_no_submission_reads_the_instructors_keys_while_she_grades_it(played):
+    """A twelfth tester's (issue 39): her answer, autograded by the instructor on the hub, runs
+    as the instructor's uid (in the grading sandbox inside the instructor's server): it linked
+    the instructor's user keyring into its own session keyring and read every key in it (what
+    her logins' tools keep there: a Kerberos ticket in a `KEYRING:` cache, a stored passphrase;
+    played against the hub without the fix: the instructor's key in her autograded notebook).
+    The instructor's server, and so the grading sandbox inside it, runs under the same filter."""
+    keyring_report(played["keys seen while graded"], played["the instructor's key"])
+
+
+def test_a_removed_account_keeps_nothing_of_the_hub(played):
+    """A twelfth tester's (issue 39): JupyterHub asks the system's accounts at login only, so a
+    student removed from the machine (`userdel`) kept her hub user, her cookie and the tokens
+    she had made, the exchange's access among them, and a name given to someone else later is
+    that same hub user, her tokens with it (played against the hub without the fix: 200 with
+    each token). The hub asks again at every request, at most every minute
+    (jupyterhub_config.py's CourseAccounts): each token refused, and the log says what to do."""
+    gone = played["a removed account's tokens"]
+    assert gone["the admin asks about her"] == 200, gone  # the hub user is still there
+    assert gone["the exchange's access"] == 403, gone
+    assert gone["all she may do"] == 403, gone
+    assert played["a removed account, in the hub's log"], "the hub's log says nothing of her"
 
 
 def test_no_server_answers_a_stranger_on_the_loopback(played):

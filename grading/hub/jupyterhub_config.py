@@ -74,9 +74,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jupyterhub.auth import PAMAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
 
-from grading.hub import plain_logs, server_output
+from grading.hub import no_keyrings, plain_logs, server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -105,6 +106,7 @@ STUDENT_MAX_TASKS = int(os.environ.get("LM10_STUDENT_MAX_TASKS", "1024"))
 LESSONS_REPOS = " ".join(os.environ.get("LM10_LESSONS_REPOS", "").split())
 PATH = f"{BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"  # nbgrader runs `alembic` from BIN
 EXCHANGE_TOKEN_NOTE = "the course's exchange, for this server"  # marks the tokens it revokes
+no_keyrings.check_machine()  # the sandbox's filter must know this machine's system calls
 BWRAP = shutil.which("bwrap")
 if BWRAP is None:
     raise SystemExit(
@@ -201,8 +203,41 @@ def not_bounded_here():
 
 
 # --- logins: system accounts, only the course's two groups ---
-c.JupyterHub.authenticator_class = "pam"
+
+
+def in_the_course(name):
+    """Whether `name` is a system account in one of the course's two groups, now."""
+    try:
+        account = pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return in_group(account, STUDENTS) or in_group(account, INSTRUCTORS)
+
+
+class CourseAccounts(PAMAuthenticator):
+    """PAM logins, and every request of a user (her cookie, any token she made) refused once her
+    account is gone or has left the course's groups: JupyterHub asks the accounts only at login,
+    so a student removed from the machine (`userdel`) kept her hub user, her cookie and every
+    token she had made, the exchange's included, and a name given to someone else later is
+    the same hub user, her tokens with it. Asked at most every `auth_refresh_age` seconds."""
+
+    async def refresh_user(self, user, handler=None):
+        if in_the_course(user.name):
+            return True
+        self.log.warning(
+            "LM10 hub: %r has no account in %s or %s any more: her requests are refused. "
+            "Delete her from the hub (the admin page, or DELETE /hub/api/users/<name>) before "
+            "the name is given to anyone else: it takes her tokens with it",
+            user.name,
+            STUDENTS,
+            INSTRUCTORS,
+        )
+        return False
+
+
+c.JupyterHub.authenticator_class = CourseAccounts
 c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
+c.Authenticator.auth_refresh_age = 60  # JupyterHub's default is 300
 
 # --- the hub's own state, root only ---
 hub_state = private_folder(STATE / "hub", pwd.getpwuid(0))
@@ -364,13 +399,21 @@ class SandboxedSpawner(LocalProcessSpawner):
 
     async def start(self):
         fd = self.hold_port()
+        # The kernel's keyrings refused in the sandbox (grading/hub/no_keyrings.py): bwrap
+        # reads the filter from a descriptor of its own, named in the command for it
+        keyrings = no_keyrings.descriptor()
+        self.cmd = [str(keyrings) if part == FILTER_FD else part for part in self.cmd]
+        if str(keyrings) not in self.cmd:
+            os.close(keyrings)
+            self.release_port()
+            raise RuntimeError(f"{self.user.name}'s server command is not the sandbox's")
         # Nothing of the hub's own standard streams: LocalProcessSpawner passes them on, and a
         # student's server (her code) read the hub's terminal and wrote to it raw. It reads
         # /dev/null and writes to a pipe whose lines the hub logs under its name, plain.
         output, into = os.pipe()
         self.popen_kwargs = {
             **self.popen_kwargs,
-            "pass_fds": (fd,),
+            "pass_fds": (fd, keyrings),
             "stdin": subprocess.DEVNULL,
             "stdout": into,
             "stderr": into,
@@ -384,6 +427,7 @@ class SandboxedSpawner(LocalProcessSpawner):
             raise
         finally:
             os.close(into)
+            os.close(keyrings)
         server_output.relay(output, self.log, self.user.name)
         return started
 
@@ -407,6 +451,7 @@ c.Spawner.default_url = "/lab"
 c.Spawner.http_timeout = 120
 c.Spawner.start_timeout = 120
 RUNTIME = "/tmp/jupyter-runtime"  # inside the sandbox's private /tmp: short ipc socket paths
+FILTER_FD = "<the keyrings filter's descriptor>"  # SandboxedSpawner.start names it at each start
 
 
 def sandbox_command(home, command, nested_users=False):
@@ -424,6 +469,10 @@ def sandbox_command(home, command, nested_users=False):
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
       writes; the exchange's socket folder bound read-only (it connects, never writes there);
     - a new session (no terminal of the hub to push input into);
+    - no kernel keyrings (grading/hub/no_keyrings.py): keys belong to a uid of the machine,
+      not to a namespace, so a process in any sandbox reached its uid's keys (the instructor's,
+      from her grading sandbox: a submission she autograded read them), and a student's keys
+      outlived her server and her account;
     - unless `nested_users` (the instructor's server, whose grading sandbox is bubblewrap
       too), no user namespace of its own inside: what a student runs cannot make one, so the
       parts of the kernel that only a namespace's "root" reaches (netfilter, mounts of many
@@ -454,6 +503,7 @@ def sandbox_command(home, command, nested_users=False):
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
         *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"),
         *(() if nested_users else ("--unshare-user", "--disable-userns")),
+        *("--seccomp", FILTER_FD),
         "--die-with-parent",
         "--new-session",
         *("--chdir", str(home)),

@@ -1,0 +1,79 @@
+"""A seccomp filter that takes the kernel's keyrings away from everything in a server's sandbox.
+
+The kernel's key retention service (add_key, request_key, keyctl) is not namespaced by user
+namespaces the way files and processes are: a key belongs to a uid of the machine, and every
+process of that uid, in any sandbox, sees the keyrings of that uid in /proc/keys and may use
+them by serial number. A process that links its uid's user keyring (`_uid.<uid>`, writable and
+linkable by its owner) into its own session keyring then *possesses* every key in it, and reads
+what only the processes that put them there could read. So:
+
+- a student's submission, autograded by the instructor on the hub (as the instructor's user, in
+  the grading sandbox inside her server), linked the instructor's user keyring and read every
+  key in it: what her logins keep there (a Kerberos ticket in a `KEYRING:` credential cache,
+  sssd's default; a passphrase a tool stored with `keyctl padd user ... @u`), played in
+  tests/test_jupyterhub.py against the hub without this filter; it could also fill the
+  instructor's key quota (200 keys) or clear her keyring;
+- a student's keys outlived her server and her sessions, and outlive `userdel`: the user
+  keyrings of the machine's first namespace live until a reboot, so the next student given
+  the same uid reads them.
+
+Nothing a server, a kernel, the course or the grading sandbox runs needs a keyring. bubblewrap
+installs the filter (`--seccomp FD`) for the server and everything it starts, the instructor's
+grading sandboxes too (a filter is inherited and cannot be taken off): the three calls fail with
+ENOSYS, as if the kernel had no keyrings. Calls of an architecture the filter does not know
+(x32's) all fail; 32-bit programs on a 64-bit machine (i386, arm) keep every other call.
+"""
+
+import errno
+import os
+import platform
+import struct
+
+# AUDIT_ARCH_* -> (add_key, request_key, keyctl) in that architecture's system call table
+KEYRING_CALLS = {
+    0xC000003E: (248, 249, 250),  # x86-64
+    0x40000003: (286, 287, 288),  # i386 (also 32-bit programs on x86-64)
+    0xC00000B7: (217, 218, 219),  # aarch64
+    0x40000028: (309, 310, 311),  # arm (also 32-bit programs on aarch64)
+}
+NATIVE = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # platform.machine() -> its AUDIT_ARCH
+X32_SYSCALL_BIT = 0x40000000
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+
+
+def program():
+    """The classic BPF program (struct sock_filter[]) that bubblewrap's --seccomp installs."""
+    ld_arch, ld_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS: arch, nr
+    deny = (0x06, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS)  # BPF_RET
+    allow = (0x06, 0, 0, SECCOMP_RET_ALLOW)
+    instructions = [ld_arch]
+    for arch, numbers in KEYRING_CALLS.items():
+        block = [ld_nr]
+        if arch == NATIVE["x86_64"]:  # x32's calls carry this bit: none is allowed
+            block += [(0x35, 0, 1, X32_SYSCALL_BIT), deny]  # BPF_JMP|BPF_JGE|BPF_K
+        for number in numbers:
+            block += [(0x15, 0, 1, number), deny]  # BPF_JMP|BPF_JEQ|BPF_K
+        block += [allow]
+        instructions += [(0x15, 0, len(block), arch)] + block  # not this arch: skip its block
+    instructions += [deny]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
+
+
+def check_machine():
+    """A clear error where the filter would not know the machine's own system calls."""
+    machine = platform.machine()
+    if machine not in NATIVE:
+        raise SystemExit(
+            f"grading/hub/no_keyrings.py knows the system calls of {', '.join(NATIVE)} only, "
+            f"not of this machine ({machine}): add its numbers of add_key, request_key and "
+            "keyctl to KEYRING_CALLS"
+        )
+
+
+def descriptor():
+    """A new descriptor from which bubblewrap reads the program (its own: bwrap reads to the
+    end, so each sandbox needs a descriptor at offset 0); the caller passes and closes it."""
+    fd = os.memfd_create("lm10-no-keyrings", os.MFD_CLOEXEC)
+    os.write(fd, program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
