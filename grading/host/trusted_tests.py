@@ -578,6 +578,9 @@ def serve():
     # every session reads its setup's names with it
     from grading.host import submission_checks  # noqa: F401
 
+    with contextlib.suppress(ImportError):  # what IPython's tracebacks of failed tests read with
+        import stack_data  # noqa: F401
+
     try:  # the slip rules: lmcourse.slips.hint in the labs' tests names slips on hidden inputs
         from grading import slips
     except ModuleNotFoundError as error:  # not in the course's wheel: grading/slips/__init__.py

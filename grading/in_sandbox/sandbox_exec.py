@@ -341,11 +341,18 @@ def serve(requests_fd, results_fd, isolated=True):
     folders = [f for f in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(f)] if isolated else []
     data = receive_frame(requests)
     warm = data.decode() if data else ""
-    import ipykernel.ipkernel  # noqa: F401 (what the kernel and the executor need)
+    # What every kernel and executor forked from here needs, imported or found once here: each
+    # kernel imported ipykernel's debugger module (debugpy: 5 s of the class report's 77
+    # submissions, py-spy) and each executor looked up this sandbox's network interfaces (psutil).
+    import ipykernel.debugger  # noqa: F401
+    import ipykernel.ipkernel  # noqa: F401
     import ipykernel.kernelapp  # noqa: F401
     import jupyter_client.asynchronous  # noqa: F401
     import nbclient  # noqa: F401
     import nbformat  # noqa: F401
+    from jupyter_client.localinterfaces import localhost
+
+    localhost()
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
