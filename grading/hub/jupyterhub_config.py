@@ -226,8 +226,9 @@ class CourseAccounts(PAMAuthenticator):
             return True
         self.log.warning(
             "LM10 hub: %r has no account in %s or %s any more: her requests are refused. "
-            "Delete her from the hub (the admin page, or DELETE /hub/api/users/<name>) before "
-            "the name is given to anyone else: it takes her tokens with it",
+            "Delete her from the hub (the admin page, or DELETE /hub/api/users/<name>): it takes "
+            "her tokens with it. Never give the name to anyone else in this course: the "
+            "exchange keeps her submissions and feedback under it, for whoever holds it next",
             user.name,
             STUDENTS,
             INSTRUCTORS,
