@@ -58,6 +58,7 @@ import hashlib
 import html
 import json
 import os
+import platform
 import random
 import re
 import shutil
@@ -71,7 +72,7 @@ from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook, MissingEntry
 
 from grading.batch import autograde
-from grading.host import sandbox
+from grading.host import sandbox, seccomp
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "LM10-L2"
@@ -1205,6 +1206,59 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
     unfiltered = script.replace(", rules.fileno())", ")")
     done = grader_script(unfiltered)
     assert "shmget -1" not in done.stdout and "shmget 0" in done.stdout, done.stdout
+
+
+def test_no_key_of_the_graders_user_is_read_in_the_sandbox():
+    """The kernel's keys belong to a uid, not to a namespace: a submission that joins a session
+    keyring of its own and links its uid's user keyring into it possesses, and reads, every key
+    the grader's user keeps there (a Kerberos ticket, a stored passphrase). The sandbox's filter
+    refuses the three keyring calls (ENOSYS); without it, the same probe reads the key planted
+    here for the test (the attack is real on this machine)."""
+    calls = seccomp.KEYRINGS[seccomp.NATIVE[platform.machine()]]
+    secret = f"lm10-secret-{os.getpid()}"
+    probe = (
+        "import ctypes, errno, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"add_key, request_key, keyctl = {calls!r}\n"
+        "def call(*args):\n"
+        "    done = libc.syscall(*args)\n"
+        "    if done < 0:\n"
+        "        raise SystemExit(errno.errorcode[ctypes.get_errno()])\n"
+        "    return done\n"
+        "call(keyctl, 1, None)\n"  # KEYCTL_JOIN_SESSION_KEYRING: a new one, hers
+        "for line in open('/proc/keys'):\n"  # every user keyring of her uid, by serial
+        "    fields = line.split()\n"
+        "    if fields[7] == 'keyring' and fields[8].startswith('_uid.'):\n"
+        "        call(keyctl, 8, int(fields[0], 16), -3)\n"  # KEYCTL_LINK it into hers
+        "found = call(keyctl, 10, -3, b'user', b'lm10-hostile-key', 0)\n"  # KEYCTL_SEARCH
+        "buffer = ctypes.create_string_buffer(256)\n"
+        "size = call(keyctl, 11, found, buffer, 256)\n"  # KEYCTL_READ
+        "print('read', buffer.raw[:size].decode())\n"
+    )
+    script = (
+        "import ctypes, subprocess, sys, tempfile\n"
+        "from grading.host import sandbox\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"add_key, request_key, keyctl = {calls!r}\n"
+        f"secret = {secret!r}.encode()\n"
+        "key = libc.syscall(add_key, b'user', b'lm10-hostile-key', secret, len(secret), -4)\n"
+        "assert key > 0, ctypes.get_errno()\n"
+        "try:\n"
+        "    rules = tempfile.TemporaryFile()\n"
+        "    rules.write(sandbox.ipc_filter())\n"
+        "    rules.seek(0)\n"
+        "    command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), rules.fileno())\n"
+        f"    command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', {probe!r}]\n"
+        "    done = subprocess.run(command, capture_output=True, text=True, timeout=120,\n"
+        "                          pass_fds=[rules.fileno()])\n"
+        "    print((done.stdout + done.stderr).strip())\n"
+        "finally:\n"
+        "    libc.syscall(keyctl, 3, key)\n"  # KEYCTL_REVOKE: nothing left of the test
+        "    libc.syscall(keyctl, 9, key, -4)\n"  # KEYCTL_UNLINK from the user keyring
+    )
+    assert grader_script(script).stdout.strip().splitlines()[-1] == "ENOSYS"
+    unfiltered = grader_script(script.replace(", rules.fileno())", ")"))
+    assert unfiltered.stdout.strip().splitlines()[-1] == f"read {secret}", unfiltered.stdout
 
 
 def test_no_user_namespace_can_be_made_in_the_sandbox():

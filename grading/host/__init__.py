@@ -6,6 +6,8 @@ formgrader's autograde button) and in the trusted test process that it starts.
                           feedback, duplicate ids, stderr and notes
     sandbox               bubblewrap: namespaces, read-only and capped folders, limits, the
                           one protocol to the executor (grading/in_sandbox/)
+    seccomp               the system calls refused in a sandbox (System V IPC, keyrings), the
+                          grading sandbox's and the hub servers' (grading/hub/no_keyrings.py)
     trusted_tests         the trusted process: the tests run here, the verdicts too
     room                  what of a lab's setup the graded sandbox holds, and its plain copies
     submission_checks     which cells are the lab's, the student's, tests; flags for a person

@@ -10,9 +10,10 @@ folder), /tmp and /dev/shm, size-capped memory file systems that vanish at the e
 gradebook, no solutions/, no submissions, no network. When the executor ends, the PID
 namespace ends and the kernel takes every process the student started with it, detached or
 not. Resource limits apply to every process in it: file size, address space, process count,
-CPU time; and a seccomp filter refuses System V IPC objects, memory no limit counts
-(ipc_filter). One protocol (`Sandbox`): frames of JSON on two pipes, the same for a warm
-sandbox that grades many submissions and for one started for a single notebook; at each test marker
+CPU time; and a seccomp filter refuses System V IPC objects, memory no limit counts, and the
+kernel's keyrings, which hold what the grader's user keeps there (ipc_filter). One protocol
+(`Sandbox`): frames of JSON on two pipes, the same for a warm sandbox that grades many
+submissions and for one started for a single notebook; at each test marker
 the sandbox asks, the grader runs the test outside (trusted_tests.py) and sends the test's
 calls of the student's code in, one at a time, and each answer comes back as plain data.
 
@@ -29,14 +30,12 @@ the autograded notebook and the grades export say so.
 import atexit
 import contextlib
 import dataclasses
-import errno
 import importlib.util
 import logging
 import os
 import resource
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import sysconfig
@@ -48,6 +47,7 @@ from pathlib import Path
 from traitlets import Integer
 from traitlets.config import Configurable
 
+from grading.host import seccomp
 from grading.in_sandbox import sandbox_exec as frames
 
 INSIDE = Path(__file__).resolve().parents[1] / "in_sandbox"  # what runs in the sandbox
@@ -251,28 +251,17 @@ def weight_cache():
 # submission could hold gigabytes of the grader's machine that way, and leave them to the next
 # student a warm sandbox grades. Nothing a kernel, torch or the course needs makes one (they use
 # POSIX shared memory, files in the capped /dev/shm), so a seccomp filter refuses to create
-# them: shmget, semget and msgget fail with ENOSYS. Syscalls of an architecture the filter does
-# not know (a 32-bit program, whose `ipc` multiplexer would get around it) all fail.
-AUDIT_ARCH = {0xC000003E: (29, 64, 68), 0xC00000B7: (194, 190, 186)}  # x86-64, aarch64
-X32_SYSCALL_BIT = 0x40000000
-SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-
-
+# them: shmget, semget and msgget fail with ENOSYS. The same filter refuses the kernel's
+# keyrings (add_key, request_key, keyctl): keys belong to a uid of the machine, not to a
+# namespace, so a submission could link the grader's user keyring (`_uid.<uid>`) into a session
+# keyring of its own and read every key in it, what the instructor's logins keep there (a
+# Kerberos ticket, a stored passphrase); nothing graded needs one. Syscalls of an architecture
+# the filter does not know (a 32-bit program, whose `ipc` multiplexer would get around it) all
+# fail (grading/host/seccomp.py).
 def ipc_filter():
     """The classic BPF program (struct sock_filter[]) bwrap's --seccomp installs."""
-    ld_arch, ld_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS
-    deny = (0x06, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS)  # BPF_RET
-    allow = (0x06, 0, 0, SECCOMP_RET_ALLOW)
-    program = [ld_arch]
-    for arch, numbers in AUDIT_ARCH.items():
-        # this architecture's block: if not it, skip past the block
-        block = [ld_nr, (0x35, 0, 1, X32_SYSCALL_BIT), deny]  # BPF_JMP|BPF_JGE|BPF_K
-        for number in numbers:
-            block += [(0x15, 0, 1, number), deny]  # BPF_JMP|BPF_JEQ|BPF_K
-        block += [allow]
-        program += [(0x15, 0, len(block), arch)] + block
-    program += [deny]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+    calls = {arch: numbers + seccomp.KEYRINGS[arch] for arch, numbers in seccomp.SYSV_IPC.items()}
+    return seccomp.refusing(calls)
 
 
 def bwrap_command(bwrap_path, limits, seccomp_fd=None):

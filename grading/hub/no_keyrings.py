@@ -21,52 +21,30 @@ Nothing a server, a kernel, the course or the grading sandbox runs needs a keyri
 installs the filter (`--seccomp FD`) for the server and everything it starts, the instructor's
 grading sandboxes too (a filter is inherited and cannot be taken off): the three calls fail with
 ENOSYS, as if the kernel had no keyrings. Calls of an architecture the filter does not know
-(x32's) all fail; 32-bit programs on a 64-bit machine (i386, arm) keep every other call.
+(x32's) all fail; 32-bit programs on a 64-bit machine (i386, arm) keep every other call. The
+program is grading/host/seccomp.py's, whose table of keyring calls the grading sandbox refuses
+too (grading/host/sandbox.py).
 """
 
-import errno
 import os
 import platform
-import struct
 
-# AUDIT_ARCH_* -> (add_key, request_key, keyctl) in that architecture's system call table
-KEYRING_CALLS = {
-    0xC000003E: (248, 249, 250),  # x86-64
-    0x40000003: (286, 287, 288),  # i386 (also 32-bit programs on x86-64)
-    0xC00000B7: (217, 218, 219),  # aarch64
-    0x40000028: (309, 310, 311),  # arm (also 32-bit programs on aarch64)
-}
-NATIVE = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # platform.machine() -> its AUDIT_ARCH
-X32_SYSCALL_BIT = 0x40000000
-SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+from grading.host import seccomp
 
 
 def program():
     """The classic BPF program (struct sock_filter[]) that bubblewrap's --seccomp installs."""
-    ld_arch, ld_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS: arch, nr
-    deny = (0x06, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS)  # BPF_RET
-    allow = (0x06, 0, 0, SECCOMP_RET_ALLOW)
-    instructions = [ld_arch]
-    for arch, numbers in KEYRING_CALLS.items():
-        block = [ld_nr]
-        if arch == NATIVE["x86_64"]:  # x32's calls carry this bit: none is allowed
-            block += [(0x35, 0, 1, X32_SYSCALL_BIT), deny]  # BPF_JMP|BPF_JGE|BPF_K
-        for number in numbers:
-            block += [(0x15, 0, 1, number), deny]  # BPF_JMP|BPF_JEQ|BPF_K
-        block += [allow]
-        instructions += [(0x15, 0, len(block), arch)] + block  # not this arch: skip its block
-    instructions += [deny]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
+    return seccomp.refusing(seccomp.KEYRINGS)
 
 
 def check_machine():
     """A clear error where the filter would not know the machine's own system calls."""
     machine = platform.machine()
-    if machine not in NATIVE:
+    if machine not in seccomp.NATIVE:
         raise SystemExit(
-            f"grading/hub/no_keyrings.py knows the system calls of {', '.join(NATIVE)} only, "
-            f"not of this machine ({machine}): add its numbers of add_key, request_key and "
-            "keyctl to KEYRING_CALLS"
+            f"grading/hub/no_keyrings.py knows the system calls of {', '.join(seccomp.NATIVE)} "
+            f"only, not of this machine ({machine}): add its numbers of add_key, request_key "
+            "and keyctl to KEYRINGS in grading/host/seccomp.py"
         )
 
 
