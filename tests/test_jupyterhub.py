@@ -484,6 +484,50 @@ code = (
 done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 print(json.dumps(done.stdout.strip() or done.stderr[-300:]))
 """
+# A thirteenth tester's (issue 39): the machine's one pool of TCP buffer memory, from her
+# kernel. Loopback connections to herself, each kept full and unread: what each charges to the
+# pool (/proc/net/sockstat's "TCP ... mem", in pages, the machine's), and how many descriptors
+# one process of hers may open. A few pairs only: the test takes nothing from anyone.
+SOCKET_BUFFERS = r"""
+import json, os, resource, socket, time
+def pool():
+    for line in open("/proc/net/sockstat"):
+        if line.startswith("TCP:"):
+            f = line.split()
+            return int(f[f.index("mem") + 1])
+PAIRS = 4
+before = pool()
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen(PAIRS)
+held = []
+for _ in range(PAIRS):
+    mine = socket.socket()
+    mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)  # the kernel caps it
+    mine.connect(server.getsockname())
+    theirs, _ = server.accept()
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    mine.setblocking(False)
+    for _ in range(4000):
+        try:
+            mine.send(b"x" * (1 << 16))
+        except BlockingIOError:
+            time.sleep(0.01)
+            try:
+                mine.send(b"x" * (1 << 16))
+            except BlockingIOError:
+                break
+    held.append((mine, theirs))
+charged = pool() - before
+for pair in held:
+    for end in pair:
+        end.close()
+print(json.dumps({
+    "pages per connection": charged / PAIRS,
+    "descriptors": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+    "page": os.sysconf("SC_PAGE_SIZE"),
+}))
+"""
 # An eleventh tester's (issue 39): her code while the instructor autogrades her on the hub runs
 # as the instructor's user, in the grading sandbox inside the instructor's server: what it
 # reaches there. A user namespace of her own (where she is "root": netfilter, file systems'
@@ -2625,6 +2669,7 @@ def played(hub, machine):
         "left out": [line for line in flood_log.splitlines() if "lines left out" in line],
     }
     out["a user namespace of her own"] = attack(NEW_USERS)
+    out["the machine's socket buffers"] = attack(SOCKET_BUFFERS)
     # 8a (keys). The keys of her uid: one left in its user keyring of the machine's namespace
     # (by the account that had her uid before her, or her own login's tools), read from her kernel
     previous_holders = f"LM10-PREVIOUS-HOLDERS-KEY-{secrets.token_hex(8)}"
@@ -4040,6 +4085,23 @@ def test_what_one_machine_does_not_bound_is_flagged(played):
     mounts = Path("/proc/self/mountinfo").read_text()
     if not any(q in mounts for q in ("usrquota", "usrjquota", "prjquota", "uquota")):
         assert "NOT BOUNDED on this machine: disk: no user quota" in log, log[-3000:]
+
+
+def test_the_machines_socket_buffers_are_flagged(played):
+    """A thirteenth tester's (issue 39): the kernel's one pool of TCP buffer memory
+    (net.ipv4.tcp_mem), shared by every socket of the machine, whoever's. From her kernel, each
+    loopback connection she keeps full and unread charges it; one process of hers may open
+    enough of them to take it, and then every connection of the machine stalls (the proxy's to
+    every server). No setting of the hub's bounds it on one machine: its log says so."""
+    seen = played["the machine's socket buffers"]
+    most = int(Path("/proc/sys/net/ipv4/tcp_mem").read_text().split()[2])
+    each = seen["pages per connection"]
+    assert each > 0, seen  # her connections draw on the machine's pool
+    # her processes may open enough of them to take it all (here one process may)
+    assert MAX_TASKS * seen["descriptors"] // 2 * each > most, (seen, most)
+    log = played["hub log at start"]
+    assert "NOT BOUNDED on this machine: kernel socket buffers: every TCP connection" in log
+    assert f"net.ipv4.tcp_mem: {most * seen['page'] >> 20} MiB at most" in log, log[-4000:]
 
 
 def test_no_link_runs_a_classmates_script(played):

@@ -159,6 +159,34 @@ def mount_of(path):
     return best
 
 
+def socket_buffers_flag():
+    """The machine's one pool of TCP buffer memory (net.ipv4.tcp_mem, in pages): a thirteenth
+    tester's attack (issue 39). Every TCP socket of the machine, in any network namespace, is
+    charged to it; past its last value the kernel grows no socket's buffers, so the proxy's
+    connections to every server and to the hub stall. A connection a student keeps full and
+    unread holds up to net.core.wmem_max + rmem_max, each doubled by the kernel."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    pressure, _, most = (
+        int(n) * page for n in Path("/proc/sys/net/ipv4/tcp_mem").read_text().split()
+    )
+    core = Path("/proc/sys/net/core")
+    each = 2 * (int((core / "wmem_max").read_text()) + int((core / "rmem_max").read_text()))
+    return (
+        "kernel socket buffers: every TCP connection of the machine draws on one pool "
+        f"(net.ipv4.tcp_mem: {most >> 20} MiB at most, the kernel squeezing every socket from "
+        f"{pressure >> 20} MiB); a student's own loopback connections, kept full and unread, "
+        f"hold up to {each >> 20} MiB each, so a few hundred of them (at least "
+        f"{-(-most // each)}, two descriptors each) take the pool, and then "
+        "every connection of the machine stalls (the proxy's to every server and to the hub), "
+        "whoever's, until her processes end. No rlimit bounds it (RLIMIT_AS counts none of "
+        "it; a network namespace per server shares the pool). A memory-limited cgroup per "
+        "server (cgroup v2 charges socket buffers to it) well under the pool bounds one "
+        "student, not several together; here, a person watches /proc/net/sockstat (TCP mem, "
+        "in pages; UDP's pool, net.ipv4.udp_mem, is taken the same way, one unread socket "
+        "at a time) and ends the processes that hold it"
+    )
+
+
 def not_bounded_here():
     """What this machine lets one student take from everyone, that this configuration cannot
     bound by itself: said in the hub's log at every start, for a person to act on
@@ -191,6 +219,7 @@ def not_bounded_here():
         "watches the hub's log for servers that cannot start and ends the processes that hold "
         "the ports"
     )
+    flags.append(socket_buffers_flag())
     homes = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
     for point, options in sorted(homes):
         if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
