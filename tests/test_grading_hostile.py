@@ -64,6 +64,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -1259,6 +1260,100 @@ def test_no_key_of_the_graders_user_is_read_in_the_sandbox():
     assert grader_script(script).stdout.strip().splitlines()[-1] == "ENOSYS"
     unfiltered = grader_script(script.replace(", rules.fileno())", ")"))
     assert unfiltered.stdout.strip().splitlines()[-1] == f"read {secret}", unfiltered.stdout
+
+
+CLASSMATES = """
+import json, threading, time
+import nbformat
+from grading.host import sandbox
+
+limits = sandbox.Limits(processes=64)
+
+
+def notebook(source):
+    return json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]))
+
+
+hog = notebook(
+    "import threading, time\\n"
+    "held = [threading.Thread(target=time.sleep, args=(25,), daemon=True) for _ in range(40)]\\n"
+    "[t.start() for t in held]\\n"
+    "print('holding', len(held))\\n"
+    "time.sleep(25)"
+)
+mate = notebook(
+    "import threading\\n"
+    "done = [threading.Thread(target=lambda: None) for _ in range(30)]\\n"
+    "[t.start() for t in done]\\n"
+    "[t.join() for t in done]\\n"
+    "print('started', len(done))"
+)
+said = {}
+
+
+def grade(name, text):
+    box = sandbox.Sandbox("", limits)
+    try:
+        ran = box.execute(text, 60, 120)
+        cells = json.loads(ran.notebook)["cells"] if ran.notebook else None
+        said[name] = cells[0]["outputs"][0].get("text", "").strip() if cells else ran.log[-300:]
+    finally:
+        box.close()
+
+
+holding = threading.Thread(target=grade, args=("hog", hog))
+holding.start()
+time.sleep(12)  # her 40 threads are held while the classmate's notebook runs
+grade("mate", mate)
+holding.join()
+print(json.dumps(said))
+"""
+
+
+def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
+    """make autograde grades several submissions at once, all as the instructor's user, and the
+    kernel counts RLIMIT_NPROC over every task of the uid in the user namespace it is checked
+    in. Set before bubblewrap, it counted all of them: one answer holding 40 threads under a
+    limit of 64 left the classmate's executor, graded beside it, unable to fork (EAGAIN, her
+    notebook lost). Set inside the sandbox, each counts its own: both run. Played as an
+    unprivileged user (root is not bound by the limit): the current one, or `nobody` let
+    through the folders on the way to this Python."""
+    command = [sys.executable, "-c", CLASSMATES]
+    home = Path(tempfile.mkdtemp(prefix="lm10-classmates-"))  # the grader's HOME and TMPDIR
+    closed, bare = [], []
+    if os.geteuid() == 0:
+        closed = [
+            folder
+            for path in (Path(sys.executable).resolve(), Path(sys.prefix), ROOT)
+            for folder in (path, *path.parents)
+            if folder.is_dir() and not folder.stat().st_mode & 0o001
+        ]
+        for folder in dict.fromkeys(closed):
+            acl = subprocess.run(["getfacl", "-cp", str(folder)], capture_output=True, text=True)
+            if all(
+                line.startswith(("user::", "group::", "other::")) for line in acl.stdout.split()
+            ):
+                bare.append(folder)
+            subprocess.run(["setfacl", "-m", "u:nobody:x", str(folder)], check=True)
+        shutil.chown(home, "nobody")
+        command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            env=dict(os.environ, HOME=str(home), TMPDIR=str(home), LMCOURSE_CACHE=str(home)),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        for folder in dict.fromkeys(closed):
+            undo = ["-b"] if folder in bare else ["-x", "u:nobody"]
+            subprocess.run(["setfacl", *undo, str(folder)], capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said == {"hog": "holding 40", "mate": "started 30"}, said
 
 
 def test_no_user_namespace_can_be_made_in_the_sandbox():

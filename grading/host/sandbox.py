@@ -454,18 +454,28 @@ class ProcessGroup:
             self.path.rmdir()
 
 
-def set_limits(limits, group=None):
+def set_limits(limits, group=None, processes=True):
+    """The limits of the process about to exec (bwrap, or the executor unisolated).
+    `processes=False`: no RLIMIT_NPROC here, where the executor sets it itself inside the
+    sandbox (sandbox_exec.main). The kernel counts that limit over every process and thread
+    of the uid in the user namespace it is checked in: set before bubblewrap, in the machine's
+    own, it counted every task of the instructor's user, so a submission holding 510 threads
+    stopped each classmate's sandbox graded beside it ("Creating new namespace failed"), and
+    an instructor whose desktop runs 512 tasks could grade nothing. Set inside, it counts the
+    sandbox's own."""
+
     def apply():
         if group:
             group.join()
         for name, value in (
             (resource.RLIMIT_AS, limits.memory_bytes),
             (resource.RLIMIT_FSIZE, limits.file_bytes),
-            (resource.RLIMIT_NPROC, limits.processes),
+            (resource.RLIMIT_NPROC, limits.processes if processes else None),
             (resource.RLIMIT_CPU, limits.cpu_seconds),
             (resource.RLIMIT_CORE, 0),
         ):
-            resource.setrlimit(name, (value, value))
+            if value is not None:
+                resource.setrlimit(name, (value, value))
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 
     return apply
@@ -504,14 +514,15 @@ class Sandbox:
         results_r, results_w = os.pipe()
         fds = [str(requests_r), str(results_w)]
         passed = [requests_r, results_w]
-        seccomp = None
+        rules = None
         if self.isolated:
-            seccomp = tempfile.TemporaryFile()  # noqa: SIM115 (bwrap reads it as it starts)
-            seccomp.write(ipc_filter())
-            seccomp.seek(0)
-            passed.append(seccomp.fileno())
-            command = bwrap_command(bwrap(), self.limits, seccomp.fileno())
-            command, cwd, env = command + ["--serve", *fds], "/", {}
+            rules = tempfile.TemporaryFile()  # noqa: SIM115 (bwrap reads it as it starts)
+            rules.write(ipc_filter())
+            rules.seek(0)
+            passed.append(rules.fileno())
+            command = bwrap_command(bwrap(), self.limits, rules.fileno())
+            processes = f"--processes={self.limits.processes}"  # set inside: set_limits
+            command, cwd, env = command + ["--serve", *fds, processes], "/", {}
         else:
             self.scratch = tempfile.TemporaryDirectory(prefix=f"lm10-home-{os.getpid()}-")
             home = Path(self.scratch.name)
@@ -533,13 +544,13 @@ class Sandbox:
             stdout=self.log,
             stderr=subprocess.STDOUT,
             pass_fds=passed,
-            preexec_fn=set_limits(self.limits, self.group),
+            preexec_fn=set_limits(self.limits, self.group, processes=not self.isolated),
             start_new_session=True,
         )
         os.close(requests_r)
         os.close(results_w)
-        if seccomp is not None:
-            seccomp.close()
+        if rules is not None:
+            rules.close()
         self.requests = os.fdopen(requests_w, "wb", buffering=0)
         self.results = os.fdopen(results_r, "rb", buffering=0)
         self.channel = frames.Channel(self.results, self.requests, self.limits.file_bytes)

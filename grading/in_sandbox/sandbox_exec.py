@@ -582,6 +582,16 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
 
 
 def main():
+    """sandbox_exec.py --serve REQUESTS RESULTS [--processes=N] (in the sandbox; the process
+    limit is set here, in the sandbox's user namespace, so that it counts the sandbox's own
+    processes and threads, not all of the grader's user's: sandbox.set_limits), or
+    --unisolated REQUESTS RESULTS."""
+    for argument in sys.argv[4:]:
+        if argument.startswith("--processes="):
+            import resource
+
+            limit = int(argument.split("=", 1)[1])
+            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     not_dumpable()
     isolated = sys.argv[1] == "--serve"
     serve(int(sys.argv[2]), int(sys.argv[3]), isolated=isolated)
