@@ -69,6 +69,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from folders import close_again, closed_folders, let_through
 from lab_cases import AUTOGRADE, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook, MissingEntry
 
@@ -1322,19 +1323,8 @@ def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
     home = Path(tempfile.mkdtemp(prefix="lm10-classmates-"))  # the grader's HOME and TMPDIR
     closed, bare = [], []
     if os.geteuid() == 0:
-        closed = [
-            folder
-            for path in (Path(sys.executable).resolve(), Path(sys.prefix), ROOT)
-            for folder in (path, *path.parents)
-            if folder.is_dir() and not folder.stat().st_mode & 0o001
-        ]
-        for folder in dict.fromkeys(closed):
-            acl = subprocess.run(["getfacl", "-cp", str(folder)], capture_output=True, text=True)
-            if all(
-                line.startswith(("user::", "group::", "other::")) for line in acl.stdout.split()
-            ):
-                bare.append(folder)
-            subprocess.run(["setfacl", "-m", "u:nobody:x", str(folder)], check=True)
+        closed = closed_folders()
+        bare = let_through(closed, ["nobody"])
         shutil.chown(home, "nobody")
         command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
     try:
@@ -1347,9 +1337,7 @@ def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
             timeout=300,
         )
     finally:
-        for folder in dict.fromkeys(closed):
-            undo = ["-b"] if folder in bare else ["-x", "u:nobody"]
-            subprocess.run(["setfacl", *undo, str(folder)], capture_output=True)
+        close_again(closed, bare, ["nobody"])
         shutil.rmtree(home, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]
     said = json.loads(done.stdout.strip().splitlines()[-1])

@@ -105,6 +105,7 @@ import nbformat
 import pytest
 import requests
 import traps
+from folders import close_again, closed_folders, let_through
 from lab_cases import answer_cells, course_copy, l2, solution_answers
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
@@ -1360,39 +1361,6 @@ def make_accounts(homes):
         os.chmod(home, 0o755)  # as Debian's useradd made homes: the hub must close them
         os.chown(home, account(name).pw_uid, account(name).pw_gid)
     return passwords
-
-
-def closed_folders():
-    """Folders on the way to the course's Python, environment and source that other users may
-    not pass through (this machine's Python lives under /root, pyenv's)."""
-    closed = set()
-    for path in (Path(sys.executable).resolve(), Path(sys.prefix), ROOT):
-        for folder in (path, *path.parents):
-            if folder.is_dir() and not folder.stat().st_mode & 0o001:
-                closed.add(folder)
-    return sorted(closed)
-
-
-def let_through(folders, names):
-    """Let `names` (and no one else) pass through `folders`: an ACL entry each, execute only.
-    Returns how to undo it: the folders that had no ACL before lose theirs entirely."""
-    bare = []
-    for folder in folders:
-        lines = run("getfacl", "-cp", str(folder)).stdout.split()
-        if all(line.startswith(("user::", "group::", "other::")) for line in lines):
-            bare.append(folder)
-    for folder in folders:
-        run("setfacl", "-m", ",".join(f"u:{n}:x" for n in names), str(folder))
-    return bare
-
-
-def close_again(folders, bare, names):
-    for folder in folders:
-        if folder in bare:
-            subprocess.run(["setfacl", "-b", str(folder)], capture_output=True)
-        else:
-            entries = ",".join(f"u:{n}" for n in names if account(n))
-            subprocess.run(["setfacl", "-x", entries, str(folder)], capture_output=True)
 
 
 def give(path, name):

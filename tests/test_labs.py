@@ -179,7 +179,7 @@ def round_trip(lab, course):
         graded = autograde.autograde(lab, grading=grading, jobs=1)
         results = {r.student: r for r in graded}
         answers = validated.result()
-        validation = {name: answers.get(path) for name, path in notebooks.items()}
+        validation = {name: answers[path] for name, path in notebooks.items()}
         validation.setdefault("mistakes", None)
 
     db_url = f"sqlite:///{course / 'grading' / 'gradebook.db'}"
