@@ -1,5 +1,7 @@
 """lmcourse.offlimits: what a lab's test compares against is out of the student's code's reach."""
 
+import threading
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -159,9 +161,13 @@ def test_a_thread_is_no_offence_and_runs_under_the_same_guard():
         assert namespace["progress"](torch.ones(2)).tolist() == [3.0, 3.0]
     assert guard.fired == []
     guard = offlimits.Guard(["torch normalisation layers"], namespace)
-    with guard:
-        namespace["in_a_thread"](torch.randn(2, 4))
+    raised = []  # the thread's own error, as a student's thread would meet it
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_type))
+        with guard:
+            namespace["in_a_thread"](torch.randn(2, 4))
     assert guard.fired == ["torch normalisation layers"]
+    assert raised == [offlimits.OffLimitsError]
 
 
 ROUTES = {  # every route torch offers to a normalisation layer
