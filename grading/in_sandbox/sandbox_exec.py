@@ -336,6 +336,10 @@ def serve(requests_fd, results_fd, isolated=True):
     sandbox is killed and the home, /tmp and /dev/shm are emptied. Without isolation (no PID
     namespace: other processes of this user are the grader's own) it takes one notebook and
     kills nothing."""
+    # The sandbox's init (bwrap --as-pid-1): the kernel drops every signal a process of the
+    # namespace sends it that it has no handler for; Python's for SIGINT goes too, so that a
+    # submission can neither stop nor interrupt the process that grades the next one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     requests = os.fdopen(requests_fd, "rb", buffering=0)
     results = os.fdopen(results_fd, "wb", buffering=0)
     folders = [f for f in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(f)] if isolated else []
@@ -371,6 +375,15 @@ def serve(requests_fd, results_fd, isolated=True):
         request = json.loads(data)
         if isolated:
             clear(folders)
+            # This sandbox's stdout and stderr are one file, the log whose tail the grader
+            # reads, capped by the file-size limit like any file: a submission that filled it
+            # (a copy of the kernel's real stdout) left every kernel after it unable to write
+            # its first line, and each classmate graded next scored 0. Each notebook starts it
+            # empty, with nobody of the last one left to write.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.ftruncate(1, 0)
+            os.lseek(1, 0, os.SEEK_SET)
         # The executor tells this process, on a pipe of their own that the kernel never
         # holds, when it starts ("S") and ends ("D") sending the executed notebook: a student's
         # process that kills the executor is then noticed at once, never waited out.

@@ -1,0 +1,95 @@
+"""What one submission can leave to the next in a warm grading sandbox (grading/host/sandbox.py:
+`make autograde`'s workers grade one submission after another in one long-lived sandbox, all as
+the instructor's uid), found by the fourteenth hub tester (issue 39). Between two notebooks the
+sandbox kills every process and empties its writable folders; these are what that did not
+reach: the process that grades the next notebook, and the log every process there writes to.
+Each test grades her notebook, then a classmate's honest one, in the same real sandbox."""
+
+import json
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from grading.host import sandbox
+
+pytestmark = pytest.mark.slow  # each test starts a sandbox (bubblewrap)
+
+HONEST = "answer = 6 * 7\nprint('classmate', answer)\n"
+
+
+def notebook(source):
+    return nbformat.writes(new_notebook(cells=[new_code_cell(source)]))
+
+
+def outputs(run):
+    return json.loads(run.notebook)["cells"][0]["outputs"] if run.notebook else None
+
+
+def stdout(run):
+    return "".join(o.get("text", "") for o in outputs(run) or [] if o["output_type"] == "stream")
+
+
+def grade_after(source):
+    """Her notebook, then the classmate's, in one warm sandbox: both runs and whether the same
+    sandbox process graded both."""
+    box = sandbox.Sandbox("", sandbox.Limits())
+    try:
+        hers = box.execute(notebook(source), 20, 30)
+        process = box.process
+        theirs = box.execute(notebook(HONEST), 20, 30)
+        return hers, theirs, box.process is process
+    finally:
+        box.close()
+
+
+# Her kernel finds the process that grades every notebook (its parent's parent) and stops it;
+# SIGINT too, which Python's own handler would have turned into the grader's KeyboardInterrupt.
+STOP_THE_GRADER = """
+import os, signal
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+grader = parent(os.getppid())
+for sig in (signal.SIGSTOP, signal.SIGINT):
+    os.kill(grader, sig)
+print("sent to", grader)
+"""
+
+
+def test_no_submission_stops_the_sandbox_that_grades_the_next():
+    """Her SIGSTOP to the sandbox's executor (pid 2 under bubblewrap's init) after her
+    notebook froze it: the classmate's notebook, next in the same sandbox, timed out with nothing
+    run (make autograde records a timeout for her). The executor is now the sandbox's init
+    (--as-pid-1), which drops every signal of the namespace it has no handler for, and ignores
+    SIGINT: her signals reach it and do nothing."""
+    hers, theirs, same = grade_after(STOP_THE_GRADER)
+    assert stdout(hers) == "sent to 1\n", outputs(hers)
+    assert not theirs.timed_out and stdout(theirs) == "classmate 42\n", (theirs, outputs(theirs))
+    assert same  # nothing of hers ended the sandbox either
+
+
+# ipykernel points the kernel's fds 1 and 2 at its own pipes but keeps a copy of the real ones:
+# the sandbox's log, one file for every notebook the sandbox runs, capped by RLIMIT_FSIZE.
+FILL_THE_LOG = """
+import os, sys
+log = sys.stdout._original_stdstream_copy
+written, block = 0, b"mallory-was-here " * (1 << 16)
+try:
+    while True:
+        written += os.write(log, block)
+except OSError as error:
+    print("full", error.errno, written >= 60 << 20)
+"""
+
+
+def test_no_submission_fills_the_log_the_next_kernel_writes_to():
+    """Her notebook wrote the sandbox's log up to the file-size limit (64 MiB): every kernel
+    forked after hers then failed to write its first line and died before answering, so each
+    classmate graded next in that sandbox scored 0 ('Kernel died before replying to
+    kernel_info'). The sandbox now empties its log for each notebook, once nothing of the last
+    one is left to write; and the classmate's log tail holds nothing of hers."""
+    hers, theirs, same = grade_after(FILL_THE_LOG)
+    assert stdout(hers) == "full 27 True\n", outputs(hers)  # EFBIG: she reached the limit
+    assert stdout(theirs) == "classmate 42\n", (theirs, outputs(theirs))
+    assert "mallory-was-here" not in theirs.log and same, theirs.log[-300:]
