@@ -255,12 +255,19 @@ def weight_cache():
 # keyrings (add_key, request_key, keyctl): keys belong to a uid of the machine, not to a
 # namespace, so a submission could link the grader's user keyring (`_uid.<uid>`) into a session
 # keyring of its own and read every key in it, what the instructor's logins keep there (a
-# Kerberos ticket, a stored passphrase); nothing graded needs one. Syscalls of an architecture
-# the filter does not know (a 32-bit program, whose `ipc` multiplexer would get around it) all
-# fail (grading/host/seccomp.py).
+# Kerberos ticket, a stored passphrase); nothing graded needs one. And POSIX message queues
+# (mq_open): they outlive their processes in the sandbox's IPC namespace, which a warm sandbox
+# keeps from one submission to the next, and no folder it empties lists them (no /dev/mqueue):
+# a queue left by one submission was read by the next (a stash of the hidden tests' inputs, in
+# a classmate's feedback); nothing graded uses one (multiprocessing's locks are /dev/shm files).
+# Syscalls of an architecture the filter does not know (a 32-bit program, whose `ipc`
+# multiplexer would get around it) all fail (grading/host/seccomp.py).
 def ipc_filter():
     """The classic BPF program (struct sock_filter[]) bwrap's --seccomp installs."""
-    calls = {arch: numbers + seccomp.KEYRINGS[arch] for arch, numbers in seccomp.SYSV_IPC.items()}
+    calls = {
+        arch: numbers + seccomp.MQUEUE[arch] + seccomp.KEYRINGS[arch]
+        for arch, numbers in seccomp.SYSV_IPC.items()
+    }
     return seccomp.refusing(calls)
 
 

@@ -17,6 +17,8 @@ NATIVE = {"x86_64": X86_64, "aarch64": AARCH64}  # platform.machine() -> its AUD
 
 # System V IPC objects: shmget, semget, msgget (x86-64, aarch64; i386 and arm multiplex them)
 SYSV_IPC = {X86_64: (29, 64, 68), AARCH64: (194, 190, 186)}
+# POSIX message queues: mq_open (every other mq_ call needs the descriptor it gives)
+MQUEUE = {X86_64: (240,), AARCH64: (180,)}
 # The kernel's key retention service: add_key, request_key, keyctl
 KEYRINGS = {
     X86_64: (248, 249, 250),
