@@ -104,16 +104,22 @@ class Attributes(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_long), ("most", ctypes.c_long), ("size", ctypes.c_long),
                 ("now", ctypes.c_long), ("spare", ctypes.c_long * 4)]
 """
-LEAVE = QUEUE + """
+LEAVE = (
+    QUEUE
+    + """
 queue = rt.mq_open(b"/stash", os.O_CREAT | os.O_RDWR, 0o600,
                    ctypes.byref(Attributes(0, 10, 1024, 0)))
 print("left", queue >= 0 and rt.mq_send(queue, b"hidden inputs: 3, 1, 4", 22, 0) == 0,
       os.strerror(ctypes.get_errno()))
 """
-TAKE = QUEUE + """
+)
+TAKE = (
+    QUEUE
+    + """
 queue, found = rt.mq_open(b"/stash", os.O_RDWR), ctypes.create_string_buffer(1024)
 print("found", queue >= 0 and found.raw[: rt.mq_receive(queue, found, 1024, None)])
 """
+)
 
 
 def test_no_submission_leaves_a_message_queue_to_the_next():
