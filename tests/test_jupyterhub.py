@@ -67,7 +67,10 @@ she asks a token for, C1 controls in a request line sent to the hub's own port),
 loopback listener of the hub asked without a credential, past the proxy. And a twelfth's: the
 kernel's keyrings, which belong to uids, not to sandboxes (a key left under her uid, read from
 her kernel; the instructor's keys, read by her answer while autograded), and the tokens of an
-account removed from the machine. Every server has a host
+account removed from the machine. And a fourteenth's: bubblewrap's /dev, a tmpfs of half the
+machine's memory, hers to fill, and empty files beyond her folders' caps (flagged); what she
+leaves a classmate graded next in a warm sandbox is tests/test_warm_sandbox_neighbours.py's.
+Every server has a host
 of its own under DOMAIN, which this process and the browser resolve to the loopback. The hub's
 log must flag what one machine does not bound (memory, disk, the shared ports and file table),
 and cookies over plain http.
@@ -786,14 +789,16 @@ sys.argv[0] = "nbgrader"
 main()
 """
 # Shared limits. The sandbox's /tmp, /var/tmp and /dev/shm, each capped for the test (its
-# LM10_SANDBOX_TMPFS_MIB); she writes four times that into each.
+# LM10_SANDBOX_TMPFS_MIB); she writes four times that into each, and into /dev, bubblewrap's
+# own tmpfs of half the machine's memory (a fourteenth tester's: hers to write before). In the
+# full /tmp she then makes empty files, which no size counts (a few: each is kernel memory).
 TMPFS_MIB = 128
 MAX_TASKS = 1000  # the most processes and threads a student may have (LM10_STUDENT_MAX_TASKS)
 FILL_TMPFS = r"""
 import errno, json, os
 found = {}
 chunk = bytes(1 << 20)
-for top in ("/tmp", "/var/tmp", "/dev/shm"):
+for top in ("/tmp", "/var/tmp", "/dev/shm", "/dev"):
     path, written, why = os.path.join(top, "fill"), 0, None
     try:
         with open(path, "wb") as handle:
@@ -803,6 +808,14 @@ for top in ("/tmp", "/var/tmp", "/dev/shm"):
                 written += len(chunk)
     except OSError as error:
         why = errno.errorcode.get(error.errno, str(error))
+    if top == "/tmp":  # full: empty files still go in
+        os.mkdir("/tmp/empty")
+        for made in range(2000):
+            open(f"/tmp/empty/{made}", "w").close()
+        found["empty files in a full /tmp"] = len(os.listdir("/tmp/empty"))
+        for name in os.listdir("/tmp/empty"):
+            os.remove(f"/tmp/empty/{name}")
+        os.rmdir("/tmp/empty")
     if os.path.exists(path):
         os.remove(path)
     found[top] = [written >> 20, why]
@@ -3933,8 +3946,20 @@ def test_no_page_carries_markup_from_its_address(played):
 
 
 def test_no_one_fills_the_machines_memory_through_temporary_folders(played):
-    for top, (written, why) in played["filled temporary folders"].items():
+    """Each of her temporary folders stops at its cap; bubblewrap's /dev, a tmpfs of half the
+    machine's memory that she could fill before (a fourteenth tester's), is read-only. Their
+    files are not capped (tmpfs's nr_inodes, which bwrap does not set): the hub's log says
+    so with the number."""
+    filled = dict(played["filled temporary folders"])
+    assert filled.pop("/dev") == [0, "EROFS"], filled
+    empty = filled.pop("empty files in a full /tmp")
+    assert set(filled) == {"/tmp", "/var/tmp", "/dev/shm"}, filled
+    for top, (written, why) in filled.items():
         assert why == "ENOSPC" and written <= TMPFS_MIB, (top, written, why)
+    assert empty == 2000  # files beyond the size: kernel memory, flagged
+    log = played["hub log at start"]
+    files = os.sysconf("SC_PHYS_PAGES") // 2
+    assert f"but not their files: each takes up to {files:,} empty files" in log, log[-3000:]
 
 
 def test_no_one_takes_every_process_of_the_machine(played):

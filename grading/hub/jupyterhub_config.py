@@ -102,6 +102,9 @@ MAX_FILES = os.environ.get("LM10_NGSHARE_MAX_FILES", "500")
 AUTH_CACHE_SECONDS = os.environ.get("LM10_EXCHANGE_AUTH_CACHE_SECONDS", "5")
 HUB_URL = os.environ.get("LM10_HUB_URL", "http://localhost:8000")  # servers: <user>.<its host>
 TMPFS_MIB = int(os.environ.get("LM10_SANDBOX_TMPFS_MIB", "1024"))
+# the files one of them holds whatever their size: tmpfs's default, half the machine's pages
+# (bwrap 0.8 sets a tmpfs's size, not its nr_inodes)
+TMPFS_FILES = os.sysconf("SC_PHYS_PAGES") // 2
 STUDENT_MAX_TASKS = int(os.environ.get("LM10_STUDENT_MAX_TASKS", "1024"))
 LESSONS_REPOS = " ".join(os.environ.get("LM10_LESSONS_REPOS", "").split())
 PATH = f"{BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"  # nbgrader runs `alembic` from BIN
@@ -194,8 +197,10 @@ def not_bounded_here():
     flags = [
         "memory: a student's server and kernels together may take all of the machine's memory "
         "(LocalProcessSpawner sets no memory limit; its temporary folders are capped at "
-        f"{TMPFS_MIB} MiB each): put each server in a memory-limited cgroup (SystemdSpawner "
-        "with mem_limit) or leave room for every student's peak",
+        f"{TMPFS_MIB} MiB each, but not their files: each takes up to {TMPFS_FILES:,} empty "
+        "files, about 1 KiB of the kernel's memory each, which no size counts): put each "
+        "server in a memory-limited cgroup (SystemdSpawner with mem_limit, which counts that "
+        "memory too) or leave room for every student's peak",
     ]
     if not HUB_URL.startswith("https://"):
         flags.append(
@@ -493,7 +498,8 @@ def sandbox_command(home, command, nested_users=False):
       signalled (the spawner's stop), or the hub that started it dies (--die-with-parent),
       every process started inside is killed, however it detached; /proc shows only these;
     - a private /tmp, /var/tmp and /dev/shm (tmpfs, gone with the sandbox, each at most
-      LM10_SANDBOX_TMPFS_MIB: tmpfs is memory, which they would otherwise take without bound)
+      LM10_SANDBOX_TMPFS_MIB: tmpfs is memory, which they would otherwise take without bound;
+      bwrap's own /dev, a tmpfs of half the machine's memory, read-only)
       and its own System V IPC: nothing in them is shared with, or outlives into, another
       user's session;
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
@@ -528,6 +534,9 @@ def sandbox_command(home, command, nested_users=False):
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/tmp"),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/var/tmp"),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/dev/shm"),
+        # bwrap's /dev is a tmpfs of half the machine's memory, hers to write: read-only
+        # (its devices, /dev/pts and the capped /dev/shm work as before)
+        *("--remount-ro", "/dev"),
         *again,
         *("--bind", str(home), str(home)),
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
