@@ -30,14 +30,14 @@ def stdout(run):
     return "".join(o.get("text", "") for o in outputs(run) or [] if o["output_type"] == "stream")
 
 
-def grade_after(source):
+def grade_after(source, classmate=HONEST):
     """Her notebook, then the classmate's, in one warm sandbox: both runs and whether the same
     sandbox process graded both."""
     box = sandbox.Sandbox("", sandbox.Limits())
     try:
         hers = box.execute(notebook(source), 20, 30)
         process = box.process
-        theirs = box.execute(notebook(HONEST), 20, 30)
+        theirs = box.execute(notebook(classmate), 20, 30)
         return hers, theirs, box.process is process
     finally:
         box.close()
@@ -134,3 +134,26 @@ def test_no_submission_leaves_a_message_queue_to_the_next():
         box.close()
     assert taken == "found False\n", taken
     assert left == "left False Function not implemented\n", left
+
+
+# The sandbox's user owns its writable folders' roots: she takes her own rights to each.
+LOCK_THE_FOLDERS = """
+import os
+for top in ("/home/student", "/tmp", "/dev/shm"):
+    open(os.path.join(top, "left"), "w").close()
+    os.chmod(top, 0)
+print("locked", sorted(oct(os.stat(top).st_mode & 0o777) for top in ("/tmp", "/dev/shm")))
+"""
+
+
+def test_no_submission_keeps_the_sandbox_from_emptying_its_folders():
+    """Her notebook left a file in each writable folder and took away their modes: emptying
+    them failed (PermissionError on /home/student), the sandbox ended with it, and the classmate
+    graded next lost her notebook ('the sandbox returned no executed notebook'). The sandbox
+    now gives each folder its first mode back before emptying it; the classmate finds none of
+    her files."""
+    look = "import os\nprint([os.listdir(t).count('left') for t in ('/home/student', '/tmp')])"
+    hers, theirs, same = grade_after(LOCK_THE_FOLDERS, look)
+    # (IPython's history thread, its database in the home she locked, may say so in between)
+    assert "['0o0', '0o0']" in stdout(hers), outputs(hers)
+    assert stdout(theirs) == "[0, 0]\n" and same, (theirs, outputs(theirs))

@@ -194,7 +194,8 @@ def fork_kernel():
 def clear(folders):
     """Before and after each submission: kill every process in this sandbox but its init and
     this one (what a student left running, detached or not), and empty the writable folders
-    (System V IPC objects cannot be made there: sandbox.ipc_filter)."""
+    ({path: its mode at the start}; System V IPC objects cannot be made there:
+    sandbox.ipc_filter)."""
     me = os.getpid()
     for _ in range(200):
         with contextlib.suppress(ChildProcessError):
@@ -214,7 +215,8 @@ def clear(folders):
     else:
         raise RuntimeError(f"processes left in the sandbox: {alive[:5]}")
     mounts = mount_points()
-    for folder in folders:
+    for folder, mode in folders.items():
+        os.chmod(folder, mode)
         empty(folder, mounts)
 
 
@@ -343,6 +345,10 @@ def serve(requests_fd, results_fd, isolated=True):
     requests = os.fdopen(requests_fd, "rb", buffering=0)
     results = os.fdopen(results_fd, "wb", buffering=0)
     folders = [f for f in (os.getcwd(), "/tmp", "/dev/shm") if os.path.isdir(f)] if isolated else []
+    # each folder's own mode, given back before it is emptied: a submission that took its own
+    # rights to one (chmod 0 /tmp: the sandbox's user owns it) made emptying it fail, and the
+    # classmate graded next lost her notebook with the sandbox
+    folders = {folder: os.stat(folder).st_mode & 0o7777 for folder in folders}
     data = receive_frame(requests)
     warm = data.decode() if data else ""
     # What every kernel and executor forked from here needs, imported or found once here: each
