@@ -157,3 +157,28 @@ def test_no_submission_keeps_the_sandbox_from_emptying_its_folders():
     # (IPython's history thread, its database in the home she locked, may say so in between)
     assert "['0o0', '0o0']" in stdout(hers), outputs(hers)
     assert stdout(theirs) == "[0, 0]\n" and same, (theirs, outputs(theirs))
+
+
+# The kernel lets a process lower the limits of any other of its uid, dumpable or not: hers
+# lowers the grader's (the sandbox's init), which every later kernel would inherit. Her own
+# limits are hers to set (setrlimit: prlimit64 on pid 0).
+LOWER_THE_GRADERS_LIMITS = """
+import resource
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+try:
+    resource.prlimit(1, resource.RLIMIT_AS, (64 << 20, 64 << 20))
+    resource.prlimit(1, resource.RLIMIT_NOFILE, (12, 12))
+    print("lowered")
+except OSError as error:
+    print("refused", error.errno)
+"""
+
+
+def test_no_submission_lowers_the_limits_of_the_next():
+    """Her kernel lowered the warm executor's address space and descriptors (prlimit64 on pid
+    1): the executor failed at its next fork, the sandbox ended, and the classmate graded next
+    lost her notebook (played; with the address space alone every later kernel would start
+    under 64 MiB). The sandbox's seccomp filter allows prlimit64 on the caller itself only."""
+    hers, theirs, same = grade_after(LOWER_THE_GRADERS_LIMITS)
+    assert stdout(theirs) == "classmate 42\n" and same, (theirs, outputs(theirs))
+    assert stdout(hers) == "refused 38\n", outputs(hers)  # ENOSYS

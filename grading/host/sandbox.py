@@ -260,6 +260,9 @@ def weight_cache():
 # keeps from one submission to the next, and no folder it empties lists them (no /dev/mqueue):
 # a queue left by one submission was read by the next (a stash of the hidden tests' inputs, in
 # a classmate's feedback); nothing graded uses one (multiprocessing's locks are /dev/shm files).
+# And prlimit64 on any process but the caller (the kernel lets a process of the same uid lower
+# another's limits, dumpable or not): a submission lowered the warm executor's, which every
+# later kernel inherits, and the classmates graded after it in that worker lost their notebooks.
 # Syscalls of an architecture the filter does not know (a 32-bit program, whose `ipc`
 # multiplexer would get around it) all fail (grading/host/seccomp.py).
 def ipc_filter():
@@ -268,7 +271,7 @@ def ipc_filter():
         arch: numbers + seccomp.MQUEUE[arch] + seccomp.KEYRINGS[arch]
         for arch, numbers in seccomp.SYSV_IPC.items()
     }
-    return seccomp.refusing(calls)
+    return seccomp.refusing(calls, own=seccomp.OWN_LIMITS)
 
 
 def bwrap_command(bwrap_path, limits, seccomp_fd=None):

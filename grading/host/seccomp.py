@@ -19,6 +19,8 @@ NATIVE = {"x86_64": X86_64, "aarch64": AARCH64}  # platform.machine() -> its AUD
 SYSV_IPC = {X86_64: (29, 64, 68), AARCH64: (194, 190, 186)}
 # POSIX message queues: mq_open (every other mq_ call needs the descriptor it gives)
 MQUEUE = {X86_64: (240,), AARCH64: (180,)}
+# prlimit64, allowed on the caller itself only (pid 0: what setrlimit and getrlimit send)
+OWN_LIMITS = {X86_64: (302,), AARCH64: (261,)}
 # The kernel's key retention service: add_key, request_key, keyctl
 KEYRINGS = {
     X86_64: (248, 249, 250),
@@ -31,9 +33,11 @@ X32_SYSCALL_BIT = 0x40000000
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 
 
-def refusing(calls):
+def refusing(calls, own=None):
     """The program refusing, for each architecture of `calls`, the system calls numbered there;
-    every call of any other architecture, and every x32 call, is refused too."""
+    every call of any other architecture, and every x32 call, is refused too. `own`: for each
+    architecture, calls allowed only when their first argument (a process id) is 0, the
+    caller itself."""
     ld_arch, ld_nr = (0x20, 0, 0, 4), (0x20, 0, 0, 0)  # BPF_LD|BPF_W|BPF_ABS: arch, nr
     deny = (0x06, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS)  # BPF_RET
     allow = (0x06, 0, 0, SECCOMP_RET_ALLOW)
@@ -44,6 +48,16 @@ def refusing(calls):
             block += [(0x35, 0, 1, X32_SYSCALL_BIT), deny]  # BPF_JMP|BPF_JGE|BPF_K
         for number in numbers:
             block += [(0x15, 0, 1, number), deny]  # BPF_JMP|BPF_JEQ|BPF_K
+        for number in (own or {}).get(arch, ()):
+            block += [
+                (0x15, 0, 6, number),  # not this call: on to the next
+                (0x20, 0, 0, 16),  # its first argument's low 32 bits (little-endian)
+                (0x15, 0, 2, 0),
+                (0x20, 0, 0, 20),  # and its high 32 bits
+                (0x15, 1, 0, 0),
+                deny,  # another process's
+                allow,  # the caller's own
+            ]
         block += [allow]
         program += [(0x15, 0, len(block), arch)] + block  # not this arch: skip its block
     program += [deny]
