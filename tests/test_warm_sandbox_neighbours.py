@@ -6,6 +6,7 @@ reach: the process that grades the next notebook, and the log every process ther
 Each test grades her notebook, then a classmate's honest one, in the same real sandbox."""
 
 import json
+import os
 
 import nbformat
 import pytest
@@ -182,3 +183,43 @@ def test_no_submission_lowers_the_limits_of_the_next():
     hers, theirs, same = grade_after(LOWER_THE_GRADERS_LIMITS)
     assert stdout(theirs) == "classmate 42\n" and same, (theirs, outputs(theirs))
     assert stdout(hers) == "refused 38\n", outputs(hers)  # ENOSYS
+
+
+# The same for the grader's priority and scheduling: a lower priority (nice 19), one CPU, the
+# idle policy, each inherited by every later kernel.
+SLOW_THE_GRADER = """
+import os
+said = []
+for name, call in (
+    ("nice", lambda: os.setpriority(os.PRIO_PROCESS, 1, 19)),
+    ("cpus", lambda: os.sched_setaffinity(1, {min(os.sched_getaffinity(1))})),
+    ("idle", lambda: os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0))),
+):
+    try:
+        call()
+        said.append(name)
+    except OSError as error:
+        said.append(f"{name} refused {error.errno}")
+print(said, len(os.sched_getaffinity(1)), os.sched_getscheduler(1))
+"""
+LOOK = "import os\nprint(os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),\n" + (
+    "      os.sched_getscheduler(0))"
+)
+
+
+def test_no_submission_slows_the_kernels_after_it():
+    """Her kernel set the warm executor to nice 19, one CPU and SCHED_IDLE (a process may lower
+    another of its uid's priority, dumpable or not): every later kernel ran so, and under the
+    other workers' load of `make autograde --jobs N` crawled to its time limit (played: the next
+    kernel at nice 19, on CPU 0, SCHED_IDLE). Neither a nice value nor the idle policy can be
+    undone without privilege: the seccomp filter allows setpriority (and sched_setattr) on the
+    caller only and refuses SCHED_IDLE; the CPUs (and other policies), which libzmq sets on its
+    own threads by their ids, the executor sets back for each notebook."""
+    hers, theirs, same = grade_after(SLOW_THE_GRADER, LOOK)
+    cpus = sorted(os.sched_getaffinity(0))
+    # she set what she could: one CPU (where the grader has more)
+    assert stdout(hers) == "['nice refused 38', 'cpus', 'idle refused 38'] 1 0\n", outputs(hers)
+    assert len(cpus) > 1  # else her one CPU would be every CPU: the test could not fail
+    nice = os.getpriority(os.PRIO_PROCESS, 0)  # the grader's, which the sandbox started with
+    policy = os.sched_getscheduler(0)
+    assert stdout(theirs) == f"{nice} {cpus} {policy}\n" and same, (theirs, outputs(theirs))

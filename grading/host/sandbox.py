@@ -260,9 +260,13 @@ def weight_cache():
 # keeps from one submission to the next, and no folder it empties lists them (no /dev/mqueue):
 # a queue left by one submission was read by the next (a stash of the hidden tests' inputs, in
 # a classmate's feedback); nothing graded uses one (multiprocessing's locks are /dev/shm files).
-# And prlimit64 on any process but the caller (the kernel lets a process of the same uid lower
-# another's limits, dumpable or not): a submission lowered the warm executor's, which every
-# later kernel inherits, and the classmates graded after it in that worker lost their notebooks.
+# And prlimit64, setpriority, sched_setattr and ioprio_set on any process but the caller (the
+# kernel lets a process of the same uid lower another's limits and priority for good, dumpable
+# or not): a submission lowered the warm executor's limits, or its priority to nice 19, which
+# every later kernel inherits: the classmates graded after it in that worker lost their
+# notebooks, or crawled under the other workers' load. Nor SCHED_IDLE, which no process of the
+# sandbox could leave again (its other scheduling policies and CPUs, which she may change too,
+# the executor sets back for each notebook: sandbox_exec.serve).
 # Syscalls of an architecture the filter does not know (a 32-bit program, whose `ipc`
 # multiplexer would get around it) all fail (grading/host/seccomp.py).
 def ipc_filter():
@@ -271,7 +275,7 @@ def ipc_filter():
         arch: numbers + seccomp.MQUEUE[arch] + seccomp.KEYRINGS[arch]
         for arch, numbers in seccomp.SYSV_IPC.items()
     }
-    return seccomp.refusing(calls, own=seccomp.OWN_LIMITS)
+    return seccomp.refusing(calls, own=seccomp.OWN_PROCESS, idle=seccomp.IDLE_POLICY)
 
 
 def bwrap_command(bwrap_path, limits, seccomp_fd=None):

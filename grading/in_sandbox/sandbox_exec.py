@@ -349,6 +349,10 @@ def serve(requests_fd, results_fd, isolated=True):
     # rights to one (chmod 0 /tmp: the sandbox's user owns it) made emptying it fail, and the
     # classmate graded next lost her notebook with the sandbox
     folders = {folder: os.stat(folder).st_mode & 0o7777 for folder in folders}
+    # its scheduling, which a process of the same uid may change (SCHED_IDLE, one CPU) and
+    # every kernel forked from here inherits: set back for each notebook (its limits and nice
+    # value, which could not be, no process here may change: sandbox.ipc_filter)
+    scheduling = os.sched_getscheduler(0), os.sched_getparam(0), os.sched_getaffinity(0)
     data = receive_frame(requests)
     warm = data.decode() if data else ""
     # What every kernel and executor forked from here needs, imported or found once here: each
@@ -381,6 +385,11 @@ def serve(requests_fd, results_fd, isolated=True):
         request = json.loads(data)
         if isolated:
             clear(folders)
+            try:
+                os.sched_setscheduler(0, scheduling[0], scheduling[1])
+                os.sched_setaffinity(0, scheduling[2])
+            except OSError as error:  # said, never silent: the next notebook runs slower
+                print(f"scheduling not set back: {error}", file=sys.stderr)
             # This sandbox's stdout and stderr are one file, the log whose tail the grader
             # reads, capped by the file-size limit like any file: a submission that filled it
             # (a copy of the kernel's real stdout) left every kernel after it unable to write
