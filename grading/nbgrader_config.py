@@ -109,7 +109,8 @@ c.Execute.timeout = 120
 # c.SandboxLimits.file_bytes = 64 << 20  # largest file written, largest message back
 # c.SandboxLimits.processes = 512  # processes and threads at once
 # c.SandboxLimits.cpu_seconds = 3600  # CPU seconds of each process
-# c.SandboxLimits.home_bytes = 256 << 20  # the private home and /tmp, each
+# c.SandboxLimits.home_bytes = 256 << 20  # the private home, /tmp and /dev/shm, each
+# c.SandboxLimits.files = 10_000  # files and folders in each of them
 # c.SandboxLimits.output_chars = 20_000  # characters kept of each output of a cell
 
 # nbgrader's Validate runs a lab's tests in the student's own kernel: there the course's IPython

@@ -1133,12 +1133,13 @@ def grader_script(script):
 
 def test_only_the_capped_folders_are_writable_in_the_sandbox():
     """/dev (a memory file system of half the machine's RAM) and the root are read-only; the
-    home, /tmp and /dev/shm are writable and each capped at Limits.home_bytes."""
+    home, /tmp and /dev/shm are writable and each capped at Limits.home_bytes, and at
+    Limits.files files and folders: empty files, which no byte count sees, took about 1 KiB of
+    the machine's memory each, millions of them (the fourteenth hub tester)."""
     script = (
         "import subprocess\n"
         "from grading.host import sandbox\n"
-        "limits = sandbox.Limits(home_bytes=8 << 20)\n"
-        "command = sandbox.bwrap_command(sandbox.bwrap(), limits)\n"
+        "limits = sandbox.Limits(home_bytes=8 << 20, files=300)\n"
         "probe = '''\n"
         "for path in ('/dev/note', '/note', '/home/student/n', '/tmp/n', '/dev/shm/n'):\n"
         "    try:\n"
@@ -1147,12 +1148,23 @@ def test_only_the_capped_folders_are_writable_in_the_sandbox():
         "        print(path, 'wrote 16 MB')\n"
         "    except OSError as error:\n"
         "        print(path, error.strerror)\n"
+        "for folder in ('/home/student', '/tmp', '/dev/shm'):\n"
+        "    made = 0\n"
+        "    try:\n"
+        "        while made < 5000:\n"
+        "            open(f'{folder}/empty-{made}', 'x').close()\n"
+        "            made += 1\n"
+        "        print(folder, 'made', made)\n"
+        "    except OSError as error:\n"
+        "        print(folder, 'made', made, error.strerror)\n"
         "'''\n"
-        "command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', probe]\n"
+        "program = (sandbox.PYTHON, '-c', probe)\n"
+        "command = sandbox.bwrap_command(sandbox.bwrap(), limits, program=program)\n"
         "print(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout)\n"
     )
     done = grader_script(script)
-    said = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    lines = done.stdout.strip().splitlines()
+    said = dict(line.split(" ", 1) for line in lines[:5])
     assert said == {
         "/dev/note": "Read-only file system",
         "/note": "Read-only file system",
@@ -1160,6 +1172,11 @@ def test_only_the_capped_folders_are_writable_in_the_sandbox():
         "/tmp/n": "No space left on device",
         "/dev/shm/n": "No space left on device",
     }, done.stdout
+    made = [line.split(" made ") for line in lines[5:]]
+    assert [folder for folder, _ in made] == ["/home/student", "/tmp", "/dev/shm"], done.stdout
+    for folder, count in made:  # its root, the 8 MiB file and what bubblewrap made count too
+        assert count.endswith(" No space left on device"), (folder, count)
+        assert 250 < int(count.split()[0]) < 300, (folder, count)
 
 
 def test_system_v_ipc_cannot_be_made_in_the_sandbox():
@@ -1188,8 +1205,8 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
         "rules = tempfile.TemporaryFile()\n"
         "rules.write(sandbox.ipc_filter())\n"
         "rules.seek(0)\n"
-        "command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), rules.fileno())\n"
-        f"command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', {probe!r}]\n"
+        f"command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), rules.fileno(), "
+        f"(sandbox.PYTHON, '-c', {probe!r}))\n"
         "done = subprocess.run(command, capture_output=True, text=True, timeout=120,\n"
         "                      pass_fds=[rules.fileno()])\n"
         "print(done.stdout, done.stderr, file=sys.stderr if done.returncode else sys.stdout)\n"
@@ -1205,7 +1222,8 @@ def test_system_v_ipc_cannot_be_made_in_the_sandbox():
         "torch": "6",
     }, done.stdout
     # the same calls without the filter succeed: the test sees the filter, not a missing libc
-    unfiltered = script.replace(", rules.fileno())", ")")
+    unfiltered = script.replace("rules.fileno(), (", "None, (")
+    assert unfiltered != script
     done = grader_script(unfiltered)
     assert "shmget -1" not in done.stdout and "shmget 0" in done.stdout, done.stdout
 
@@ -1249,8 +1267,8 @@ def test_no_key_of_the_graders_user_is_read_in_the_sandbox():
         "    rules = tempfile.TemporaryFile()\n"
         "    rules.write(sandbox.ipc_filter())\n"
         "    rules.seek(0)\n"
-        "    command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), rules.fileno())\n"
-        f"    command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', {probe!r}]\n"
+        f"    command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), rules.fileno(), "
+        f"(sandbox.PYTHON, '-c', {probe!r}))\n"
         "    done = subprocess.run(command, capture_output=True, text=True, timeout=120,\n"
         "                          pass_fds=[rules.fileno()])\n"
         "    print((done.stdout + done.stderr).strip())\n"
@@ -1259,7 +1277,9 @@ def test_no_key_of_the_graders_user_is_read_in_the_sandbox():
         "    libc.syscall(keyctl, 9, key, -4)\n"  # KEYCTL_UNLINK from the user keyring
     )
     assert grader_script(script).stdout.strip().splitlines()[-1] == "ENOSYS"
-    unfiltered = grader_script(script.replace(", rules.fileno())", ")"))
+    unfiltered = script.replace("rules.fileno(), (", "None, (")
+    assert unfiltered != script
+    unfiltered = grader_script(unfiltered)
     assert unfiltered.stdout.strip().splitlines()[-1] == f"read {secret}", unfiltered.stdout
 
 
@@ -1361,8 +1381,8 @@ def test_no_user_namespace_can_be_made_in_the_sandbox():
     script = (
         "import subprocess\n"
         "from grading.host import sandbox\n"
-        "command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits())\n"
-        f"command = command[: command.index('--')] + ['--', sandbox.PYTHON, '-c', {probe!r}]\n"
+        f"command = sandbox.bwrap_command(sandbox.bwrap(), sandbox.Limits(), "
+        f"program=(sandbox.PYTHON, '-c', {probe!r}))\n"
         "print(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout)\n"
     )
     done = grader_script(script)

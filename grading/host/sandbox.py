@@ -47,7 +47,7 @@ from pathlib import Path
 from traitlets import Integer
 from traitlets.config import Configurable
 
-from grading.host import seccomp
+from grading.host import seccomp, tmpfs
 from grading.in_sandbox import sandbox_exec as frames
 
 INSIDE = Path(__file__).resolve().parents[1] / "in_sandbox"  # what runs in the sandbox
@@ -119,7 +119,8 @@ class Limits:
     file_bytes: int = 64 << 20  # largest file a process may write
     processes: int = 512  # threads count: torch starts one per core
     cpu_seconds: int = 3600
-    home_bytes: int = 256 << 20  # the private home and /tmp, each
+    home_bytes: int = 256 << 20  # the private home, /tmp and /dev/shm, each
+    files: int = 10_000  # files and folders in each of them
     output_chars: int = 20_000  # per output of a cell
     # A room (grading/host/room.py): transformers and the course library are not in the sandbox,
     # only stand-ins that say so (the guard, lmcourse.offlimits, stays: the agent arms it).
@@ -155,7 +156,13 @@ class SandboxLimits(Configurable):
     home_bytes = Integer(
         Limits.home_bytes,
         min=1,
-        help="Size of the sandbox's private home and of its /tmp, each, in bytes.",
+        help="Size of the sandbox's private home, of its /tmp and of its /dev/shm, each, in bytes.",
+    ).tag(config=True)
+    files = Integer(
+        Limits.files,
+        min=1,
+        help="Files and folders each of the sandbox's home, /tmp and /dev/shm may hold, however "
+        "small: each takes about 1 KiB of the machine's memory that no other limit counts.",
     ).tag(config=True)
     output_chars = Integer(
         Limits.output_chars,
@@ -278,9 +285,17 @@ def ipc_filter():
     return seccomp.refusing(calls, own=seccomp.OWN_PROCESS, idle=seccomp.IDLE_POLICY)
 
 
-def bwrap_command(bwrap_path, limits, seccomp_fd=None):
+def bwrap_command(
+    bwrap_path, limits, seccomp_fd=None, program=(PYTHON, "/opt/grader/sandbox_exec.py")
+):
+    """The command that runs `program` (the executor) in the sandbox."""
     home = "/home/student"
+    # The writable folders are memory file systems capped in bytes and in files, mounted by
+    # the launcher before bubblewrap starts (grading/host/tmpfs.py: bwrap's own --tmpfs takes
+    # no file count, and a submission's empty files took the machine's memory without bound).
+    writable = tmpfs.staging(("shm", "tmp", "home"))
     command = [
+        *tmpfs.launcher(writable.values(), limits.home_bytes, limits.files),
         bwrap_path,
         "--unshare-all",
         # no user namespace inside: in one, the submission is "root" and reaches the parts of
@@ -306,17 +321,14 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None):
         "/dev",
         # /dev is a memory file system of half the machine's RAM, read-only below (finish);
         # only its /dev/shm is writable, capped like /tmp
-        "--size",
-        str(limits.home_bytes),
-        "--tmpfs",
+        "--bind",
+        str(writable["shm"]),
         "/dev/shm",
-        "--size",
-        str(limits.home_bytes),
-        "--tmpfs",
+        "--bind",
+        str(writable["tmp"]),
         "/tmp",
-        "--size",
-        str(limits.home_bytes),
-        "--tmpfs",
+        "--bind",
+        str(writable["home"]),
         home,
     ]
     # the sandbox's own root and /dev: nothing to fill there (each remount is of that mount
@@ -378,7 +390,7 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None):
             command += ["--setenv", name, os.environ[name]]
     if seccomp_fd is not None:
         command += ["--seccomp", str(seccomp_fd)]
-    return command + finish + ["--", PYTHON, "/opt/grader/sandbox_exec.py"]
+    return command + finish + ["--", *program]
 
 
 def probe():
@@ -386,8 +398,7 @@ def probe():
     path = bwrap()
     if not path:
         return ""
-    command = bwrap_command(path, Limits())
-    command = command[: command.index("--")] + ["--", PYTHON, "-c", "pass"]
+    command = bwrap_command(path, Limits(), program=(PYTHON, "-c", "pass"))
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -419,9 +430,10 @@ def sweep_groups():
 
 
 def sweep_homes():
-    """Remove the homes of unisolated runs whose grader died before it could (killed at a
-    timeout)."""
-    for path in Path(tempfile.gettempdir()).glob("lm10-home-*"):
+    """Remove the homes of unisolated runs, and the empty folders where sandboxes mount their
+    own (tmpfs.staging), whose grader died before it could (killed at a timeout)."""
+    temporary = Path(tempfile.gettempdir())
+    for path in [*temporary.glob("lm10-home-*"), *temporary.glob("lm10-mounts-*")]:
         try:
             os.kill(int(path.name.split("-")[2]), 0)
             continue  # its grader is alive
