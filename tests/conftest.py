@@ -40,6 +40,7 @@ SLOW_MODULES = frozenset(
         "test_lessons_perturbed.py",
         "test_similarity.py",
         "test_student_edition.py",
+        "test_warm_sandbox_neighbours.py",
     }
 )
 

@@ -14,7 +14,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from grading.host import sandbox
 
-pytestmark = pytest.mark.slow  # each test starts a sandbox (bubblewrap)
+# each test starts a sandbox: bubblewrap required, and slow (SLOW_MODULES: tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("sandbox_installed")
 
 HONEST = "answer = 6 * 7\nprint('classmate', answer)\n"
 
