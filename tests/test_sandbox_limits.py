@@ -13,7 +13,7 @@ from traitlets import TraitError
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from grading.host import sandbox
+from grading.host import sandbox, tmpfs
 from grading.host.course_preprocessors import SandboxedExecute
 
 GRADING = Path(__file__).resolve().parents[1] / "grading"
@@ -59,3 +59,41 @@ def test_differences_name_every_limit_that_differs():
 def test_a_limit_below_one_is_refused_by_name(name):
     with pytest.raises(TraitError, match=name):
         sandbox.SandboxLimits(config=Config({"SandboxLimits": {name: 0}}))
+
+
+WRITABLE = ("/dev/shm", "/tmp", "/home/student")
+
+
+def writable_folders(command):
+    """{writable folder of the sandbox: the bubblewrap option that makes it}"""
+    made = {}
+    for i, word in enumerate(command):
+        target = {"--bind": i + 2, "--tmpfs": i + 1}.get(word)
+        if target is not None and command[target] in WRITABLE:
+            made[command[target]] = word
+    return made
+
+
+def test_the_folders_file_cap_is_the_launchers_or_its_absence_is_said(monkeypatch, caplog):
+    """Where the launcher can mount (grading/host/tmpfs.py), bubblewrap binds its capped
+    folders and runs after it; where it cannot, bubblewrap makes its own, capped in bytes only,
+    and the instructor's log says so once, with the reason. Nothing is started here."""
+    limits = sandbox.Limits(home_bytes=8 << 20, files=123)
+    monkeypatch.setattr(tmpfs, "_problem", "")
+    command = sandbox.bwrap_command("/usr/bin/bwrap", limits)
+    start = command.index("/usr/bin/bwrap")
+    assert command[:start] == tmpfs.launcher(
+        tmpfs.staging(("shm", "tmp", "home")).values(), 8 << 20, 123
+    )
+    assert writable_folders(command) == dict.fromkeys(WRITABLE, "--bind")
+
+    monkeypatch.setattr(tmpfs, "_problem", "capped folders: Operation not permitted")
+    monkeypatch.setattr(sandbox, "_said", set())
+    with caplog.at_level("WARNING", logger=sandbox.log.name):
+        for _ in range(2):
+            command = sandbox.bwrap_command("/usr/bin/bwrap", limits)
+    assert command[0] == "/usr/bin/bwrap"
+    assert writable_folders(command) == dict.fromkeys(WRITABLE, "--tmpfs")
+    assert command.count(str(8 << 20)) == 3
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "not in files" in said[0] and "Operation not permitted" in said[0]

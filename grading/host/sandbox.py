@@ -293,9 +293,31 @@ def bwrap_command(
     # The writable folders are memory file systems capped in bytes and in files, mounted by
     # the launcher before bubblewrap starts (grading/host/tmpfs.py: bwrap's own --tmpfs takes
     # no file count, and a submission's empty files took the machine's memory without bound).
+    # Where this machine lets bubblewrap alone make its namespaces, bwrap's own, said.
     writable = tmpfs.staging(("shm", "tmp", "home"))
+    places = {"shm": "/dev/shm", "tmp": "/tmp", "home": home}
+    if why := tmpfs.problem(writable.values()):
+        _say_once(
+            "the sandbox's home, /tmp and /dev/shm are capped in bytes but not in files on this "
+            f"machine ({why}): a submission's empty files take the machine's memory, about "
+            "1 KiB each, until its notebook ends. Let the grader's Python make a user "
+            "namespace and mount a tmpfs in it, as bubblewrap does, to cap them."
+        )
+        launcher, folders = (
+            [],
+            [
+                word
+                for name in places
+                for word in ("--size", str(limits.home_bytes), "--tmpfs", places[name])
+            ],
+        )
+    else:
+        launcher = tmpfs.launcher(writable.values(), limits.home_bytes, limits.files)
+        folders = [
+            word for name in places for word in ("--bind", str(writable[name]), places[name])
+        ]
     command = [
-        *tmpfs.launcher(writable.values(), limits.home_bytes, limits.files),
+        *launcher,
         bwrap_path,
         "--unshare-all",
         # no user namespace inside: in one, the submission is "root" and reaches the parts of
@@ -321,15 +343,7 @@ def bwrap_command(
         "/dev",
         # /dev is a memory file system of half the machine's RAM, read-only below (finish);
         # only its /dev/shm is writable, capped like /tmp
-        "--bind",
-        str(writable["shm"]),
-        "/dev/shm",
-        "--bind",
-        str(writable["tmp"]),
-        "/tmp",
-        "--bind",
-        str(writable["home"]),
-        home,
+        *folders,
     ]
     # the sandbox's own root and /dev: nothing to fill there (each remount is of that mount
     # alone: /dev/shm, /tmp and the home stay writable)
@@ -675,6 +689,14 @@ class Sandbox:
 
 _warm = None
 log = logging.getLogger(__name__)
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    """A warning for the instructor's log, once per grading process."""
+    if message not in _said:
+        _said.add(message)
+        log.warning(message)
 
 
 def differences(a: Limits, b: Limits) -> str:

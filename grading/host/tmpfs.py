@@ -14,6 +14,7 @@ host's folders stay empty. Being part of the command, the caps cannot be left ou
 
     staging(names)                  {name: empty folder}, made once per process
     launcher(points, size, files)   the command's first words, bubblewrap's command after them
+    problem(points)                 "" where the launcher works here, else why not (once)
     python -I -S tmpfs.py SIZE FILES COUNT FOLDER... COMMAND...
 """
 
@@ -23,6 +24,7 @@ import atexit
 import ctypes
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +33,7 @@ CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 
 _staging: Path | None = None
+_problem: str | None = None
 
 
 def staging(names) -> dict[str, Path]:
@@ -59,6 +62,23 @@ def launcher(points, size: int, files: int) -> list[str]:
     folders (its root one of them) on each folder of `points`, mode 0755 as bubblewrap's own."""
     points = [str(point) for point in points]
     return [sys.executable, "-I", "-S", __file__, str(size), str(files), str(len(points)), *points]
+
+
+def problem(points) -> str:
+    """ "" where this machine lets the launcher mount its folders, else why not: a machine
+    may let bubblewrap make a user namespace and not another program (an AppArmor rule for
+    bwrap alone, say). Tried once per process."""
+    global _problem
+    if _problem is None:
+        command = [*launcher(points, 1 << 20, 16), sys.executable, "-I", "-S", "-c", ""]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            _problem = f"{type(error).__name__}: {error}"
+        else:
+            said = done.stderr.strip()[-300:] or f"exit status {done.returncode}"
+            _problem = "" if done.returncode == 0 else said
+    return _problem
 
 
 def mount(folders, size: int, files: int) -> None:
