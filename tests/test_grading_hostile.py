@@ -320,7 +320,10 @@ def attention_parameters(d, heads, kv_heads):
         total += part
     return total
 """
-# A process of the submission kills the grader's executor, the kernel's parent.
+# A process of the submission kills the grader's executor, the kernel's parent: the first
+# process of the notebook's own PID namespace (sandbox_exec.own_namespaces), whom the kernel
+# keeps from every signal of that namespace it has no handler for. Before, the notebook was
+# lost ("executor in the sandbox was stopped by signal 9"); now it is graded as any other.
 KILL_EXECUTOR = "import torch\ntorch.os.kill(torch.os.getppid(), 9)\n"
 # Answers whose value holds objects of many classes, each a class in the trusted process.
 MANY_CLASSES = """
@@ -729,7 +732,7 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "smuggle": ("flagged", 8, "uses get_ipython"),
     "smuggle2": ("graded", 8, "first failure l2_test_serving"),
     "tqdm": ("graded", 10, "all autograded tests passed"),
-    "killexec": ("error", 0, "executor in the sandbox was stopped by signal 9"),
+    "killexec": ("flagged", 10, "reaches the module os through another module's attribute"),
     "manyclasses": ("graded", 8, "more than 256 kinds"),
     "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
     "shadow": ("flagged", 10, "imports lm10_shadow, no installed module"),
@@ -916,10 +919,8 @@ def test_report_csv_lists_every_student_with_a_reason(batch):
     text = report.read_text()
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", text), "control characters"
     assert rows["escapes"]["score"] == "8.0" and "\x1b" not in rows["escapes"]["message"]
-    ran = {"killexec"}  # an error after it ran in the sandbox (its executor was killed)
     assert all(
-        row["isolated"] == ("" if row["status"] == "error" and student not in ran else "yes")
-        for student, row in rows.items()
+        row["isolated"] == ("" if row["status"] == "error" else "yes") for row in rows.values()
     ), {s: (r["status"], r["isolated"]) for s, r in rows.items()}
 
 

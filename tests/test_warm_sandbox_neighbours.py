@@ -45,17 +45,20 @@ def grade_after(source, classmate=HONEST):
         box.close()
 
 
-# Her kernel finds the process that grades every notebook (its parent's parent) and stops it;
-# SIGINT too, which Python's own handler would have turned into the grader's KeyboardInterrupt.
+# Her kernel signals each process above it: its parent, her notebook's executor (the first of
+# her notebook's own PID namespace), and the sandbox's init, which grades every notebook and
+# which /proc still shows as pid 1 (through a pidfd of /proc/1); SIGINT too, which Python's
+# own handler would have turned into the grader's KeyboardInterrupt.
 STOP_THE_GRADER = """
-import os, signal
-def parent(pid):
-    with open(f"/proc/{pid}/stat") as stat:
-        return int(stat.read().rsplit(")", 1)[1].split()[1])
-grader = parent(os.getppid())
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+said = []
 for sig in (signal.SIGSTOP, signal.SIGINT):
-    os.kill(grader, sig)
-print("sent to", grader)
+    os.kill(os.getppid(), sig)
+    init = os.open("/proc/1", os.O_RDONLY | os.O_DIRECTORY)
+    said.append(libc.syscall(424, init, sig, None, 0) == 0 or os.strerror(ctypes.get_errno()))
+    os.close(init)
+print("sent to", os.getppid(), said)
 """
 
 
@@ -63,10 +66,12 @@ def test_no_submission_stops_the_sandbox_that_grades_the_next():
     """Her SIGSTOP to the sandbox's executor (pid 2 under bubblewrap's init) after her
     notebook froze it: the classmate's notebook, next in the same sandbox, timed out with nothing
     run (make autograde records a timeout for her). The executor is now the sandbox's init
-    (--as-pid-1), which drops every signal of the namespace it has no handler for, and ignores
-    SIGINT: her signals reach it and do nothing."""
+    (--as-pid-1), which ignores SIGINT, and each notebook runs in a PID namespace of its own
+    (sandbox_exec.own_namespaces): her signals to her own notebook's executor, the first of
+    her namespace, do nothing, and the sandbox's init is out of her namespace (EINVAL: 424 is
+    pidfd_send_signal on x86-64 and aarch64)."""
     hers, theirs, same = grade_after(STOP_THE_GRADER)
-    assert stdout(hers) == "sent to 1\n", outputs(hers)
+    assert stdout(hers) == "sent to 1 ['Invalid argument', 'Invalid argument']\n", outputs(hers)
     assert not theirs.timed_out and stdout(theirs) == "classmate 42\n", (theirs, outputs(theirs))
     assert same  # nothing of hers ended the sandbox either
 
@@ -224,3 +229,45 @@ def test_no_submission_slows_the_kernels_after_it():
     nice = os.getpriority(os.PRIO_PROCESS, 0)  # the grader's, which the sandbox started with
     policy = os.sched_getscheduler(0)
     assert stdout(theirs) == f"{nice} {cpus} {policy}\n" and same, (theirs, outputs(theirs))
+
+
+# Her notebook writes into what the sandbox's namespaces keep between notebooks: the PID
+# counter (200 processes started and ended) and the network table (50 loopback connections she
+# closes first, each left in TIME_WAIT for 60 s: their ports could carry what she chose, as the
+# fourteenth hub tester's did). Each notebook prints its kernel's pid and the TIME_WAIT sockets
+# it sees (/proc/net/tcp, state 06).
+NAMESPACES = """
+import os, socket
+def waiting():
+    with open("/proc/net/tcp") as table:
+        return sum(line.split()[3] == "06" for line in table.readlines()[1:])
+print("kernel", os.getpid(), "waiting", waiting())
+"""
+LEAVE_IN_THE_NAMESPACES = (
+    NAMESPACES
+    + """
+for _ in range(200):
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+server = socket.create_server(("127.0.0.1", 0))
+for _ in range(50):
+    client = socket.create_connection(server.getsockname())
+    accepted, _ = server.accept()
+    client.close()
+    accepted.close()
+print("left", waiting() >= 50)
+"""
+)
+
+
+def test_nothing_of_her_namespaces_reaches_the_next():
+    """Each notebook runs in new PID, network and IPC namespaces (sandbox_exec.own_namespaces):
+    the notebook graded after hers finds its kernel at the same pid as hers and no TIME_WAIT
+    socket of hers; in the sandbox's own namespaces, as before, both carried what she chose."""
+    hers, theirs, same = grade_after(LEAVE_IN_THE_NAMESPACES, NAMESPACES)
+    first, left = stdout(hers).splitlines()
+    assert left == "left True", outputs(hers)
+    assert stdout(theirs).splitlines() == [first], (first, outputs(theirs))
+    assert same

@@ -285,10 +285,22 @@ def ipc_filter():
     return seccomp.refusing(calls, own=seccomp.OWN_PROCESS, idle=seccomp.IDLE_POLICY)
 
 
-def bwrap_command(
-    bwrap_path, limits, seccomp_fd=None, program=(PYTHON, "/opt/grader/sandbox_exec.py")
-):
-    """The command that runs `program` (the executor) in the sandbox."""
+# What the executor needs to give each notebook namespaces of its own: make them
+# (CAP_SYS_ADMIN), bring up its loopback (CAP_NET_ADMIN), empty its bounding set (CAP_SETPCAP).
+OWN_NAMESPACES = (
+    *("--cap-add", "CAP_SYS_ADMIN"),
+    *("--cap-add", "CAP_NET_ADMIN"),
+    *("--cap-add", "CAP_SETPCAP"),
+)
+
+
+def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
+    """The command that runs `program` in the sandbox; by default the executor, which alone
+    holds three capabilities there (OWN_NAMESPACES), in the sandbox's own user namespace, to
+    give each notebook new PID, network and IPC namespaces and then drop every capability
+    before anything of it runs (sandbox_exec.own_namespaces)."""
+    executor = program is None
+    program = program or (PYTHON, "/opt/grader/sandbox_exec.py")
     home = "/home/student"
     # The writable folders are memory file systems capped in bytes and in files, mounted by
     # the launcher before bubblewrap starts (grading/host/tmpfs.py: bwrap's own --tmpfs takes
@@ -334,6 +346,7 @@ def bwrap_command(
         "--new-session",
         "--cap-drop",
         "ALL",
+        *(OWN_NAMESPACES if executor else ()),
         "--hostname",
         "sandbox",
         "--clearenv",

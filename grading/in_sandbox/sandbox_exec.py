@@ -21,6 +21,7 @@ of it (the kernel shares these descriptors); only RESULTS_FD carries results.
 
 import contextlib
 import ctypes
+import errno
 import json
 import os
 import queue
@@ -40,6 +41,57 @@ STOPPED = "The grader stopped this cell: {reason}. Later cells were not run; the
 def not_dumpable():
     with contextlib.suppress(OSError, AttributeError):  # not Linux: nothing to protect
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+SIOCSIFFLAGS, IFF_UP, CAPABILITY_VERSION_3 = 0x8914, 0x1, 0x20080522
+
+
+def own_namespaces():
+    """In the process forked for one notebook, before anything of it runs: new PID, network
+    and IPC namespaces, so that nothing a submission leaves in the sandbox's own reaches the
+    notebook graded after it (the PID counter it advanced, sockets it left in the network
+    table for 60 s in TIME_WAIT, whose ports carry what it chose); loopback up, for the
+    kernel's channels; then every capability dropped, for good. The sandbox's init holds
+    CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP for this alone, in the sandbox's own user namespace
+    (sandbox.bwrap_command). Returns in a new process, the first of the new PID namespace,
+    which no process of the notebook can signal; this one waits for it and ends as it did."""
+    import fcntl
+    import socket
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result, what):
+        if result != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+    check(libc.unshare(CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+    with socket.socket() as handle:  # struct ifreq: a name, then the flags (40 bytes)
+        fcntl.ioctl(handle, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP))
+    for cap in range(64):  # the bounding set (CAP_SETPCAP does it), then every set
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            if ctypes.get_errno() == errno.EINVAL:  # past the last capability
+                break
+            check(1, f"dropping capability {cap}")
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient")
+    header, data = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0), (ctypes.c_uint32 * 6)()
+    check(libc.capset(header, data), "capset")
+    with open("/proc/self/status") as status:
+        held = [line for line in status if line.startswith(("CapEff", "CapPrm", "CapBnd"))]
+    if any(int(line.split()[1], 16) for line in held):
+        raise OSError(f"capabilities left: {held}")
+    child = os.fork()
+    if child == 0:
+        return
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:  # ended by a signal: this one ends by it too
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code if code >= 0 else 1)
 
 
 def error_output(ename, evalue):
@@ -331,7 +383,8 @@ class Channel:
 def serve(requests_fd, results_fd, isolated=True):
     """The sandbox's executor. It imports what the lab's setup imports (the first frame), says
     READY, then takes one notebook after another ({"notebook", "cell_timeout", "limit"}):
-    for each it forks an executor that forks the kernel from this process, so every
+    for each it forks an executor, in PID, network and IPC namespaces of its own and without
+    a capability (own_namespaces), that forks the kernel from this process, so every
     submission gets a new kernel without paying the imports again, and that executor answers
     the grader itself on the same descriptors ({"test"}, {"reply"}: see run_notebook) and
     ends with {"done": the executed notebook}. Between submissions every other process in the
@@ -380,6 +433,17 @@ def serve(requests_fd, results_fd, isolated=True):
                 import torch._dynamo  # noqa: F401
         except Exception as error:  # noqa: BLE001 (fewer modules warm: slower, still right)
             print(f"warm imports failed: {type(error).__name__}: {error}", file=sys.stderr)
+    if isolated:  # each notebook's own namespaces work here, or no notebook is taken
+        pid = os.fork()
+        if pid == 0:
+            try:
+                own_namespaces()
+            except BaseException as error:  # noqa: BLE001 (said, then this process ends)
+                print(f"no namespaces of its own for a notebook: {error}", file=sys.stderr)
+                os._exit(1)
+            os._exit(0)
+        if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+            sys.exit(1)
     write_all(results, b"READY\n")
     while (data := receive_frame(requests)) is not None:
         request = json.loads(data)
@@ -400,13 +464,16 @@ def serve(requests_fd, results_fd, isolated=True):
             os.ftruncate(1, 0)
             os.lseek(1, 0, os.SEEK_SET)
         # The executor tells this process, on a pipe of their own that the kernel never
-        # holds, when it starts ("S") and ends ("D") sending the executed notebook: a student's
-        # process that kills the executor is then noticed at once, never waited out.
+        # holds, when it starts ("S") and ends ("D") sending the executed notebook: an executor
+        # killed (by the kernel's out-of-memory killer, say: no process of the notebook can
+        # signal it, own_namespaces) is then noticed at once, never waited out.
         progress_r, progress_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the executor
             try:
                 os.close(progress_r)
+                if isolated:
+                    own_namespaces()
                 channel = Channel(requests, results)
                 km = fork_kernel()
                 try:
