@@ -127,48 +127,48 @@ class Limits:
     room: bool = False
 
 
+def _limit(default: int, description: str):
+    """A limit of SandboxLimits: a positive integer, set in nbgrader_config.py, described."""
+    return Integer(default, min=1, help=description).tag(config=True)
+
+
 class SandboxLimits(Configurable):
     """Every limit of a graded sandbox, set in grading/nbgrader_config.py as
     `c.SandboxLimits.<name>` (the defaults are `Limits`'s). The worker warms its sandbox with
     them (grading/batch/workers.py) and SandboxedExecute grades with them, so a submission runs in
     the warm sandbox; one whose limits differ runs in a cold sandbox, and `execute` logs why."""
 
-    memory_bytes = Integer(
+    memory_bytes = _limit(
         Limits.memory_bytes,
-        min=1,
-        help="Address space of each process in the sandbox, in bytes (torch reserves much of "
+        "Address space of each process in the sandbox, in bytes (torch reserves much of "
         "it at import: 8 GiB).",
-    ).tag(config=True)
-    file_bytes = Integer(
+    )
+    file_bytes = _limit(
         Limits.file_bytes,
-        min=1,
-        help="Largest file a process in the sandbox may write, in bytes; also the largest "
+        "Largest file a process in the sandbox may write, in bytes; also the largest "
         "message the sandbox may send back to the grader.",
-    ).tag(config=True)
-    processes = Integer(
+    )
+    processes = _limit(
         Limits.processes,
-        min=1,
-        help="Processes and threads the sandbox may hold at once (torch starts a thread per core).",
-    ).tag(config=True)
-    cpu_seconds = Integer(
-        Limits.cpu_seconds, min=1, help="CPU seconds each process in the sandbox may use."
-    ).tag(config=True)
-    home_bytes = Integer(
+        "Processes and threads the sandbox may hold at once (torch starts a thread per core).",
+    )
+    cpu_seconds = _limit(
+        Limits.cpu_seconds,
+        "CPU seconds each process in the sandbox may use.",
+    )
+    home_bytes = _limit(
         Limits.home_bytes,
-        min=1,
-        help="Size of the sandbox's private home, of its /tmp and of its /dev/shm, each, in bytes.",
-    ).tag(config=True)
-    files = Integer(
+        "Size of the sandbox's private home, of its /tmp and of its /dev/shm, each, in bytes.",
+    )
+    files = _limit(
         Limits.files,
-        min=1,
-        help="Files and folders each of the sandbox's home, /tmp and /dev/shm may hold, however "
+        "Files and folders each of the sandbox's home, /tmp and /dev/shm may hold, however "
         "small: each takes about 1 KiB of the machine's memory that no other limit counts.",
-    ).tag(config=True)
-    output_chars = Integer(
+    )
+    output_chars = _limit(
         Limits.output_chars,
-        min=1,
-        help="Characters kept of each output of a cell (the rest is cut, and the cut is said).",
-    ).tag(config=True)
+        "Characters kept of each output of a cell (the rest is cut, and the cut is said).",
+    )
 
     def limits(self, room: bool = False) -> Limits:
         """These limits, for a sandbox that holds a room (grading/host/room.py) or not."""
