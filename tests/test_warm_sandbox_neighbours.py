@@ -271,3 +271,114 @@ def test_nothing_of_her_namespaces_reaches_the_next():
     assert left == "left True", outputs(hers)
     assert stdout(theirs).splitlines() == [first], (first, outputs(theirs))
     assert same
+
+
+# What a submission may set on the folders the sandbox empties, which emptying them does not
+# reach: a user.* attribute (64 KiB of her choosing) and its times on each, and a default ACL
+# that gives every file made there later no rights for its owner (the next kernel's among them).
+MARK_THE_FOLDERS = """
+import os, struct
+entries = (struct.pack("<HHI", tag, 0, 0xFFFFFFFF) for tag in (1, 4, 32))  # owner, group, other
+nothing = struct.pack("<I", 2) + b"".join(entries)  # each with no rights
+for top in ("/home/student", "/tmp", "/dev/shm"):
+    os.setxattr(top, "user.stash", b"hidden inputs: 3, 1, 4")
+    os.utime(top, ns=(4_000_000_000_000_000_314, 4_000_000_000_000_000_314))
+    os.setxattr(top, "system.posix_acl_default", nothing)
+print("marked", sorted(os.listxattr("/tmp")), os.stat("/dev/shm").st_mtime_ns)
+"""
+READ_THE_MARKS = HONEST + (
+    "import os\n"
+    "print([os.listxattr(top) for top in ('/home/student', '/tmp', '/dev/shm')],\n"
+    "      [os.stat(top).st_mtime_ns % 1000 == 314 for top in ('/tmp', '/dev/shm')])\n"
+)
+
+
+def test_no_submission_leaves_marks_on_the_folders_it_empties():
+    """Her notebook set an attribute (user.stash) and far-future times on the home, /tmp and
+    /dev/shm, which emptying them left: the notebook graded next read both back, into its
+    outputs and feedback (a storage channel from one submission to the next, as the message
+    queue was); and a default ACL with no rights, which every file made there later inherited:
+    the next kernel could not read its own files, and the classmate graded next lost her
+    notebook ("the grader's executor ... was stopped"). The sandbox now strips each folder's
+    extended attributes and gives it its first mode and times back (sandbox_exec.clear)."""
+    hers, theirs, same = grade_after(MARK_THE_FOLDERS, READ_THE_MARKS)
+    marked = "marked ['system.posix_acl_default', 'user.stash'] 4000000000000000314\n"
+    assert stdout(hers) == marked, outputs(hers)
+    clean = "classmate 42\n[[], [], []] [False, False]\n"
+    assert stdout(theirs) == clean, (theirs, outputs(theirs))
+    assert same
+
+
+# What the kernel lets any process of the sandbox's uid raise for the sandbox's init, which
+# every kernel forked from it inherits and none may lower: its OOM score adjustment (1000: the
+# machine's first process to kill) and its session's scheduler autogroup's nice value (19).
+RAISE_THE_GRADERS_SCORES = """
+import os
+said = []
+for name, value in (("oom_score_adj", "1000"), ("autogroup", "19")):
+    try:
+        with open(f"/proc/1/{name}", "w") as handle:
+            handle.write(value)
+        said.append("raised")
+    except OSError as error:  # EACCES where the grader is not root; ENOENT: no autogroups
+        said.append(error.errno)
+print(said, open("/proc/1/oom_score_adj").read().strip())
+"""
+READ_THE_SCORES = (
+    "import os\n"
+    "group = open('/proc/self/autogroup').read().split() if os.path.exists('/proc/self/autogroup')"
+    " else ['nice', '0']\n"
+    "print(open('/proc/self/oom_score_adj').read().strip(), group[-1])\n"
+)
+
+
+def test_no_submission_raises_the_oom_score_or_nice_of_the_next():
+    """Graded by root, her kernel wrote 1000 to /proc/1/oom_score_adj and 19 to
+    /proc/1/autogroup (the sandbox's init, non-dumpable: its /proc files are the namespace's
+    uid 0, which she then is): every kernel the warm sandbox forked after
+    hers was the first the OOM killer took and ran at nice 19 (played: the next kernel read
+    1000 and 19; once, under this machine's load, it died before answering). The executor sets
+    its OOM score back for each notebook, and each notebook's executor makes a session of its
+    own, so a scheduler autogroup of its own, at nice 0."""
+    with open("/proc/self/oom_score_adj") as handle:
+        graders = handle.read().strip()  # the sandbox's init starts with the grader's
+    hers, theirs, same = grade_after(RAISE_THE_GRADERS_SCORES, READ_THE_SCORES)
+    if os.geteuid() == 0:  # she is the init's owner: both raised, the test can fail
+        grouped = "'raised'" if os.path.exists("/proc/self/autogroup") else "2"
+        assert stdout(hers) == f"['raised', {grouped}] 1000\n", outputs(hers)
+    else:  # the init's /proc files are the overflow uid's: neither is hers to raise
+        assert stdout(hers) == f"[13, 13] {graders}\n", outputs(hers)
+    assert graders != "1000"  # else the classmate's 1000 would be the grader's: could not fail
+    assert stdout(theirs) == f"{graders} 0\n" and same, (theirs, outputs(theirs))
+
+
+# A grader run as root (this machine's CI, a root container, `sudo make autograde`) runs the
+# sandbox as the machine's uid 0 (its user namespace maps 0 to 0), whom the kernel lets write a
+# sysctl without any capability; bubblewrap had left the sandbox's /proc/sys writable. Her
+# answer writes back each value it reads (nothing of the machine changes if it is let through)
+# and names the sandbox's host, which the notebook graded next reads.
+SET_THE_SYSCTLS = """
+import os
+said = []
+for name in ("kernel/core_pattern", "kernel/pid_max", "vm/overcommit_memory", "kernel/hostname"):
+    path = "/proc/sys/" + name
+    value = "stash-314" if name == "kernel/hostname" else open(path).read()
+    try:
+        with open(path, "w") as handle:
+            handle.write(value)
+        said.append(f"{name} written")
+    except OSError as error:
+        said.append(error.errno in (30, 13))  # EROFS; EACCES where she is not uid 0
+print(said, open("/proc/sys/kernel/hostname").read().strip())
+"""
+
+
+def test_no_submission_writes_the_machines_sysctls():
+    """Graded by root, her notebook wrote kernel.core_pattern, kernel.pid_max and
+    vm.overcommit_memory of the whole machine (played with each value as it was: a
+    core_pattern of `|program` would have had the machine's root run her program at the next
+    crash), and the sandbox's host name, which the notebook graded next in that sandbox read
+    back. The sandbox's /proc/sys is bound read-only (sandbox.bwrap_command)."""
+    hers, theirs, same = grade_after(SET_THE_SYSCTLS, "import socket\nprint(socket.gethostname())")
+    assert stdout(hers) == "[True, True, True, True] sandbox\n", outputs(hers)
+    assert stdout(theirs) == "sandbox\n" and same, (theirs, outputs(theirs))

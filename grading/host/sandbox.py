@@ -352,6 +352,12 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
         "--clearenv",
         "--proc",
         "/proc",
+        # its sysctls read-only: bubblewrap covers /proc/sys only where it finds it writable
+        # (access W_OK), which it did not here, and a grader run as root (this machine's CI, a
+        # root container, `sudo make autograde`) runs the submission as the machine's uid 0,
+        # whom the kernel lets write any sysctl without a capability: kernel.core_pattern, a
+        # program the machine's root runs at the next crash
+        *("--ro-bind", "/proc/sys", "/proc/sys"),
         "--dev",
         "/dev",
         # /dev is a memory file system of half the machine's RAM, read-only below (finish);

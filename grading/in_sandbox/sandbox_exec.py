@@ -68,6 +68,10 @@ def own_namespaces():
             errno = ctypes.get_errno()
             raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
+    # a session of its own, so a scheduler autogroup of its own (nice 0): the sandbox's init's
+    # (/proc/1/autogroup), whose nice value a process of the sandbox may raise and none lower,
+    # had carried a submission's nice 19 to every kernel after it
+    os.setsid()
     check(libc.unshare(CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
     with socket.socket() as handle:  # struct ifreq: a name, then the flags (40 bytes)
         fcntl.ioctl(handle, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP))
@@ -92,6 +96,19 @@ def own_namespaces():
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     os._exit(code if code >= 0 else 1)
+
+
+def read_oom_score():
+    """This process's OOM score adjustment (/proc/self/oom_score_adj), None where there is none."""
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj") as handle:
+        return handle.read().strip()
+    return None
+
+
+def write_oom_score(value):
+    """Set this process's OOM score adjustment back to `value` (its own, read at the start)."""
+    with open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write(value)
 
 
 def error_output(ename, evalue):
@@ -246,8 +263,9 @@ def fork_kernel():
 def clear(folders):
     """Before and after each submission: kill every process in this sandbox but its init and
     this one (what a student left running, detached or not), and empty the writable folders
-    ({path: its mode at the start}; System V IPC objects cannot be made there:
-    sandbox.ipc_filter)."""
+    ({path: its os.stat at the start}; System V IPC objects cannot be made there:
+    sandbox.ipc_filter), each given back its first mode and times, without the extended
+    attributes a submission set on it (user.*, ACLs: they outlive emptying it)."""
     me = os.getpid()
     for _ in range(200):
         with contextlib.suppress(ChildProcessError):
@@ -267,9 +285,22 @@ def clear(folders):
     else:
         raise RuntimeError(f"processes left in the sandbox: {alive[:5]}")
     mounts = mount_points()
-    for folder, mode in folders.items():
-        os.chmod(folder, mode)
-        empty(folder, mounts)
+    for folder, start in folders.items():
+        times = (start.st_atime_ns, start.st_mtime_ns)
+        bare(folder)
+        os.chmod(folder, start.st_mode & 0o7777)
+        empty(folder, mounts, times)
+        os.utime(folder, ns=times, follow_symlinks=False)
+
+
+def bare(folder):
+    """`folder` without an extended attribute: what a submission set on the folders the
+    sandbox empties (user.* attributes, 64 KiB each, and its times), read back by the notebook
+    graded next in that sandbox (a storage channel from one submission to the next); and a
+    default ACL, which gave every file the next kernel made no rights for its owner: the
+    classmate graded next lost her notebook."""
+    for name in os.listxattr(folder, follow_symlinks=False):
+        os.removexattr(folder, name, follow_symlinks=False)
 
 
 def mount_points():
@@ -283,15 +314,19 @@ def mount_points():
         }
 
 
-def empty(folder, mounts):
+def empty(folder, mounts, times=None):
     """Remove everything in `folder` except mount points and the folders that lead to one
-    (those are emptied around their mounts instead)."""
+    (those are emptied around their mounts instead, without their extended attributes, their
+    times set to `times` where given)."""
     for entry in os.scandir(folder):
         path = os.path.join(folder, entry.name)
         if path in mounts:
             continue
         if entry.is_dir(follow_symlinks=False) and any(m.startswith(path + "/") for m in mounts):
-            empty(path, mounts)
+            bare(path)
+            empty(path, mounts, times)
+            if times is not None:
+                os.utime(path, ns=times, follow_symlinks=False)
             continue
         if entry.is_dir(follow_symlinks=False):
             # GNU chmod and rm walk a tree of any depth (Python's os.walk and shutil.rmtree
@@ -401,11 +436,15 @@ def serve(requests_fd, results_fd, isolated=True):
     # each folder's own mode, given back before it is emptied: a submission that took its own
     # rights to one (chmod 0 /tmp: the sandbox's user owns it) made emptying it fail, and the
     # classmate graded next lost her notebook with the sandbox
-    folders = {folder: os.stat(folder).st_mode & 0o7777 for folder in folders}
+    folders = {folder: os.stat(folder) for folder in folders}
     # its scheduling, which a process of the same uid may change (SCHED_IDLE, one CPU) and
     # every kernel forked from here inherits: set back for each notebook (its limits and nice
     # value, which could not be, no process here may change: sandbox.ipc_filter)
     scheduling = os.sched_getscheduler(0), os.sched_getparam(0), os.sched_getaffinity(0)
+    # and its OOM score adjustment, which a process of the same uid may raise (/proc/1/
+    # oom_score_adj: 1000, the machine's first to kill) and every kernel forked from here
+    # inherits; a process may lower its own back to where it started
+    oom_score = read_oom_score() if isolated else None
     data = receive_frame(requests)
     warm = data.decode() if data else ""
     # What every kernel and executor forked from here needs, imported or found once here: each
@@ -454,6 +493,11 @@ def serve(requests_fd, results_fd, isolated=True):
                 os.sched_setaffinity(0, scheduling[2])
             except OSError as error:  # said, never silent: the next notebook runs slower
                 print(f"scheduling not set back: {error}", file=sys.stderr)
+            if oom_score is not None and read_oom_score() != oom_score:
+                try:  # raised: only where the grader is root (else the file is not hers)
+                    write_oom_score(oom_score)
+                except OSError as error:  # said, never silent
+                    print(f"OOM score not set back: {error}", file=sys.stderr)
             # This sandbox's stdout and stderr are one file, the log whose tail the grader
             # reads, capped by the file-size limit like any file: a submission that filled it
             # (a copy of the kernel's real stdout) left every kernel after it unable to write
