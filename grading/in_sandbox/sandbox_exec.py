@@ -50,13 +50,15 @@ SIOCSIFFLAGS, IFF_UP, CAPABILITY_VERSION_3 = 0x8914, 0x1, 0x20080522
 
 def own_namespaces():
     """In the process forked for one notebook, before anything of it runs: new PID, network
-    and IPC namespaces, so that nothing a submission leaves in the sandbox's own reaches the
-    notebook graded after it (the PID counter it advanced, sockets it left in the network
-    table for 60 s in TIME_WAIT, whose ports carry what it chose); loopback up, for the
-    kernel's channels; then every capability dropped, for good. The sandbox's init holds
-    CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP for this alone, in the sandbox's own user namespace
-    (sandbox.bwrap_command). Returns in a new process, the first of the new PID namespace,
-    which no process of the notebook can signal; this one waits for it and ends as it did."""
+    and IPC namespaces, so that what a submission leaves in the sandbox's own does not reach
+    the notebook graded after it (sockets it left in the network table for 60 s in TIME_WAIT,
+    whose ports carry what it chose; the PID counter it advanced, though /proc, the
+    sandbox's, still shows it: grading/JUPYTERHUB.md); loopback up, for the kernel's
+    channels; then every capability dropped, for good. The sandbox's init holds
+    CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP for this alone, in the sandbox's own user
+    namespace (sandbox.bwrap_command). Returns in a new process, the first of the new PID
+    namespace, which no process of the notebook can signal; this one waits for it and ends
+    as it did."""
     import fcntl
     import socket
     import struct
