@@ -306,8 +306,8 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
     # the launcher before bubblewrap starts (grading/host/tmpfs.py: bwrap's own --tmpfs takes
     # no file count, and a submission's empty files took the machine's memory without bound).
     # Where this machine lets bubblewrap alone make its namespaces, bwrap's own, said.
-    writable = tmpfs.staging(("shm", "tmp", "home"))
     places = {"shm": "/dev/shm", "tmp": "/tmp", "home": home}
+    writable = tmpfs.staging(places)
     if why := tmpfs.problem(writable.values()):
         _say_once(
             "the sandbox's home, /tmp and /dev/shm are capped in bytes but not in files on this "
@@ -315,18 +315,18 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
             "1 KiB each, until its notebook ends. Let the grader's Python make a user "
             "namespace and mount a tmpfs in it, as bubblewrap does, to cap them."
         )
-        launcher, folders = (
-            [],
-            [
-                word
-                for name in places
-                for word in ("--size", str(limits.home_bytes), "--tmpfs", places[name])
-            ],
-        )
+        launcher = []
+        folders = [
+            word
+            for place in places.values()
+            for word in ("--size", str(limits.home_bytes), "--tmpfs", place)
+        ]
     else:
         launcher = tmpfs.launcher(writable.values(), limits.home_bytes, limits.files)
         folders = [
-            word for name in places for word in ("--bind", str(writable[name]), places[name])
+            word
+            for name, place in places.items()
+            for word in ("--bind", str(writable[name]), place)
         ]
     command = [
         *launcher,
