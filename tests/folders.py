@@ -29,11 +29,11 @@ def let_through(folders, names):
     Returns how to undo it: the folders that had no ACL before lose theirs entirely."""
     bare = []
     for folder in folders:
-        lines = setfacl("getfacl", "-cp", str(folder)).stdout.split()
+        lines = run("getfacl", "-cp", str(folder)).stdout.split()
         if all(line.startswith(("user::", "group::", "other::")) for line in lines):
             bare.append(folder)
     for folder in folders:
-        setfacl("setfacl", "-m", ",".join(f"u:{n}:x" for n in names), str(folder))
+        run("setfacl", "-m", ",".join(f"u:{n}:x" for n in names), str(folder))
     return bare
 
 
@@ -42,17 +42,19 @@ def close_again(folders, bare, names):
         if folder in bare:
             subprocess.run(["setfacl", "-b", str(folder)], capture_output=True)
         else:
-            entries = ",".join(f"u:{n}" for n in names if _exists(n))
+            entries = ",".join(f"u:{n}" for n in names if account(n))
             subprocess.run(["setfacl", "-x", entries, str(folder)], capture_output=True)
 
 
-def setfacl(*argv):
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{' '.join(argv)}: {done.stdout}{done.stderr}"
+def run(*argv, **kwargs):
+    """A command that must succeed (its output in the failure's message)."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
+    assert done.returncode == 0, f"{' '.join(map(str, argv))}: {done.stdout}{done.stderr}"
     return done
 
 
-def _exists(name):
+def account(name):
+    """The system account `name`, None where there is none."""
     try:
         return pwd.getpwnam(name)
     except KeyError:

@@ -87,7 +87,6 @@ import http.server
 import importlib.util
 import json
 import os
-import pwd
 import re
 import secrets
 import shutil
@@ -108,7 +107,7 @@ import nbformat
 import pytest
 import requests
 import traps
-from folders import close_again, closed_folders, let_through
+from folders import account, close_again, closed_folders, let_through, run
 from lab_cases import answer_cells, course_copy, l2, solution_answers
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
@@ -1162,19 +1161,6 @@ def hub_installed():
 
 
 # --- system accounts ---
-
-
-def run(*argv, **kwargs):
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, **kwargs)
-    assert done.returncode == 0, f"{' '.join(map(str, argv))}: {done.stdout}{done.stderr}"
-    return done
-
-
-def account(name):
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        return None
 
 
 def owner_of(path):
