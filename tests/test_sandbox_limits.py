@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,26 @@ def test_the_folders_file_cap_is_the_launchers_or_its_absence_is_said(monkeypatc
     assert command.count(str(8 << 20)) == 3
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and "not in files" in said[0] and "Operation not permitted" in said[0]
+
+
+def test_what_a_killed_grader_left_is_swept_and_a_live_graders_is_kept(monkeypatch, tmp_path):
+    """A grader killed before its clean-up leaves a home, a staging folder or the room's
+    stand-ins in the temporary folder; the next batch removes those whose grader is gone
+    (sweep_homes) and keeps those of a grader that still runs, the room's included (it was
+    named without the grader's process number, so a dead grader's could never be told apart)."""
+    monkeypatch.setattr(sandbox.tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    made = {}
+    for what in sandbox.LEFTOVERS:
+        for grader, pid in (("dead", dead.pid), ("alive", os.getpid())):
+            made[what, grader] = tmp_path / f"lm10-{what}-{pid}-x1"
+            (made[what, grader] / "inside").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_stand_ins", None)
+    stand_ins = sandbox.room_stand_ins()  # this process's, made in tmp_path: alive
+    sandbox.sweep_homes()
+    assert {key: path.exists() for key, path in made.items()} == {
+        key: key[1] == "alive" for key in made
+    }
+    assert all(path.is_dir() for path in stand_ins.values())
+    assert next(iter(stand_ins.values())).parent.name.startswith(f"lm10-room-{os.getpid()}-")

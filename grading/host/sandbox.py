@@ -31,6 +31,7 @@ import atexit
 import contextlib
 import dataclasses
 import importlib.util
+import itertools
 import logging
 import os
 import resource
@@ -221,7 +222,9 @@ def room_stand_ins():
     from lmcourse import offlimits, standins
 
     if _stand_ins is None:
-        root = Path(tempfile.mkdtemp(prefix="lm10-room-"))
+        # Named for this process, so that a later batch removes it if this one is killed before
+        # its atexit runs (sweep_homes).
+        root = Path(tempfile.mkdtemp(prefix=f"lm10-room-{os.getpid()}-"))
         atexit.register(shutil.rmtree, root, True)
         (root / "transformers").mkdir()
         (root / "transformers" / "__init__.py").write_text(
@@ -462,11 +465,16 @@ def sweep_groups():
                 group.close()
 
 
+LEFTOVERS = ("home", "mounts", "room")  # lm10-<what>-<pid>-... in the temporary folder
+
+
 def sweep_homes():
-    """Remove the homes of unisolated runs, and the empty folders where sandboxes mount their
-    own (tmpfs.staging), whose grader died before it could (killed at a timeout)."""
+    """Remove what a grader that died before it could (killed at a timeout, or the batch
+    stopped) left in the temporary folder: the homes of unisolated runs, the empty folders where
+    sandboxes mount their own (tmpfs.staging), and the room's stand-ins (room_stand_ins). Each
+    is named lm10-<what>-<pid of its grader>-...; a folder whose grader still runs is kept."""
     temporary = Path(tempfile.gettempdir())
-    for path in [*temporary.glob("lm10-home-*"), *temporary.glob("lm10-mounts-*")]:
+    for path in itertools.chain(*(temporary.glob(f"lm10-{what}-*") for what in LEFTOVERS)):
         try:
             os.kill(int(path.name.split("-")[2]), 0)
             continue  # its grader is alive
