@@ -309,6 +309,77 @@ def test_no_submission_leaves_marks_on_the_folders_it_empties():
     assert same
 
 
+# /dev/pts, bubblewrap's devpts in the sandbox: its root is the sandbox user's (the
+# namespace's uid 0 where the grader is root), and nothing between notebooks empties it or
+# gives its mode and times back.
+MARK_THE_TERMINALS = """
+import os
+try:
+    os.chmod("/dev/pts", 0o1777)
+    os.utime("/dev/pts", ns=(314 * 10**9, 4 * 10**18 + 314))
+    said = "marked"
+except OSError as error:
+    said = error.strerror
+try:
+    leader, follower = os.openpty()
+    opened = "a terminal" if os.isatty(follower) else "no terminal"
+except OSError as error:
+    opened = error.strerror
+print(said, "|", opened)
+"""
+READ_THE_TERMINALS = HONEST + (
+    "import os\n"
+    "mark = os.stat('/dev/pts')\n"
+    "print(oct(mark.st_mode & 0o7777), mark.st_mtime_ns % 1000 == 314)\n"
+)
+
+
+def test_no_submission_leaves_marks_on_its_terminals_folder():
+    """Her notebook set the mode and times of /dev/pts (a sixteenth tester's; the fifteenth's
+    fix gave back those of the folders the sandbox empties, not this one), and the notebook
+    graded next read both back: a storage channel from one submission to the next. And each
+    pseudo-terminal it opened came from the machine's one pool, which the hub's terminals
+    draw on too (3,072 for every devpts but the machine's first: held, no terminal of anyone's
+    on the hub opened). /dev/pts is now read-only in the sandbox: no mark, no terminal
+    (EACCES on /dev/ptmx; nothing graded needs one, and the grader flags the pty module)."""
+    hers, theirs, same = grade_after(MARK_THE_TERMINALS, READ_THE_TERMINALS)
+    assert stdout(hers) == "Read-only file system | Permission denied\n", outputs(hers)
+    assert stdout(theirs) == "classmate 42\n0o755 False\n", (theirs, outputs(theirs))
+    assert same
+
+
+# The machine's own device nodes, which bubblewrap's --dev binds into the sandbox: each
+# given its own mode and times again (nothing changes), to see whether she may.
+CHANGE_THE_DEVICES = """
+import os
+said = {}
+for device in ("null", "zero", "full", "random", "urandom", "tty"):
+    path = "/dev/" + device
+    mark = os.stat(path)
+    try:
+        os.chmod(path, mark.st_mode & 0o7777)
+        os.utime(path, ns=(mark.st_atime_ns, mark.st_mtime_ns))
+        said[device] = "changed"
+    except OSError as error:
+        said[device] = error.strerror
+with open("/dev/null", "w") as null, open("/dev/urandom", "rb") as noise:
+    print(sorted(set(said.values())), null.write("x"), len(noise.read(8)))
+"""
+
+
+def test_no_submission_changes_the_machines_device_nodes():
+    """Graded by root, her notebook is the owner (uid 0) of the machine's own /dev/null,
+    /dev/zero, /dev/urandom, /dev/tty, ..., which bubblewrap's --dev binds into the sandbox
+    writable: she could chmod them (0 on /dev/null: no other user of the machine opens it
+    again, the hub's students included) or set their times, which any user of the machine
+    reads (a storage channel to her own server). Played with their own modes and times again.
+    The launcher (grading/host/tmpfs.py) binds them read-only onto themselves first, so
+    bubblewrap's binds are read-only: EROFS, and the devices work as before."""
+    hers, theirs, same = grade_after(CHANGE_THE_DEVICES)
+    assert stdout(hers) == "['Read-only file system'] 1 8\n", outputs(hers)
+    assert stdout(theirs) == "classmate 42\n" and same, (theirs, outputs(theirs))
+
+
 # What the kernel lets any process of the sandbox's uid raise for the sandbox's init, which
 # every kernel forked from it inherits and none may lower: its OOM score adjustment (1000: the
 # machine's first process to kill) and its session's scheduler autogroup's nice value (19).

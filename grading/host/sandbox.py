@@ -368,8 +368,11 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
         *folders,
     ]
     # the sandbox's own root and /dev: nothing to fill there (each remount is of that mount
-    # alone: /dev/shm, /tmp and the home stay writable)
-    finish = ["--remount-ro", "/dev", "--remount-ro", "/"]
+    # alone: /dev/shm, /tmp and the home stay writable); and /dev/pts, whose root is the
+    # sandbox user's: its mode and times carried a submission's marks to the notebook graded
+    # next, and its terminals came from the machine's one pool, the hub's terminals' too
+    # (read-only, /dev/ptmx opens no more: nothing graded needs a terminal)
+    finish = ["--remount-ro", "/dev", "--remount-ro", "/dev/pts", "--remount-ro", "/"]
     for system in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"):
         path = Path(system)
         if path.is_symlink():

@@ -9,8 +9,10 @@ hub tester measured 0.94 KiB a file, and 3,085,458 files allowed on this machine
 Here a small launcher runs first, in place of bubblewrap: it makes a user and a mount namespace
 of its own (its uid and gid mapped to themselves: nobody is root there), mounts on each folder
 of `staging` a tmpfs with both caps, and execs bubblewrap, which binds those where it would
-have made its own. The mounts exist in that namespace only and go with its last process; the
-host's folders stay empty. Being part of the command, the caps cannot be left out by a caller.
+have made its own. It binds the machine's device nodes that bubblewrap's --dev binds in
+(DEVICES) read-only onto themselves too, so that no submission, graded by root, changes them.
+The mounts exist in that namespace only and go with its last process; the host's folders
+stay empty. Being part of the command, the caps cannot be left out by a caller.
 
     staging(names)                  {name: empty folder}, made once per process
     launcher(points, size, files)   the command's first words, bubblewrap's command after them
@@ -31,6 +33,15 @@ from pathlib import Path
 
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_REMOUNT, MS_BIND = 0x1, 0x20, 0x1000
+# The machine's device nodes that bubblewrap's --dev binds into the sandbox, writable: where
+# the grader is root, a submission is their owner (uid 0) and could chmod the machine's own
+# /dev/null (0: no other user of the machine opens it again) or set its times, which any user
+# reads (a sixteenth hub tester's). Bound read-only onto themselves here, so bubblewrap's binds
+# of them are read-only too (EROFS); their devices work as before.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+# the flags a remount must keep (the kernel locks them in a user namespace): as statvfs has them
+KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid, nodev, noexec, noatime, ..., relatime
 
 _staging: Path | None = None
 _problem: str | None = None
@@ -98,6 +109,10 @@ def mount(folders, size: int, files: int) -> None:
         _check(
             libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount"
         )
+    for device in (path for path in DEVICES if os.path.exists(path)):
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | (os.statvfs(device).f_flag & KEPT)
+        _check(libc.mount(device.encode(), device.encode(), None, MS_BIND, None), "bind")
+        _check(libc.mount(None, device.encode(), None, flags, None), "read-only " + device)
 
 
 def main(argv):
