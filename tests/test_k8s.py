@@ -147,6 +147,8 @@ def instructor_pod(name, config=None):
         environment=dict(HUB["singleuser"]["extraEnv"]),
         extra_pod_config={},
         container_security_context={},
+        node_selector={},
+        node_affinity_required=[],
         notebook_dir=None,
     )
     config.KubeSpawner.pre_spawn_hook(spawner)
@@ -196,6 +198,20 @@ def test_a_student_gets_none_of_it():
     }
     assert pod.extra_pod_config == {}
     assert "LM10/grading" not in pod.environment["JUPYTER_CONFIG_PATH"]
+
+
+def test_no_student_runs_on_a_grading_node():
+    """A sixteenth tester's: on one node, a student's process learns which pages of the image's
+    files the instructor's grading sandbox read (the page cache is the node's), so a submission
+    wrote the hidden tests' inputs where its author's server read them back. Students' pods
+    require nodes without the label that puts the instructor's on the grading nodes."""
+    ((label, value),) = instructor_pod("instructor").node_selector.items()
+    assert value == "true"
+    student = instructor_pod("lm10-student")
+    assert student.node_selector == {}
+    assert student.node_affinity_required == [
+        {"matchExpressions": [{"key": label, "operator": "DoesNotExist"}]}
+    ]
 
 
 @pytest.mark.parametrize("path", sorted(K8S.glob("*.yaml")))
