@@ -793,6 +793,7 @@ main()
 # full /tmp she then makes empty files, which no size counts (a few: each is kernel memory).
 TMPFS_MIB = 128
 MAX_TASKS = 1000  # the most processes and threads a student may have (LM10_STUDENT_MAX_TASKS)
+SERVER_PTYS = 8  # the most pseudo-terminals a server may hold at once (LM10_SERVER_PTYS)
 FILL_TMPFS = r"""
 import errno, json, os
 found = {}
@@ -838,6 +839,33 @@ while len(held) < 3000:
 print(json.dumps({"threads": len(held), "refused": refused}))
 """
 RELEASE_TASKS = "released.set()\nprint(0)\n"
+# Pseudo-terminals (a sixteenth tester's): as many as she can open, up to 4,000, held until
+# released. bwrap's devpts in each server drew on the machine's one pool (kernel.pty.max less
+# kernel.pty.reserve: 3,072 by default), and hers took it: no one else's terminal opened.
+PTY_HOARD = r"""
+import errno, json, os, resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+hoard, why = [], None
+while len(hoard) < 4000:
+    try:
+        hoard.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+    except OSError as error:
+        why = errno.errorcode.get(error.errno, str(error))
+        break
+print(json.dumps([len(hoard), why]))
+"""
+OPEN_A_PTY = r"""
+import json, os
+try:
+    leader, follower = os.openpty()
+    opened = os.ttyname(follower)
+    os.close(leader), os.close(follower)
+except OSError as error:
+    opened = str(error)
+print(json.dumps(opened))
+"""
+RELEASE_PTYS = "[os.close(fd) for fd in hoard]\nhoard.clear()\nprint(0)\n"
 START_SOME = r"""
 import json, subprocess, threading
 try:
@@ -1826,6 +1854,7 @@ def hub(machine, loopback_names, tmp_path_factory):
         LM10_HUB_URL=f"http://{DOMAIN}:{port}",
         LM10_SANDBOX_TMPFS_MIB=str(TMPFS_MIB),
         LM10_STUDENT_MAX_TASKS=str(MAX_TASKS),
+        LM10_SERVER_PTYS=str(SERVER_PTYS),
     )
     lessons = serve_lessons(machine.base / "lessons")
     env["LM10_LESSONS_REPOS"] = lessons.url
@@ -2812,6 +2841,9 @@ def played(hub, machine):
     out["thread bomb"] = attack(TASK_BOMB)
     out["alice starts threads during the bomb"] = attack(START_SOME, "lm10-alice")
     attack(RELEASE_TASKS)
+    out["pseudo-terminals she holds"] = attack(PTY_HOARD)
+    out["alice's pseudo-terminal meanwhile"] = attack(OPEN_A_PTY, "lm10-alice")
+    attack(RELEASE_PTYS)
     ask = f"/submissions/{COURSE_ID}/{LAB}/lm10-alice"
     exchange_pid = min(pids_of(account(NGSHARE_USER).pw_uid))
     out["exchange's descriptors before the flood"] = descriptors(exchange_pid)
@@ -3952,6 +3984,16 @@ def test_no_one_takes_every_process_of_the_machine(played):
     bomb = played["thread bomb"]
     assert bomb["refused"] and bomb["threads"] < MAX_TASKS, bomb
     assert played["alice starts threads during the bomb"] is True
+
+
+def test_no_one_takes_every_terminal_of_the_machine(played):
+    """A sixteenth tester's: every server's devpts (bwrap's --dev) drew on the machine's one
+    pool of pseudo-terminals, and her kernel held 3,071 of them (ENOSPC), after which no one
+    else's terminal could open (alice's, the instructor's) until her server ended. Each server
+    now has a devpts of its own with at most LM10_SERVER_PTYS (grading/hub/ptys.py)."""
+    held, why = played["pseudo-terminals she holds"]
+    assert why == "ENOSPC" and held <= SERVER_PTYS, (held, why)
+    assert played["alice's pseudo-terminal meanwhile"].startswith("/dev/pts/"), played
 
 
 def test_no_one_floods_the_exchange_with_connections(played):

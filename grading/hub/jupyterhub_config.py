@@ -52,6 +52,8 @@ Site settings, from the hub's environment:
                                                       certificate)
     LM10_SANDBOX_TMPFS_MIB    1024                    each server's /tmp, /var/tmp, /dev/shm
     LM10_STUDENT_MAX_TASKS    1024                    a student's processes and threads
+    LM10_SERVER_PTYS          16                      a server's pseudo-terminals at once
+                                                      (its terminals)
     LM10_LESSONS_REPOS        (none)                  the repositories that "Open on the hub"
                                                       links (nbgitpuller) may pull into a
                                                       student's home, space-separated (the
@@ -77,7 +79,7 @@ from pathlib import Path
 from jupyterhub.auth import PAMAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
 
-from grading.hub import no_keyrings, plain_logs, server_output
+from grading.hub import no_keyrings, plain_logs, ptys, server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -106,6 +108,10 @@ TMPFS_MIB = int(os.environ.get("LM10_SANDBOX_TMPFS_MIB", "1024"))
 # (bwrap 0.8 sets a tmpfs's size, not its nr_inodes)
 TMPFS_FILES = os.sysconf("SC_PHYS_PAGES") // 2
 STUDENT_MAX_TASKS = int(os.environ.get("LM10_STUDENT_MAX_TASKS", "1024"))
+# the pseudo-terminals (JupyterLab's terminals) one server may hold at once, from a devpts of
+# its own (grading/hub/ptys.py): bwrap's own draws on the machine's one pool, which one
+# student could take for everyone
+SERVER_PTYS = int(os.environ.get("LM10_SERVER_PTYS", "16"))
 LESSONS_REPOS = " ".join(os.environ.get("LM10_LESSONS_REPOS", "").split())
 PATH = f"{BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"  # nbgrader runs `alembic` from BIN
 EXCHANGE_TOKEN_NOTE = "the course's exchange, for this server"  # marks the tokens it revokes
@@ -505,6 +511,9 @@ def sandbox_command(home, command, nested_users=False):
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
       writes; the exchange's socket folder bound read-only (it connects, never writes there);
     - a new session (no terminal of the hub to push input into);
+    - pseudo-terminals (her terminals) from a pool of its own, at most LM10_SERVER_PTYS
+      (grading/hub/ptys.py, a launcher before bwrap): bwrap's own devpts draws on the
+      machine's one pool, which one student's kernel took for everyone;
     - no kernel keyrings (grading/hub/no_keyrings.py): keys belong to a uid of the machine,
       not to a namespace, so a process in any sandbox reached its uid's keys (the instructor's,
       from her grading sandbox: a submission she autograded read them), and a student's keys
@@ -527,9 +536,14 @@ def sandbox_command(home, command, nested_users=False):
         for argument in ("--ro-bind", str(path), str(path))
     ]
     return [
+        # a devpts of its own with at most SERVER_PTYS pseudo-terminals, bound over bwrap's,
+        # which draws on the machine's one pool (3,072): one student's kernel took it all, and
+        # no one else's terminal opened (grading/hub/ptys.py)
+        *ptys.launcher(SERVER_PTYS),
         BWRAP,
         *("--ro-bind", "/", "/"),
         *("--dev", "/dev"),
+        *ptys.BIND,
         *("--proc", "/proc"),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/tmp"),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/var/tmp"),
