@@ -368,14 +368,18 @@ class FastDecoder:
                 f"step takes one token per sequence, [batch, 1]; got shape "
                 f"{tuple(token.shape)} (run longer inputs through prefill)"
             )
-        if self.compiled:  # torch.compile cannot trace tensors made in inference mode
-            if cache.layers[0].keys.is_inference():
-                raise ValueError(
-                    "a compiled FastDecoder needs a cache made outside torch.inference_mode"
-                )
-            if token.is_inference():
-                token = token.clone()  # outside inference mode: an ordinary tensor
+        if self.compiled and cache.layers[0].keys.is_inference():
+            # torch.compile cannot trace tensors made in inference mode
+            raise ValueError(
+                "a compiled FastDecoder needs a cache made outside torch.inference_mode"
+            )
         with self._no_grad():
+            if self.compiled:
+                # The compiled step's guards check the token's dispatch keys and strides: a
+                # token made in inference mode, or a column of a longer tensor (as generate's
+                # are), would each compile the step again. A contiguous copy made here, outside
+                # inference mode, is the same kind of tensor at every step, whoever made it.
+                token = token.clone(memory_format=torch.contiguous_format)
             return self._decode(token, cache)
 
     def _step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:

@@ -59,6 +59,11 @@ def test_fast_decoding_follows_the_ablated_model(ablate):
     assert_same_decoding(model, fast)
 
 
+def graphs():
+    """How many graphs torch.compile has compiled in this process."""
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
 @pytest.mark.slow  # torch.compile compiles the step first
 def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     """torch.compile of the step (opt-in, slow to compile): the same tokens and
@@ -66,15 +71,21 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
     new compilation as the cached length grows, and for a second decoder of another shape."""
     model = from_transformers(random_hf_model(PARITY["llama-smollm2"])).eval()
     fast = FastDecoder(model, compiled=True)
+    before = graphs()
+    # Two graphs for one sequence, whatever the token (generate's own, a column of its output,
+    # or a slice of that output made in inference mode: assert_same_decoding's steps): one for
+    # every step but one, which fills the cache's last slot (the filled slots are then the
+    # whole cache, which the compiled graph's guards tell apart)
     assert_same_decoding(model, fast, batch=1)
-    frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert graphs() == before + 2
     assert_same_decoding(model, fast, batch=1)
-    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == frames
+    assert graphs() == before + 2
     # each graph's guards dropped are those on the decoder's own tensors, one per tensor: four
     # fused matrices and a score scale per layer, and the output matrix
     own = len(fast._own_tensors())
     assert own == 5 * model.spec.layers + 1 and set(fast._unguarded) == {own}, fast._unguarded
     assert_same_decoding(model, fast, batch=2)
+    assert graphs() == before + 4  # and two for two sequences
     # A second decoder, of a model that differs only in its feed-forward width, compiles its
     # own code, so that the graphs compiled for the first one, which do not check the first
     # one's matrices, are never looked up for it; and it decodes its own model's tokens.
@@ -87,6 +98,7 @@ def test_compiled_fast_decoding_gives_the_reference_tokens_and_logits():
         code is not FastDecoder._step.__code__ for code in (fast._step_code, second._step_code)
     )
     assert_same_decoding(narrower, second, batch=1)
+    assert graphs() == before + 6
     assert set(second._unguarded) == {own}, second._unguarded
 
 
