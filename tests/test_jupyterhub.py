@@ -865,6 +865,21 @@ except OSError as error:
     opened = str(error)
 print(json.dumps(opened))
 """
+# Native asynchronous I/O (a sixteenth tester's): io_setup takes each context's events from one
+# pool of the machine's (fs.aio-max-nr); as many contexts of 4,096 events as she can, up to 64.
+AIO_SETUP = r"""
+import ctypes, errno, json, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+number = {"x86_64": 206, "aarch64": 0}[platform.machine()]
+contexts, why = [], None
+while len(contexts) < 64:
+    context = ctypes.c_ulong(0)
+    if libc.syscall(number, 4096, ctypes.byref(context)) != 0:
+        why = errno.errorcode.get(ctypes.get_errno(), "?")
+        break
+    contexts.append(context)
+print(json.dumps([len(contexts), why]))
+"""
 RELEASE_PTYS = "[os.close(fd) for fd in hoard]\nhoard.clear()\nprint(0)\n"
 START_SOME = r"""
 import json, subprocess, threading
@@ -2844,6 +2859,7 @@ def played(hub, machine):
     out["pseudo-terminals she holds"] = attack(PTY_HOARD)
     out["alice's pseudo-terminal meanwhile"] = attack(OPEN_A_PTY, "lm10-alice")
     attack(RELEASE_PTYS)
+    out["native aio contexts she sets up"] = attack(AIO_SETUP)
     ask = f"/submissions/{COURSE_ID}/{LAB}/lm10-alice"
     exchange_pid = min(pids_of(account(NGSHARE_USER).pw_uid))
     out["exchange's descriptors before the flood"] = descriptors(exchange_pid)
@@ -3994,6 +4010,14 @@ def test_no_one_takes_every_terminal_of_the_machine(played):
     held, why = played["pseudo-terminals she holds"]
     assert why == "ENOSPC" and held <= SERVER_PTYS, (held, why)
     assert played["alice's pseudo-terminal meanwhile"].startswith("/dev/pts/"), played
+
+
+def test_no_one_takes_the_machines_native_aio(played):
+    """A sixteenth tester's: io_setup takes each context's events from one pool of the
+    machine's (fs.aio-max-nr, 65,536 here); her kernel took it with 16 contexts of 4,096, and
+    no other process of the machine could set one up (EAGAIN) until her server ended. Every
+    server's filter now refuses io_setup (grading/hub/no_keyrings.py): ENOSYS, none made."""
+    assert played["native aio contexts she sets up"] == [0, "ENOSYS"], played
 
 
 def test_no_one_floods_the_exchange_with_connections(played):

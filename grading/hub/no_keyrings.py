@@ -17,6 +17,12 @@ what only the processes that put them there could read. So:
   keyrings of the machine's first namespace live until a reboot, so the next student given
   the same uid reads them.
 
+The same filter refuses io_setup, native asynchronous I/O: each context takes its events from
+one pool of the machine's (fs.aio-max-nr, 65,536 by default), and a student's kernel took it
+all with 16 calls (a sixteenth tester's, played), after which no other process of the machine,
+whoever's, could set one up (EAGAIN) until her server ended. Nothing of the course uses it
+(glibc's POSIX aio is threads; io_uring is counted per user, not from this pool).
+
 Nothing a server, a kernel, the course or the grading sandbox runs needs a keyring. bubblewrap
 installs the filter (`--seccomp FD`) for the server and everything it starts, the instructor's
 grading sandboxes too (a filter is inherited and cannot be taken off): the three calls fail with
@@ -31,10 +37,20 @@ import platform
 
 from grading.host import seccomp
 
+# io_setup's numbers (arch/*/entry/syscalls, include/uapi/asm-generic/unistd.h)
+AIO_SETUP = {
+    seccomp.X86_64: (206,),
+    seccomp.I386: (245,),
+    seccomp.AARCH64: (0,),
+    seccomp.ARM: (243,),
+}
+
 
 def program():
     """The classic BPF program (struct sock_filter[]) that bubblewrap's --seccomp installs."""
-    return seccomp.refusing(seccomp.KEYRINGS)
+    return seccomp.refusing(
+        {arch: numbers + AIO_SETUP[arch] for arch, numbers in seccomp.KEYRINGS.items()}
+    )
 
 
 def check_machine():
