@@ -40,8 +40,11 @@ MS_RDONLY, MS_REMOUNT, MS_BIND = 0x1, 0x20, 0x1000
 # reads (a sixteenth hub tester's). Bound read-only onto themselves here, so bubblewrap's binds
 # of them are read-only too (EROFS); their devices work as before.
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
-# the flags a remount must keep (the kernel locks them in a user namespace): as statvfs has them
-KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid, nodev, noexec, noatime, ..., relatime
+# The flags a remount must keep (the kernel locks them in a user namespace), read from statvfs:
+# nosuid, nodev, noexec, noatime and nodiratime have the same bits there as in mount(2).
+# (relatime has not: statvfs's 0x1000 is mount's MS_BIND, which the remount sets anyway, and a
+# remount without MS_NOATIME is relatime by default.)
+KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800
 
 _staging: Path | None = None
 _problem: str | None = None
