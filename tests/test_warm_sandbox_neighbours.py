@@ -453,3 +453,53 @@ def test_no_submission_writes_the_machines_sysctls():
     hers, theirs, same = grade_after(SET_THE_SYSCTLS, "import socket\nprint(socket.gethostname())")
     assert stdout(hers) == "[True, True, True, True] sandbox\n", outputs(hers)
     assert stdout(theirs) == "sandbox\n" and same, (theirs, outputs(theirs))
+
+
+# Her kernel reads its own memory, every mapping of it, for the classmates' answers: each
+# kernel is forked from the sandbox's init (warm imports), and a copy of its memory is hers.
+# The needle is made at run time: her notebook's own text does not hold it.
+READ_MY_MEMORY = r"""
+import re
+needle = re.compile(b"alices-" + b"answer-([0-9]{4})")
+found = set()
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        span, rights = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split("-"))
+        if "r" not in rights or end - start > 1 << 30:
+            continue
+        try:
+            mem.seek(start)
+            found.update(m.group(1) for m in needle.finditer(mem.read(end - start)))
+        except OSError:
+            continue
+print("classmates' answers in my memory:", len(found))
+"""
+
+
+def test_no_submission_reads_a_classmates_notebook_in_its_own_memory():
+    """The sandbox's init read each notebook (the request's frame, its bytes, the notebook's
+    text in it) before forking the executor that forks the kernel: every kernel is a copy of
+    the init's memory, where the notebooks read before stayed in freed memory. Graded after
+    three classmates in a warm sandbox, her notebook read parts of their answers in its own
+    memory (/proc/self/mem: 6 to 38 of 60 answers in each of nineteen runs, the seventeenth hub
+    tester's), to print them into her own feedback. The init now reads a request's length
+    only; the executor forked for it reads the notebook after forking the kernel."""
+    cells = [f"answer_{i} = 'alices-answer-{i:04d}' * 3\n" + "# working\n" * 40 for i in range(60)]
+    box = sandbox.Sandbox("", sandbox.Limits())
+    try:
+        for count in (20, 40, 60):  # three classmates, each notebook larger than the last
+            run = box.execute(
+                nbformat.writes(
+                    new_notebook(cells=[new_code_cell(cell) for cell in cells[:count]])
+                ),
+                20,
+                30,
+            )
+            assert run.notebook and not run.timed_out, (run.failure, run.log[-300:])
+        process = box.process
+        hers = box.execute(notebook(READ_MY_MEMORY), 60, 90)
+        same = box.process is process  # the same warm sandbox graded her
+    finally:
+        box.close()
+    assert stdout(hers) == "classmates' answers in my memory: 0\n" and same, outputs(hers)

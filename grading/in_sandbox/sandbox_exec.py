@@ -486,8 +486,11 @@ def serve(requests_fd, results_fd, isolated=True):
         if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
             sys.exit(1)
     write_all(results, b"READY\n")
-    while (data := receive_frame(requests)) is not None:
-        request = json.loads(data)
+    # Only each request's length is read here: its notebook is read by the executor forked
+    # for it, after that has forked the kernel. Every kernel is a copy of this process's
+    # memory, where the notebooks read before stayed in freed memory: a submission graded
+    # after a classmate's read parts of the classmate's answers in its own (/proc/self/mem).
+    while (header := read_exact(requests, 8)) is not None:
         if isolated:
             clear(folders)
             try:
@@ -523,6 +526,7 @@ def serve(requests_fd, results_fd, isolated=True):
                 channel = Channel(requests, results)
                 km = fork_kernel()
                 try:
+                    request = json.loads(read_exact(requests, int.from_bytes(header, "big")))
                     text = run_notebook(
                         request["notebook"],
                         request["cell_timeout"],
