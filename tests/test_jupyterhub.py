@@ -880,6 +880,15 @@ while len(contexts) < 64:
     contexts.append(context)
 print(json.dumps([len(contexts), why]))
 """
+# io_uring (the eighteenth's small task): refused in every server, no pool but the kernel's
+# largest unprivileged surface; nothing of the course uses it. A ring of 4 entries set up.
+IO_URING_SETUP = r"""
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+ring = libc.syscall(425, 4, params)
+print(json.dumps("ring" if ring >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")))
+"""
 RELEASE_PTYS = "[os.close(fd) for fd in hoard]\nhoard.clear()\nprint(0)\n"
 START_SOME = r"""
 import json, subprocess, threading
@@ -2860,6 +2869,7 @@ def played(hub, machine):
     out["alice's pseudo-terminal meanwhile"] = attack(OPEN_A_PTY, "lm10-alice")
     attack(RELEASE_PTYS)
     out["native aio contexts she sets up"] = attack(AIO_SETUP)
+    out["an io_uring she sets up"] = attack(IO_URING_SETUP)
     ask = f"/submissions/{COURSE_ID}/{LAB}/lm10-alice"
     exchange_pid = min(pids_of(account(NGSHARE_USER).pw_uid))
     out["exchange's descriptors before the flood"] = descriptors(exchange_pid)
@@ -4018,6 +4028,14 @@ def test_no_one_takes_the_machines_native_aio(played):
     no other process of the machine could set one up (EAGAIN) until her server ended. Every
     server's filter now refuses io_setup (grading/hub/no_keyrings.py): ENOSYS, none made."""
     assert played["native aio contexts she sets up"] == [0, "ENOSYS"], played
+
+
+def test_no_one_sets_up_an_io_uring(played):
+    """The eighteenth tester's small task: io_uring draws on no pool of the machine's, but is
+    the kernel's largest surface open to unprivileged calls, and nothing the course runs in a
+    server uses it (JupyterLab, a kernel, git, pip: traced). Every server's filter refuses
+    io_uring_setup, io_uring_enter and io_uring_register (grading/hub/no_keyrings.py): ENOSYS."""
+    assert played["an io_uring she sets up"] == "ENOSYS", played["an io_uring she sets up"]
 
 
 def test_no_one_floods_the_exchange_with_connections(played):

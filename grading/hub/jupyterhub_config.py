@@ -518,7 +518,8 @@ def sandbox_command(home, command, nested_users=False):
       not to a namespace, so a process in any sandbox reached its uid's keys (the instructor's,
       from her grading sandbox: a submission she autograded read them), and a student's keys
       outlived her server and her account; nor io_setup, whose one pool of the machine's
-      (fs.aio-max-nr) one student's kernel took for everyone (the same filter);
+      (fs.aio-max-nr) one student's kernel took for everyone (the same filter), nor io_uring
+      (the kernel's largest unprivileged surface; nothing the course runs uses it);
     - unless `nested_users` (the instructor's server, whose grading sandbox is bubblewrap
       too), no user namespace of its own inside: what a student runs cannot make one, so the
       parts of the kernel that only a namespace's "root" reaches (netfilter, mounts of many

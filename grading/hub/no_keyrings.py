@@ -23,13 +23,19 @@ all with 16 calls (a sixteenth tester's, played), after which no other process o
 whoever's, could set one up (EAGAIN) until her server ended. Nothing of the course uses it
 (glibc's POSIX aio is threads; io_uring is counted per user, not from this pool).
 
+It refuses io_uring too (io_uring_setup, io_uring_enter, io_uring_register): no pool of the
+machine's, but the kernel's largest surface reached by unprivileged calls, and nothing the
+course runs in a server uses it (JupyterLab, a kernel, git and pip traced with strace: no
+io_uring call; the hub's proxy, node's libuv, runs outside the servers and falls back without
+it anyway).
+
 Nothing a server, a kernel, the course or the grading sandbox runs needs a keyring. bubblewrap
 installs the filter (`--seccomp FD`) for the server and everything it starts, the instructor's
-grading sandboxes too (a filter is inherited and cannot be taken off): the three calls fail with
-ENOSYS, as if the kernel had no keyrings. Calls of an architecture the filter does not know
-(x32's) all fail; 32-bit programs on a 64-bit machine (i386, arm) keep every other call. The
-program is grading/host/seccomp.py's, whose table of keyring calls the grading sandbox refuses
-too (grading/host/sandbox.py).
+grading sandboxes too (a filter is inherited and cannot be taken off): the refused calls fail
+with ENOSYS, as if the kernel had no keyrings (nor native aio, nor io_uring). Calls of an
+architecture the filter does not know (x32's) all fail; 32-bit programs on a 64-bit machine
+(i386, arm) keep every other call. The program is grading/host/seccomp.py's, whose table of
+keyring calls the grading sandbox refuses too (grading/host/sandbox.py).
 """
 
 import os
@@ -45,11 +51,14 @@ AIO_SETUP = {
     seccomp.ARM: (243,),
 }
 
+# io_uring_setup, io_uring_enter, io_uring_register: one numbering on every architecture (5.1)
+IO_URING = (425, 426, 427)
+
 
 def program():
     """The classic BPF program (struct sock_filter[]) that bubblewrap's --seccomp installs."""
     return seccomp.refusing(
-        {arch: numbers + AIO_SETUP[arch] for arch, numbers in seccomp.KEYRINGS.items()}
+        {arch: numbers + AIO_SETUP[arch] + IO_URING for arch, numbers in seccomp.KEYRINGS.items()}
     )
 
 
