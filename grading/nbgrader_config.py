@@ -111,6 +111,7 @@ c.Execute.timeout = 120
 # c.SandboxLimits.cpu_seconds = 3600  # CPU seconds of each process
 # c.SandboxLimits.home_bytes = 256 << 20  # the private home, /tmp and /dev/shm, each
 # c.SandboxLimits.files = 10_000  # files and folders in each of them
+# c.SandboxLimits.open_files = 4096  # descriptors each process holds open
 # c.SandboxLimits.output_chars = 20_000  # characters kept of each output of a cell
 
 # nbgrader's Validate runs a lab's tests in the student's own kernel: there the course's IPython

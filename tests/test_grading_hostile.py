@@ -272,6 +272,38 @@ while True:
 LOOP = "import time\nwhile True:\n    time.sleep(0.05)\n"
 SPIN = "while True:\n    pass\n"
 EXIT_KERNEL = "import os\nos._exit(0)\n"
+
+# The kernel counts descriptors in flight over Unix sockets per uid of the machine, across user
+# namespaces, against the sender's file limit (the eighteenth hub tester): every sandbox of a
+# batch is the grader's uid. a1hold, graded first, sends one descriptor until the kernel refuses
+# and holds them all; a2pass, graded beside her by the batch's other worker, passes one before
+# its answer is defined, as a DataLoader's workers would. The sandbox's file limit (open_files)
+# bounds what she can hold, and so what this costs the machine.
+HOLD_IN_FLIGHT = """
+import os, socket, time
+held, full, token = [], False, os.eventfd(0)
+while not full:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    held.append((a, b))
+    try:
+        while True:
+            socket.send_fds(a, [b"x"], [token])
+    except BlockingIOError:
+        pass  # this socket's buffer is full: the next
+    except OSError:
+        full = True
+print("in flight", sum(1 for _ in held), "sockets")
+time.sleep(30)
+"""
+PASS_ONE = """
+import os, socket, time
+token, (a, b) = os.eventfd(0), socket.socketpair()
+for _ in range(100):  # 25 s
+    socket.send_fds(a, [b"x"], [token])
+    os.close(socket.recv_fds(b, 1, 1)[1][0])
+    time.sleep(0.25)
+"""
 # A wrong answer whose error message would redraw its report line as a full score on a terminal
 # (erase the line, return, fake text, and an OSC 52 write to the clipboard).
 ESCAPES = (
@@ -550,6 +582,11 @@ def submissions(released, course):
     subs["manyclasses"] = fill(released, dict(answers(), l2_attention=MANY_CLASSES))
     subs["noroom"] = fill(released, dict(answers(), l2_attention=OUTSIDE_THE_ROOM))
     subs["shadow"] = fill(released, answers(l2_serving=SHADOW))
+    # the first two graded, each by a worker of its own, at one time (students go in name order)
+    subs["a1hold"] = fill(released, answers(l2_attention=HOLD_IN_FLIGHT))
+    subs["a2pass"] = fill(
+        released, dict(answers(), l2_attention=PASS_ONE + answers()["l2_attention"])
+    )
     deleted = copy.deepcopy(released)
     deleted.cells = []
     subs["nocells"] = deleted
@@ -736,6 +773,15 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "manyclasses": ("graded", 8, "more than 256 kinds"),
     "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
     "shadow": ("flagged", 10, "imports lm10_shadow, no installed module"),
+    # a2pass lost its first run's attention part to a1hold's descriptors in flight (ETOOMANYREFS,
+    # a machine's limit per uid); graded again alone, it earns every point
+    "a1hold": ("flagged", 10, "imports os"),
+    "a2pass": (
+        "flagged",
+        10,
+        "graded again alone: its first run, beside other submissions, failed on "
+        "'[Errno 109] Too many references",
+    ),
 }
 
 

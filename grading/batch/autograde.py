@@ -27,6 +27,12 @@ autograded cell has a score, `flagged` when it is graded but its code reaches pa
 (IPython hooks, files, processes, redefined references: see submission_checks.py; a person
 should read it), `timeout` when it ran past --timeout, `error` otherwise.
 
+Every sandbox runs as the grader's uid, and the kernel counts some things per uid whatever the
+namespace (epoll watches, descriptors in flight): a submission that takes all of one fails the
+classmates graded beside it. Each submission that ran beside others and failed with an error
+naming such a limit (report.MACHINE_LIMIT) is graded again, alone, after the rest; its row says
+so.
+
 The gradebook is one SQLite file and every process writes to it. Writers take turns:
 nbgrader_config.py gives SQLite a busy timeout, a process that still fails on a locked
 database is retried, and at the end the batch reads the gradebook back.
@@ -55,7 +61,7 @@ from grading.batch.intake import (
     notebook_problem,
     submitted_students,
 )
-from grading.batch.report import explain, progress, write_batch, write_report
+from grading.batch.report import explain, machine_limit, progress, write_batch, write_report
 from grading.batch.results import Notes, Result
 from grading.batch.workers import Worker, environment, run_nbgrader
 from grading.host import sandbox
@@ -113,6 +119,8 @@ def autograde(
     for _ in range(min(jobs, len(students))):
         workers.put(Worker(lab, grading, timeout, cell_timeout, threads))
 
+    running, beside = set(), set()  # graded now; graded while another was too
+
     def grade(student):
         try:
             note, problem = find_notebook(submitted / student / lab, lab)
@@ -124,9 +132,15 @@ def autograde(
             result, found = Result(student, "error", attempts=0, message=problem), Notes()
         else:
             worker = workers.get()
+            with lock:
+                running.add(student)
+                if len(running) > 1:
+                    beside.update(running)
             try:
                 result, found = run_nbgrader(worker, lab, student, timeout, retries)
             finally:
+                with lock:
+                    running.discard(student)
                 workers.put(worker)
         keep_only_notebook(autograded / student / lab, lab)
         with lock:
@@ -135,12 +149,42 @@ def autograde(
                 progress(done[0], len(students), result)
         return result, found, note
 
+    def alone():
+        """Grade again, one after another, each submission that ran beside others and failed on
+        a limit the machine counts for the grader's uid as a whole (report.MACHINE_LIMIT): one
+        of them may have taken it. Its first run's grade is replaced, and its row says so."""
+        worker = workers.get()
+        try:
+            for student in students:
+                notebook = autograded / student / lab / f"{lab}.ipynb"
+                why = student in beside and machine_limit(
+                    results[student], notes[student], notebook
+                )
+                if not why:
+                    continue
+                results[student], notes[student] = run_nbgrader(
+                    worker, lab, student, timeout, retries
+                )
+                keep_only_notebook(autograded / student / lab, lab)
+                again = (
+                    f"graded again alone: its first run, beside other submissions, failed on "
+                    f"{why!r}, a limit the machine counts for all of the grader's sandboxes "
+                    "together"
+                )
+                extra[student] = "; ".join(filter(None, [extra[student], again]))
+                if show_progress:
+                    progress(done[0], len(students), results[student])
+        finally:
+            workers.put(worker)
+
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             for future in as_completed([pool.submit(grade, s) for s in students]):
                 result, found, note = future.result()
                 results[result.student], notes[result.student] = result, found
                 extra[result.student] = note
+            # in the pool: a worker dies with the thread that started it (PR_SET_PDEATHSIG)
+            pool.submit(alone).result()
     finally:
         while not workers.empty():
             workers.get().stop()

@@ -4,6 +4,7 @@ student again never loses the batch's rows. Every text from a submission is made
 (sanitise.plain) before it is printed or written."""
 
 import json
+import re
 import sys
 import time
 from dataclasses import fields
@@ -37,6 +38,38 @@ def failures(notebook_path):
             named = slips.named(error.get("evalue", ""), grade_id) if grade_id else []
             found.append((grade_id, reason, named))
     return found
+
+
+# What the kernel counts per uid of the machine, across user namespaces: every sandbox of a batch
+# runs as the grader's uid, so a submission that takes all of one (epoll watches, descriptors in
+# flight over Unix sockets, processes, memory) fails a classmate graded beside it, with one of
+# these errors (the eighteenth hub tester's table, grading/JUPYTERHUB.md).
+MACHINE_LIMIT = re.compile(
+    r"\[Errno (?:11|12|23|24|28|109)\][^\n]{0,80}|No space left on device|Too many open files"
+    r"|Too many references|Resource temporarily unavailable|Cannot allocate memory"
+    r"|\bE(?:AGAIN|NOMEM|NFILE|MFILE|NOSPC|TOOMANYREFS)\b"
+)
+
+
+def machine_limit(result, notes, autograded_notebook):
+    """The first words in a graded submission's errors (the report's message, the cell the
+    grader stopped, any cell's error output) that name a limit the machine counts for the
+    grader's uid as a whole, or "": where it ran beside other submissions, one of them may have
+    taken it (autograde grades it again, alone)."""
+    texts = [result.message, notes.stopped]
+    try:
+        nb = nbformat.read(autograded_notebook, as_version=4)
+    except Exception:  # noqa: BLE001 (no autograded notebook: the message says why)
+        nb = None
+    for cell in nb.cells if nb else []:
+        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        texts += [
+            f"{o.get('ename')}: {o.get('evalue')}"
+            for o in outputs
+            if isinstance(o, dict) and o.get("output_type") == "error"
+        ]
+    found = next((m for t in texts if (m := MACHINE_LIMIT.search(str(t)))), None)
+    return found.group(0) if found else ""
 
 
 def explain(result, notes, note, autograded_notebook):

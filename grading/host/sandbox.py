@@ -122,6 +122,7 @@ class Limits:
     cpu_seconds: int = 3600
     home_bytes: int = 256 << 20  # the private home, /tmp and /dev/shm, each
     files: int = 10_000  # files and folders in each of them
+    open_files: int = 4096  # descriptors a process holds (RLIMIT_NOFILE)
     output_chars: int = 20_000  # per output of a cell
     # A room (grading/host/room.py): transformers and the course library are not in the sandbox,
     # only stand-ins that say so (the guard, lmcourse.offlimits, stays: the agent arms it).
@@ -165,6 +166,14 @@ class SandboxLimits(Configurable):
         Limits.files,
         "Files and folders each of the sandbox's home, /tmp and /dev/shm may hold, however "
         "small: each takes about 1 KiB of the machine's memory that no other limit counts.",
+    )
+    open_files = _limit(
+        Limits.open_files,
+        "Descriptors each process in the sandbox may hold open (at most the grader's own hard "
+        "limit). It also bounds the descriptors a submission can hold in flight over Unix "
+        "sockets, which the kernel counts for every process of the grader's uid together: "
+        "above this many, no sandbox of the grader's can pass one, but the grader and its "
+        "other processes, whose limit is higher, still can.",
     )
     output_chars = _limit(
         Limits.output_chars,
@@ -529,6 +538,11 @@ class ProcessGroup:
             self.path.rmdir()
 
 
+def _hard(which):
+    hard = resource.getrlimit(which)[1]
+    return hard if hard != resource.RLIM_INFINITY else sys.maxsize
+
+
 def set_limits(limits, group=None, processes=True):
     """The limits of the process about to exec (bwrap, or the executor unisolated).
     `processes=False`: no RLIMIT_NPROC here, where the executor sets it itself inside the
@@ -548,6 +562,8 @@ def set_limits(limits, group=None, processes=True):
             (resource.RLIMIT_NPROC, limits.processes if processes else None),
             (resource.RLIMIT_CPU, limits.cpu_seconds),
             (resource.RLIMIT_CORE, 0),
+            # never above the grader's own hard limit, which only root may raise
+            (resource.RLIMIT_NOFILE, min(limits.open_files, _hard(resource.RLIMIT_NOFILE))),
         ):
             if value is not None:
                 resource.setrlimit(name, (value, value))

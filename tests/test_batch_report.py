@@ -1,0 +1,79 @@
+"""Which graded submissions the batch grades again, alone (grading/batch/report.py,
+`machine_limit`): those whose errors name a limit the kernel counts for the grader's uid as a
+whole, which a submission graded beside it may have taken (the eighteenth hub tester). The
+batch that does it is played in tests/test_grading_hostile.py (a2pass); these read the words."""
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from grading.batch.report import machine_limit
+from grading.batch.results import Notes, Result
+
+
+def autograded(tmp_path, *errors):
+    """An autograded notebook whose one code cell has these (ename, evalue) errors."""
+    outputs = [new_output("error", ename=n, evalue=v, traceback=[]) for n, v in errors]
+    path = tmp_path / "LM10-L2.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1", outputs=outputs)]), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "stopped, message, errors, words",
+    [
+        # the classmate of the eighteenth tester's table: the kernel could add no epoll watch
+        (
+            "l2_attention: the kernel failed: OSError: [Errno 28] No space left on device",
+            "",
+            [],
+            "[Errno 28] No space left on device",
+        ),
+        # an answer cell that passed a descriptor while a classmate held them all
+        ("", "", [("OSError", "[Errno 109] Too many references")], "[Errno 109] Too many refer"),
+        # the executor died on libzmq's assertion, which prints strerror alone
+        (
+            "",
+            "the sandbox returned no executed notebook (exit status -6; last line it printed: "
+            "'No space left on device (src/epoll.cpp:73)')",
+            [],
+            "No space left on device",
+        ),
+        (
+            "",
+            "",
+            [("BlockingIOError", "[Errno 11] Resource temporarily unavailable")],
+            "[Errno 11]",
+        ),
+        ("", "", [("OSError", "[Errno 24] Too many open files")], "[Errno 24] Too many open"),
+    ],
+)
+def test_a_limit_of_the_graders_uid_is_found(tmp_path, stopped, message, errors, words):
+    result = Result("bob", "graded", message=message)
+    assert words in machine_limit(result, Notes(stopped=stopped), autograded(tmp_path, *errors))
+
+
+@pytest.mark.parametrize(
+    "stopped, errors",
+    [
+        ("", [("AssertionError", "expected 42, got 41")]),
+        ("", [("NameError", "name 'attention' is not defined")]),
+        (
+            "l2_serving: the kernel died while it ran (os._exit, a crash, or it ran out of memory)",
+            [],
+        ),
+        ("l2_flops: it ran past 40 s and ignored the interrupt", []),
+        ("", [("MemoryError", "")]),  # her own address space (RLIMIT_AS is per process)
+        ("", [("FileNotFoundError", "[Errno 2] No such file or directory: 'x'")]),
+        ("", [("OSError", "[Errno 1090] not an errno of the list")]),
+    ],
+)
+def test_her_own_failures_are_not_graded_again(tmp_path, stopped, errors):
+    result = Result("bob", "graded")
+    assert machine_limit(result, Notes(stopped=stopped), autograded(tmp_path, *errors)) == ""
+
+
+def test_a_submission_without_an_autograded_notebook_is_read_from_its_message(tmp_path):
+    result = Result("bob", "error", message="OSError: [Errno 24] Too many open files")
+    assert machine_limit(result, Notes(), tmp_path / "none.ipynb").startswith("[Errno 24]")
+    assert machine_limit(Result("bob", "error", message="NotJSONError"), Notes(), tmp_path) == ""
