@@ -1411,6 +1411,69 @@ def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
     assert said == {"hog": "holding 40", "mate": "started 30"}, said
 
 
+SESSIONS = """
+import json, threading, time
+import nbformat
+from grading.host import sandbox
+
+
+def notebook(source):
+    return json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]))
+
+
+hog = notebook(
+    "import subprocess, sys, time\\n"
+    "spin = [sys.executable, '-c', 'while True: pass']\\n"
+    "held = [subprocess.Popen(spin, start_new_session=True) for _ in range(100)]\\n"
+    "print('spinning', len(held))\\n"
+    "time.sleep(30)"
+)
+mate = notebook("print(sum(range(10_000_000)))")
+said = {}
+
+
+def grade(name, text):
+    box = sandbox.Sandbox("", sandbox.Limits())
+    try:
+        start = time.monotonic()
+        ran = box.execute(text, 90, 120)
+        cells = json.loads(ran.notebook)["cells"] if ran.notebook else None
+        out = cells[0]["outputs"][0].get("text", "").strip() if cells else ran.log[-300:]
+        said[name] = [out, round(time.monotonic() - start, 1)]
+    finally:
+        box.close()
+
+
+spinning = threading.Thread(target=grade, args=("hog", hog))
+spinning.start()
+time.sleep(10)  # her 100 sessions spin while the classmate's notebook runs
+grade("mate", mate)
+spinning.join()
+print(json.dumps(said))
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not any(os.access(p, os.W_OK) for p in sandbox.CPU_PARENTS),
+    reason="a run's CPU cgroup needs a root grader and cgroup v1's cpu hierarchy",
+)
+def test_a_submissions_sessions_leave_a_classmate_her_share_of_the_cores():
+    """The scheduler shares the cores between sessions (autogroups) in the machine's root CPU
+    cgroup: a submission whose 100 processes each made a session of their own took 100 shares,
+    and the classmate's notebook, graded beside it, waited until hers ended (49 s here for what
+    takes 1 s alone: a cell of that classmate's would have run out of its 120 s with a longer
+    sleep, its tests scored 0, and no error named a limit for the batch to grade it again). In
+    a CPU cgroup of its own each run gets one share (the nineteenth hub tester)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SESSIONS], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["hog"][0] == "spinning 100", said
+    assert said["mate"][0] == "49999995000000", said
+    assert said["mate"][1] < 10, said  # seconds; 1 alone, about 20 or more without the cgroup
+
+
 def test_no_user_namespace_can_be_made_in_the_sandbox():
     """In a user namespace of its own a submission is "root" and reaches the parts of the
     kernel only root reaches (netfilter, many file systems' mounts): the sandbox makes none

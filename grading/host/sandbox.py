@@ -459,7 +459,7 @@ def probe():
 def sweep_groups():
     """Remove the pids cgroups of grader processes that died (killed at a timeout) before
     they could remove their own; kill whatever is still in them first."""
-    for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+    for parent in (*CPU_PARENTS, Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
         for path in parent.glob("lm10-grade-*"):
             try:
                 owner = int(path.name.split("-")[2])
@@ -472,7 +472,7 @@ def sweep_groups():
             except PermissionError:
                 continue
             group = ProcessGroup.__new__(ProcessGroup)
-            group.path = path
+            group.path, group.cpu = path, None
             with contextlib.suppress(OSError):
                 group.close()
 
@@ -496,13 +496,32 @@ def sweep_homes():
             shutil.rmtree(path, ignore_errors=True)
 
 
+# The cgroup v1 CPU hierarchy, where the machine has one (cgroup v2 has its controllers in the
+# pids group's folder, /sys/fs/cgroup, where the machine enables them).
+CPU_PARENTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
+
+
 class ProcessGroup:
     """A pids cgroup for one run, where the grader may make one (root, cgroup v1 or v2): it
     caps the number of processes and threads (RLIMIT_NPROC does not bind root) and lets the
-    grader kill every process of the run, however detached. Elsewhere RLIMIT_NPROC alone."""
+    grader kill every process of the run, however detached. Elsewhere RLIMIT_NPROC alone.
+
+    And, on cgroup v1, a CPU cgroup for the run: the scheduler shares the cores between the
+    machine's top cgroups and, in its root one, between sessions (autogroups), so a submission
+    whose processes each made a session of their own (`setsid`, `start_new_session`) took a
+    share per process: 200 of them starved the classmate graded beside it until her cell ran
+    out of time (the nineteenth hub tester). In a cgroup of its own a run gets one share,
+    however many sessions it makes."""
 
     def __init__(self, limit):
-        self.path = None
+        self.path = self.cpu = None
+        for parent in CPU_PARENTS:
+            if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
+                path = parent / f"lm10-grade-{os.getpid()}-{id(self):x}"
+                with contextlib.suppress(OSError):
+                    path.mkdir()
+                    self.cpu = path
+                break
         for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
             if not (parent / "cgroup.procs").exists() or not os.access(parent, os.W_OK):
                 continue
@@ -518,24 +537,24 @@ class ProcessGroup:
             break
 
     def join(self):
-        """In the child, before exec: move into the cgroup."""
-        if self.path:
-            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        """In the child, before exec: move into the cgroups."""
+        for path in (self.cpu, self.path):
+            if path:
+                (path / "cgroup.procs").write_text(str(os.getpid()))
 
     def close(self):
-        """Kill every process still in the cgroup, then remove it."""
-        if not self.path:
-            return
-        for _ in range(50):
-            pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.1)
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        """Kill every process still in the cgroups, then remove them."""
+        for path in filter(None, (self.path, getattr(self, "cpu", None))):
+            for _ in range(50):
+                pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+                if not pids:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                time.sleep(0.1)
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 def _hard(which):
