@@ -890,6 +890,23 @@ ring = libc.syscall(425, 4, params)
 print(json.dumps("ring" if ring >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")))
 """
 RELEASE_PTYS = "[os.close(fd) for fd in hoard]\nhoard.clear()\nprint(0)\n"
+# Sessions of her own (the nineteenth tester's): the scheduler shares the cores between sessions
+# (autogroups) in the machine's root CPU cgroup, so each of her processes that makes one takes a
+# share from everyone else's. 200 spinning shells, each its own session, held until stopped;
+# alice's kernel times a sum before and meanwhile.
+SPIN_SESSIONS = r"""
+import json, subprocess
+spin = ["sh", "-c", "while :; do :; done"]
+spinning = [subprocess.Popen(spin, start_new_session=True) for _ in range(200)]
+print(json.dumps(len(spinning)))
+"""
+STOP_SPINNING = "[p.kill() for p in spinning]\n[p.wait() for p in spinning]\nprint(0)\n"
+TIMED_SUM = r"""
+import json, time
+since = time.perf_counter()
+sum(range(10_000_000))
+print(json.dumps(round(time.perf_counter() - since, 2)))
+"""
 START_SOME = r"""
 import json, subprocess, threading
 try:
@@ -2870,6 +2887,13 @@ def played(hub, machine):
     attack(RELEASE_PTYS)
     out["native aio contexts she sets up"] = attack(AIO_SETUP)
     out["an io_uring she sets up"] = attack(IO_URING_SETUP)
+    out["alice's sum alone"] = attack(TIMED_SUM, "lm10-alice")
+    out["sessions she spins"] = attack(SPIN_SESSIONS)
+    time.sleep(2)
+    try:
+        out["alice's sum beside her sessions"] = attack(TIMED_SUM, "lm10-alice")
+    finally:
+        attack(STOP_SPINNING)
     ask = f"/submissions/{COURSE_ID}/{LAB}/lm10-alice"
     exchange_pid = min(pids_of(account(NGSHARE_USER).pw_uid))
     out["exchange's descriptors before the flood"] = descriptors(exchange_pid)
@@ -4036,6 +4060,24 @@ def test_no_one_sets_up_an_io_uring(played):
     server uses it (JupyterLab, a kernel, git, pip: traced). Every server's filter refuses
     io_uring_setup, io_uring_enter and io_uring_register (grading/hub/no_keyrings.py): ENOSYS."""
     assert played["an io_uring she sets up"] == "ENOSYS", played["an io_uring she sets up"]
+
+
+@pytest.mark.skipif(
+    not any(
+        os.access(p, os.W_OK)
+        for p in (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
+    ),
+    reason="a CPU cgroup per server needs cgroup v1's cpu hierarchy (the hub's log says so)",
+)
+def test_no_one_takes_the_cores_by_making_sessions(played):
+    """The nineteenth tester's: every server is a session, and in the machine's root CPU cgroup
+    the scheduler gives each session (autogroup) a share of the cores; her 200 spinning
+    processes, each a session of its own, took 200 shares, and alice's kernel crawled. Each
+    student's server now runs in a CPU cgroup of its own (grading/hub/jupyterhub_config.py,
+    `cpu_group`), one share however many sessions it makes."""
+    assert played["sessions she spins"] == 200, played["sessions she spins"]
+    alone, beside = played["alice's sum alone"], played["alice's sum beside her sessions"]
+    assert beside < max(3.0, 8 * alone), (alone, beside)
 
 
 def test_no_one_floods_the_exchange_with_connections(played):

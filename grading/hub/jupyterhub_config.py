@@ -66,6 +66,7 @@ the loopback (`bind_url`): put a TLS reverse proxy in front of it, or give it a 
 (`c.JupyterHub.ssl_cert`, `ssl_key`) and a public address.
 """
 
+import contextlib
 import grp
 import os
 import pwd
@@ -231,6 +232,13 @@ def not_bounded_here():
         "the ports"
     )
     flags.append(socket_buffers_flag())
+    if not any((p / "cgroup.procs").exists() and os.access(p, os.W_OK) for p in CPU_PARENTS):
+        flags.append(
+            "CPU: no cgroup v1 cpu hierarchy here for a CPU cgroup per server, so the cores "
+            "are shared between sessions (autogroups): a student whose processes each make a "
+            f"session of their own (up to {STUDENT_MAX_TASKS}) takes a share per process from "
+            "everyone else: give each server a CPU cgroup (SystemdSpawner with cpu_limit, pods)"
+        )
     homes = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
     for point, options in sorted(homes):
         if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
@@ -380,6 +388,29 @@ def listeners(port):
     return found
 
 
+# The cgroup v1 CPU hierarchy, where the machine has one.
+CPU_PARENTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
+
+
+def cpu_group(name):
+    """A CPU cgroup for `name`'s server (made if need be), or None where the machine has no
+    cgroup v1 cpu hierarchy the hub may write. The scheduler shares the cores between the
+    machine's top cgroups and, within its root one, between sessions (autogroups): every
+    server is a session (LocalProcessSpawner), and a student whose processes each made a
+    session of their own (`setsid`, `start_new_session`, up to LM10_STUDENT_MAX_TASKS) took a
+    share of the cores per process from every classmate and the instructor (the nineteenth
+    tester's table). In a cgroup of its own a server has one share, whatever it starts."""
+    for parent in CPU_PARENTS:
+        if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
+            path = parent / f"lm10-server-{name}"
+            try:
+                path.mkdir(exist_ok=True)
+            except OSError:
+                return None
+            return path
+    return None
+
+
 class SandboxedSpawner(LocalProcessSpawner):
     """LocalProcessSpawner, with what a shared machine needs besides the sandbox:
 
@@ -393,16 +424,21 @@ class SandboxedSpawner(LocalProcessSpawner):
       the requests, cookies included, that the proxy still sent there). If the port the hub
       is to use is taken, the start fails and says who listens there, for a person to look
       into;
-    - a student's processes and threads, together, at most `max_tasks` (RLIMIT_NPROC)."""
+    - a student's processes and threads, together, at most `max_tasks` (RLIMIT_NPROC);
+    - each student's server in a CPU cgroup of its own, where the machine has cgroup v1's cpu
+      hierarchy (`cpu_group`): one share of the cores, however many sessions it makes."""
 
     max_tasks = None  # set per start by prepare_server
     listening = None  # the socket the hub holds on the server's port, while it is routed to
+    cpu = None  # the server's CPU cgroup (a folder), made at its start
 
     def make_preexec_fn(self, name):
         drop_to_user = super().make_preexec_fn(name)
-        tasks = self.max_tasks
+        tasks, cpu = self.max_tasks, self.cpu
 
         def preexec():
+            if cpu:  # as root still
+                (cpu / "cgroup.procs").write_text(str(os.getpid()))
             if tasks:
                 resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
             drop_to_user()
@@ -439,6 +475,10 @@ class SandboxedSpawner(LocalProcessSpawner):
         self.port = 0
 
     async def start(self):
+        # Not the instructor's (max_tasks None): the grading sandboxes in her server share the
+        # cores by session too, and in one cgroup a submission's threads would outnumber the
+        # classmate's graded beside it without making a session (the nineteenth's table)
+        self.cpu = cpu_group(self.user.name) if self.max_tasks else None
         fd = self.hold_port()
         # The kernel's keyrings refused in the sandbox (grading/hub/no_keyrings.py): bwrap
         # reads the filter from a descriptor of its own, named in the command for it
@@ -643,6 +683,9 @@ def server_stopped(spawner):
     exchange token, and the hub's hold on its port."""
     spawner.release_port()
     revoke_exchange_tokens(spawner.user)
+    if spawner.cpu:  # empty once the server's sandbox is gone; kept (and reused) if not
+        with contextlib.suppress(OSError):
+            spawner.cpu.rmdir()
 
 
 c.Spawner.pre_spawn_hook = prepare_server
