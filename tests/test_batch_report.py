@@ -46,6 +46,20 @@ def autograded(tmp_path, *errors):
             "[Errno 11]",
         ),
         ("", "", [("OSError", "[Errno 24] Too many open files")], "[Errno 24] Too many open"),
+        # the OOM killer, woken by a classmate's processes, took this one's kernel or executor
+        (
+            "l2_serving: the kernel died while it ran (os._exit, a crash, or it ran out of memory)",
+            "",
+            [],
+            "the kernel died",
+        ),
+        (
+            "",
+            "no executed notebook: the grader's executor in the sandbox was stopped by signal 9, "
+            "before the notebook was done (a process of the submission can kill it)",
+            [],
+            "stopped by signal 9",
+        ),
     ],
 )
 def test_a_limit_of_the_graders_uid_is_found(tmp_path, stopped, message, errors, words):
@@ -58,12 +72,12 @@ def test_a_limit_of_the_graders_uid_is_found(tmp_path, stopped, message, errors,
     [
         ("", [("AssertionError", "expected 42, got 41")]),
         ("", [("NameError", "name 'attention' is not defined")]),
-        (
-            "l2_serving: the kernel died while it ran (os._exit, a crash, or it ran out of memory)",
-            [],
-        ),
         ("l2_flops: it ran past 40 s and ignored the interrupt", []),
-        ("", [("MemoryError", "")]),  # her own address space (RLIMIT_AS is per process)
+        ("", [("MemoryError", "")]),
+        (
+            "",
+            [("RuntimeError", "the executor was stopped by signal 90")],
+        ),  # her own address space (RLIMIT_AS is per process)
         ("", [("FileNotFoundError", "[Errno 2] No such file or directory: 'x'")]),
         ("", [("OSError", "[Errno 1090] not an errno of the list")]),
     ],

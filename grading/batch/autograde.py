@@ -28,10 +28,11 @@ autograded cell has a score, `flagged` when it is graded but its code reaches pa
 should read it), `timeout` when it ran past --timeout, `error` otherwise.
 
 Every sandbox runs as the grader's uid, and the kernel counts some things per uid whatever the
-namespace (epoll watches, descriptors in flight): a submission that takes all of one fails the
-classmates graded beside it. Each submission that ran beside others and failed with an error
-naming such a limit (report.MACHINE_LIMIT) is graded again, alone, after the rest; its row says
-so.
+namespace (epoll watches, descriptors in flight), and the OOM killer ends whichever process is
+largest when the machine's memory runs out: a submission can fail the classmates graded beside
+it. Each submission that ran beside others and failed with an error naming such a limit, or
+whose kernel or executor was killed (report.MACHINE_LIMIT), is graded again, alone, after the
+rest; its row says so.
 
 The gradebook is one SQLite file and every process writes to it. Writers take turns:
 nbgrader_config.py gives SQLite a busy timeout, a process that still fails on a locked

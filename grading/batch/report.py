@@ -42,20 +42,25 @@ def failures(notebook_path):
 
 # What the kernel counts per uid of the machine, across user namespaces: every sandbox of a batch
 # runs as the grader's uid, so a submission that takes all of one (epoll watches, descriptors in
-# flight over Unix sockets, processes, memory) fails a classmate graded beside it, with one of
-# these errors (the eighteenth hub tester's table, grading/JUPYTERHUB.md).
+# flight over Unix sockets, processes) fails a classmate graded beside it, with one of these
+# errors (the eighteenth hub tester's table, grading/JUPYTERHUB.md). And the machine's memory,
+# which no limit of the sandbox's bounds for all of a submission's processes together: when it
+# runs out, the kernel's OOM killer ends the largest process, which may be a classmate's kernel
+# or executor (SIGKILL), with nothing that names her.
 MACHINE_LIMIT = re.compile(
     r"\[Errno (?:11|12|23|24|28|109)\][^\n]{0,80}|No space left on device|Too many open files"
     r"|Too many references|Resource temporarily unavailable|Cannot allocate memory"
     r"|\bE(?:AGAIN|NOMEM|NFILE|MFILE|NOSPC|TOOMANYREFS)\b"
+    r"|the kernel died|stopped by signal 9\b"
 )
 
 
 def machine_limit(result, notes, autograded_notebook):
     """The first words in a graded submission's errors (the report's message, the cell the
     grader stopped, any cell's error output) that name a limit the machine counts for the
-    grader's uid as a whole, or "": where it ran beside other submissions, one of them may have
-    taken it (autograde grades it again, alone)."""
+    grader's uid as a whole, or a kernel or executor killed (the OOM killer's way), or "":
+    where it ran beside other submissions, one of them may have caused it (autograde grades it
+    again, alone)."""
     texts = [result.message, notes.stopped]
     try:
         nb = nbformat.read(autograded_notebook, as_version=4)
