@@ -503,3 +503,56 @@ def test_no_submission_reads_a_classmates_notebook_in_its_own_memory():
     finally:
         box.close()
     assert stdout(hers) == "classmates' answers in my memory: 0\n" and same, outputs(hers)
+
+
+# Her processes each a session of their own (setsid, `start_new_session=True`): the scheduler
+# shares the cores between sessions (autogroups) in the machine's root CPU cgroup, so each
+# took a share from the classmate graded beside her (the nineteenth hub tester: 200 of them
+# held a 1 s notebook for 53 s; longer cells run out of their time and score 0).
+MAKE_SESSIONS = """
+import os, subprocess, sys
+said = []
+try:
+    os.setsid()
+    said.append("setsid")
+except OSError as error:
+    said.append(error.errno)
+try:
+    subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True).wait()
+    said.append("a session of its own")
+except OSError as error:
+    said.append(type(error).__name__)
+print(said, os.getsid(0) == os.getsid(os.getppid()))
+"""
+
+
+def test_no_submission_makes_a_session_of_its_own():
+    """The notebook's executor makes one session for the notebook (own_namespaces) and then
+    refuses setsid to it and every process it starts (sandbox_exec.no_new_sessions, EPERM):
+    however many processes she starts, her notebook is one session, one autogroup, one share
+    of the cores, wherever the grader runs (a CPU cgroup per run needs a root grader on
+    cgroup v1: test_a_runs_cpu_cgroup_is_its_own)."""
+    hers, theirs, same = grade_after(MAKE_SESSIONS)
+    assert stdout(hers) == "[1, 'PermissionError'] True\n", outputs(hers)
+    assert stdout(theirs) == "classmate 42\n" and same, (theirs, outputs(theirs))
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.access("/sys/fs/cgroup/cpu/cgroup.procs", os.W_OK),
+    reason="a run's CPU cgroup needs a root grader and cgroup v1's cpu hierarchy",
+)
+def test_a_runs_cpu_cgroup_is_its_own():
+    """Where the grader can (root, cgroup v1), a sandbox runs in a CPU cgroup of its own
+    (sandbox.ProcessGroup): one share of the cores against the grader's other sandboxes,
+    however its processes are grouped inside (the nineteenth hub tester)."""
+    box = sandbox.Sandbox("", sandbox.Limits())
+    try:
+        run = box.execute(notebook(HONEST), 20, 30)
+        assert stdout(run) == "classmate 42\n", outputs(run)
+        cpu = box.group.cpu
+        assert cpu is not None and cpu.parent in sandbox.CPU_PARENTS, cpu
+        held = (cpu / "cgroup.procs").read_text().split()
+        assert str(box.process.pid) in held, (box.process.pid, held)
+    finally:
+        box.close()
+    assert not cpu.exists()  # removed with the sandbox
