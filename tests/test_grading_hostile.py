@@ -1330,52 +1330,62 @@ def test_no_key_of_the_graders_user_is_read_in_the_sandbox():
     assert unfiltered.stdout.strip().splitlines()[-1] == f"read {secret}", unfiltered.stdout
 
 
-CLASSMATES = """
-import json, threading, time
+# Two submissions graded at one time, each in a sandbox of its own, as `make autograde`'s two
+# workers grade them: hers (the hog), and `wait` seconds later the classmate's (the mate). The
+# script prints {name: [its cell's first output, or the sandbox's log; seconds it took]}.
+BESIDE = """
+import json, sys, threading, time
 import nbformat
 from grading.host import sandbox
 
-limits = sandbox.Limits(processes=64)
-
-
-def notebook(source):
-    return json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]))
-
-
-hog = notebook(
-    "import threading, time\\n"
-    "held = [threading.Thread(target=time.sleep, args=(25,), daemon=True) for _ in range(40)]\\n"
-    "[t.start() for t in held]\\n"
-    "print('holding', len(held))\\n"
-    "time.sleep(25)"
-)
-mate = notebook(
-    "import threading\\n"
-    "done = [threading.Thread(target=lambda: None) for _ in range(30)]\\n"
-    "[t.start() for t in done]\\n"
-    "[t.join() for t in done]\\n"
-    "print('started', len(done))"
-)
+processes, wait = sys.argv[1], float(sys.argv[2])
+limits = sandbox.Limits(processes=int(processes)) if processes else sandbox.Limits()
 said = {}
 
 
-def grade(name, text):
+def grade(name, source):
+    text = json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]))
     box = sandbox.Sandbox("", limits)
     try:
-        ran = box.execute(text, 60, 120)
+        start = time.monotonic()
+        ran = box.execute(text, 90, 120)
         cells = json.loads(ran.notebook)["cells"] if ran.notebook else None
-        said[name] = cells[0]["outputs"][0].get("text", "").strip() if cells else ran.log[-300:]
+        out = cells[0]["outputs"][0].get("text", "").strip() if cells else ran.log[-300:]
+        said[name] = [out, round(time.monotonic() - start, 1)]
     finally:
         box.close()
 
 
-holding = threading.Thread(target=grade, args=("hog", hog))
-holding.start()
-time.sleep(12)  # her 40 threads are held while the classmate's notebook runs
-grade("mate", mate)
-holding.join()
+hers = threading.Thread(target=grade, args=("hog", sys.argv[3]))
+hers.start()
+time.sleep(wait)  # what she holds, she holds while the classmate's notebook runs
+grade("mate", sys.argv[4])
+hers.join()
 print(json.dumps(said))
 """
+
+
+def beside(hog, mate, processes=None, wait=10, prefix=()):
+    """The command that runs BESIDE for her notebook `hog` and the classmate's `mate` (each one
+    cell's source), with the sandbox's default limits or `processes` at most, as `prefix` says
+    (another user)."""
+    return [*prefix, sys.executable, "-c", BESIDE, str(processes or ""), str(wait), hog, mate]
+
+
+HOLD_THREADS = (
+    "import threading, time\n"
+    "held = [threading.Thread(target=time.sleep, args=(25,), daemon=True) for _ in range(40)]\n"
+    "[t.start() for t in held]\n"
+    "print('holding', len(held))\n"
+    "time.sleep(25)"
+)
+START_THREADS = (
+    "import threading\n"
+    "done = [threading.Thread(target=lambda: None) for _ in range(30)]\n"
+    "[t.start() for t in done]\n"
+    "[t.join() for t in done]\n"
+    "print('started', len(done))"
+)
 
 
 def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
@@ -1386,17 +1396,17 @@ def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
     notebook lost). Set inside the sandbox, each counts its own: both run. Played as an
     unprivileged user (root is not bound by the limit): the current one, or `nobody` let
     through the folders on the way to this Python."""
-    command = [sys.executable, "-c", CLASSMATES]
+    prefix = []
     home = Path(tempfile.mkdtemp(prefix="lm10-classmates-"))  # the grader's HOME and TMPDIR
     closed, bare = [], []
     if os.geteuid() == 0:
         closed = closed_folders()
         bare = let_through(closed, ["nobody"])
         shutil.chown(home, "nobody")
-        command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
+        prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     try:
         done = subprocess.run(
-            command,
+            beside(HOLD_THREADS, START_THREADS, 64, 12, prefix),
             cwd=ROOT,
             env=dict(os.environ, HOME=str(home), TMPDIR=str(home), LMCOURSE_CACHE=str(home)),
             capture_output=True,
@@ -1408,52 +1418,19 @@ def test_a_submissions_threads_leave_a_classmates_sandbox_its_own():
         shutil.rmtree(home, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]
     said = json.loads(done.stdout.strip().splitlines()[-1])
-    assert said == {"hog": "holding 40", "mate": "started 30"}, said
+    assert (said["hog"][0], said["mate"][0]) == ("holding 40", "started 30"), said
 
 
-SESSIONS = """
-import json, threading, time
-import nbformat
-from grading.host import sandbox
-
-
-def notebook(source):
-    return json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]))
-
-
-hog = notebook(
-    "import subprocess, sys, time\\n"
-    "spin = [sys.executable, '-c', 'while True: pass']\\n"
-    "try:\\n"
-    "    held = [subprocess.Popen(spin, start_new_session=True) for _ in range(100)]\\n"
-    "except PermissionError:  # no session of her own (sandbox_exec.no_new_sessions)\\n"
-    "    held = [subprocess.Popen(spin) for _ in range(100)]\\n"
-    "print('spinning', len(held))\\n"
+SPIN_SESSIONS = (
+    "import subprocess, sys, time\n"
+    "spin = [sys.executable, '-c', 'while True: pass']\n"
+    "try:\n"
+    "    held = [subprocess.Popen(spin, start_new_session=True) for _ in range(100)]\n"
+    "except PermissionError:  # no session of her own (sandbox_exec.no_new_sessions)\n"
+    "    held = [subprocess.Popen(spin) for _ in range(100)]\n"
+    "print('spinning', len(held))\n"
     "time.sleep(30)"
 )
-mate = notebook("print(sum(range(10_000_000)))")
-said = {}
-
-
-def grade(name, text):
-    box = sandbox.Sandbox("", sandbox.Limits())
-    try:
-        start = time.monotonic()
-        ran = box.execute(text, 90, 120)
-        cells = json.loads(ran.notebook)["cells"] if ran.notebook else None
-        out = cells[0]["outputs"][0].get("text", "").strip() if cells else ran.log[-300:]
-        said[name] = [out, round(time.monotonic() - start, 1)]
-    finally:
-        box.close()
-
-
-spinning = threading.Thread(target=grade, args=("hog", hog))
-spinning.start()
-time.sleep(10)  # her 100 sessions spin while the classmate's notebook runs
-grade("mate", mate)
-spinning.join()
-print(json.dumps(said))
-"""
 
 
 def test_a_submissions_sessions_leave_a_classmate_her_share_of_the_cores():
@@ -1466,7 +1443,11 @@ def test_a_submissions_sessions_leave_a_classmate_her_share_of_the_cores():
     of a notebook makes a session of its own (sandbox_exec.no_new_sessions), so hers are one
     session wherever the grader runs (tests/test_warm_sandbox_neighbours.py tests each alone)."""
     done = subprocess.run(
-        [sys.executable, "-c", SESSIONS], cwd=ROOT, capture_output=True, text=True, timeout=300
+        beside(SPIN_SESSIONS, "print(sum(range(10_000_000)))"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     said = json.loads(done.stdout.strip().splitlines()[-1])
