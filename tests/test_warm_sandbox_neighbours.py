@@ -556,3 +556,44 @@ def test_a_runs_cpu_cgroup_is_its_own():
     finally:
         box.close()
     assert not cpu.exists()  # removed with the sandbox
+
+
+# A real-time policy, or a nice value below 0 for her autogroup, each of which her limits would
+# allow where the grader's own give them (a desktop's audio group: rtprio 95, nice -19)
+PRIORITY = """
+import os, resource
+said = [resource.getrlimit(resource.RLIMIT_RTPRIO), resource.getrlimit(resource.RLIMIT_NICE)]
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    said.append("real-time")
+except OSError as error:
+    said.append(error.errno)
+try:
+    with open("/proc/self/autogroup", "w") as autogroup:
+        autogroup.write("-19")
+    said.append("nice -19")
+except OSError as error:
+    said.append(error.errno)
+print(said)
+"""
+
+
+def test_no_submission_takes_a_real_time_policy_or_a_nice_below_zero(monkeypatch):
+    """The sandbox's processes had the grader's own RLIMIT_RTPRIO and RLIMIT_NICE: where those
+    are above 0 (an instructor in her desktop's audio group, `make autograde` as herself), her
+    SCHED_FIFO threads would take the cores from every classmate graded beside her, cgroup or
+    not, and her autogroup at nice -19 (/proc/self/autogroup) 87 shares to their one: the one
+    share that no_new_sessions keeps her to (the twentieth hub tester; reasoned, not played:
+    no process here may raise its hard limits). Both are 0 in the sandbox now (set_limits)."""
+    hers, theirs, same = grade_after(PRIORITY)
+    assert stdout(hers) == "[(0, 0), (0, 0), 1, 1]\n", outputs(hers)  # EPERM, EPERM
+    assert stdout(theirs) == "classmate 42\n" and same, (theirs, outputs(theirs))
+    # what set_limits gives the sandbox, whatever the grader's own limits (here 0 already)
+    given = {}
+    monkeypatch.setattr(sandbox.resource, "setrlimit", lambda name, v: given.update({name: v}))
+    monkeypatch.setattr(sandbox.signal, "signal", lambda *_: None)
+    sandbox.set_limits(sandbox.Limits())()
+    import resource
+
+    assert given.get(resource.RLIMIT_RTPRIO) == (0, 0), given
+    assert given.get(resource.RLIMIT_NICE) == (0, 0), given
