@@ -900,6 +900,21 @@ spin = ["sh", "-c", "while :; do :; done"]
 spinning = [subprocess.Popen(spin, start_new_session=True) for _ in range(200)]
 print(json.dumps(len(spinning)))
 """
+# The limits that would let her threads take a real-time policy, or her autogroup a nice value
+# below 0 (/proc/self/autogroup), each more than one share of the cores: her server's are 0
+# whatever the hub's own (the twentieth tester's)
+PRIORITY_LIMITS = r"""
+import json, resource
+limits = resource.RLIMIT_RTPRIO, resource.RLIMIT_NICE
+print(json.dumps([resource.getrlimit(limit) for limit in limits]))
+"""
+# The machine's cgroups as her server sees them: every student's CPU cgroup (cpu_group) names
+# her and lists her server's pids and threads (the twentieth tester's)
+CGROUPS_SEEN = r"""
+import glob, json, os
+seen = sorted(path for path in glob.glob("/sys/fs/cgroup/*/lm10-*") if "mallory" not in path)
+print(json.dumps([[path, len(open(os.path.join(path, "tasks")).read().split())] for path in seen]))
+"""
 STOP_SPINNING = "[p.kill() for p in spinning]\n[p.wait() for p in spinning]\nprint(0)\n"
 TIMED_SUM = r"""
 import json, time
@@ -2888,6 +2903,8 @@ def played(hub, machine):
     out["native aio contexts she sets up"] = attack(AIO_SETUP)
     out["an io_uring she sets up"] = attack(IO_URING_SETUP)
     out["alice's sum alone"] = attack(TIMED_SUM, "lm10-alice")
+    out["her priority limits"] = attack(PRIORITY_LIMITS)
+    out["classmates' cgroups she reads"] = attack(CGROUPS_SEEN)
     out["sessions she spins"] = attack(SPIN_SESSIONS)
     time.sleep(2)
     try:
@@ -4078,6 +4095,19 @@ def test_no_one_takes_the_cores_by_making_sessions(played):
     assert played["sessions she spins"] == 200, played["sessions she spins"]
     alone, beside = played["alice's sum alone"], played["alice's sum beside her sessions"]
     assert beside < max(3.0, 8 * alone), (alone, beside)
+    # nor a real-time policy or a nice value below 0 (the twentieth tester's): her server's
+    # limits are 0 whatever the hub's, which are 0 here too (no process of this machine may
+    # raise a hard limit), so this part passed without the fix here as well
+    assert played["her priority limits"] == [[0, 0], [0, 0]], played["her priority limits"]
+
+
+def test_no_one_sees_who_else_is_on_the_hub_through_the_cgroups(played):
+    """The twentieth tester's: each student's CPU cgroup (the nineteenth's fix) was a folder of
+    the machine's cgroup file system, which every server could read: mallory listed
+    lm10-server-lm10-alice and lm10-server-lm10-bob and counted their servers' threads, so
+    who was on the hub, and how busy, to the second. Every server now sees an empty,
+    read-only /sys/fs/cgroup (grading/hub/jupyterhub_config.py, server_command)."""
+    assert played["classmates' cgroups she reads"] == [], played["classmates' cgroups she reads"]
 
 
 def test_no_one_floods_the_exchange_with_connections(played):

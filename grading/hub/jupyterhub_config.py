@@ -389,6 +389,7 @@ def listeners(port):
 
 
 # The cgroup v1 CPU hierarchy, where the machine has one.
+CGROUPS = "/sys/fs/cgroup"
 CPU_PARENTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
 
 
@@ -425,6 +426,7 @@ class SandboxedSpawner(LocalProcessSpawner):
       is to use is taken, the start fails and says who listens there, for a person to look
       into;
     - a student's processes and threads, together, at most `max_tasks` (RLIMIT_NPROC);
+    - no server's processes may take a real-time policy or a nice value below 0;
     - each student's server in a CPU cgroup of its own, where the machine has cgroup v1's cpu
       hierarchy (`cpu_group`): one share of the cores, however many sessions it makes."""
 
@@ -441,6 +443,11 @@ class SandboxedSpawner(LocalProcessSpawner):
                 (cpu / "cgroup.procs").write_text(str(os.getpid()))
             if tasks:
                 resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+            # no real-time policy and no nice below 0, whatever the hub's own limits give:
+            # SCHED_FIFO threads or an autogroup at nice -19 would take the cores from every
+            # other server, her CPU cgroup or not (the twentieth tester's table)
+            for name in (resource.RLIMIT_RTPRIO, resource.RLIMIT_NICE):
+                resource.setrlimit(name, (0, 0))
             drop_to_user()
 
         return preexec
@@ -587,6 +594,10 @@ def sandbox_command(home, command, nested_users=False):
         *("--dev", "/dev"),
         *ptys.BIND,
         *("--proc", "/proc"),
+        # the machine's cgroups hidden behind an empty, read-only folder: each student's CPU
+        # cgroup (cpu_group) named her and listed her server's pids and threads to every
+        # classmate, so who was on the hub and how busy (the twentieth tester's table)
+        *(("--tmpfs", CGROUPS, "--remount-ro", CGROUPS) if Path(CGROUPS).is_dir() else ()),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/tmp"),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/var/tmp"),
         *("--size", str(TMPFS_MIB << 20), "--tmpfs", "/dev/shm"),
