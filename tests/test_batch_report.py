@@ -69,6 +69,33 @@ def autograded(tmp_path, *errors):
             [],
             "stopped by signal 9",
         ),
+        # the OOM killer took the sandbox's init (the lab's modules imported: as large as the
+        # kernel), or bubblewrap, as the twenty-first tester played it with SIGKILL
+        (
+            "",
+            "grading.host.course_preprocessors.SandboxError: the sandbox returned no executed "
+            "notebook (exit status 0; last line it printed: '[Kernel] WARNING | Config option "
+            "`connection_file` not recognized by `Shell`.')",
+            [],
+            "the sandbox returned no executed notebook",
+        ),
+        (
+            "",
+            "grading.host.course_preprocessors.SandboxError: the sandbox returned no executed "
+            "notebook (exit status -9; last line it printed: '(nothing)')",
+            [],
+            "the sandbox returned no executed notebook",
+        ),
+        # ... the trusted test process, which decodes the student's replies outside the sandbox
+        (
+            "",
+            "grading.host.trusted_tests.GraderError: the trusted test process failed after 3 s: "
+            "EOFError:  (it wrote nothing)",
+            [],
+            "the trusted test process failed",
+        ),
+        # ... or the grader process (workers.Worker.ask)
+        ("", "the grader process died (silently)", [], "the grader process died"),
     ],
 )
 def test_a_limit_of_the_graders_uid_is_found(tmp_path, stopped, message, errors, words):

@@ -57,12 +57,22 @@ MACHINE_LIMIT = re.compile(
     # MemoryError, numpy's _ArrayMemoryError ("Unable to allocate"), torch's "can't allocate"
     r"|MemoryError\b|Unable to allocate|can't allocate memory"
 )
+# And the OOM killer's other victims, whose words name no limit: the sandbox's init or
+# bubblewrap (as large as its kernel: the lab's modules are imported there), the trusted test
+# process, the grader process itself (the twenty-first tester's table); read after the words
+# above, which say more where both are there. Her own code can end a run so too (its
+# executor), which earns her no more than the second run she can already earn herself.
+GRADER_KILLED = re.compile(
+    r"the sandbox returned no executed notebook|the trusted test process failed"
+    r"|the grader process died"
+)
 
 
 def machine_limit(result, notes, autograded_notebook):
     """The first words in a graded submission's errors (the report's message, the cell the
     grader stopped, any cell's error output) that name a limit the machine counts for the
-    grader's uid as a whole, or a kernel or executor killed (the OOM killer's way), or "":
+    grader's uid as a whole, or a kernel or executor killed (the OOM killer's way), or
+    a sandbox, trusted test process or grader process ended (GRADER_KILLED), or "":
     where it ran beside other submissions, one of them may have caused it (autograde grades it
     again, alone)."""
     texts = [result.message, notes.stopped]
@@ -77,7 +87,15 @@ def machine_limit(result, notes, autograded_notebook):
             for o in outputs
             if isinstance(o, dict) and o.get("output_type") == "error"
         ]
-    found = next((m for t in texts if (m := MACHINE_LIMIT.search(str(t)))), None)
+    found = next(
+        (
+            m
+            for words in (MACHINE_LIMIT, GRADER_KILLED)
+            for t in texts
+            if (m := words.search(str(t)))
+        ),
+        None,
+    )
     return found.group(0) if found else ""
 
 
