@@ -3578,6 +3578,54 @@ def test_no_student_floods_the_hubs_log_through_her_server(played):
     assert len(flood["answers"]) >= FLOOD_SECONDS and max(flood["answers"]) < 5, flood["answers"]
 
 
+def test_no_student_fills_the_hubs_log_over_a_day(monkeypatch):
+    """The twenty-second tester's (issue 39): 50 lines of 4 KiB a second, the relay's limits,
+    held all day, were 16 GiB of the hub's log a day from one student (a full disk, or the
+    rotation of everything logged before). Played with the relays' own clock, 2 days of
+    2,000 s each: of her flood, at most LOG_BYTES_PER_DAY a day (here 1 MiB) reaches the log,
+    the hub says so, and a classmate's line a second is logged whole."""
+    from grading.hub import server_output
+
+    monkeypatch.setattr(server_output, "LOG_BYTES_PER_DAY", 1 << 20, raising=False)
+    monkeypatch.setattr(server_output, "LOGGED", {}, raising=False)
+    now = [0.0]
+    logged = {"lm10-mallory": [0] * 2, "lm10-alice": [0] * 2}
+    warnings = []
+
+    class Log:
+        def info(self, form, name, text):
+            logged[name][int(now[0] // 86400)] += len(text)
+
+        def warning(self, form, *args):
+            warnings.append(form % args)
+
+    async def play():
+        relays = {}
+        for name in logged:
+            read, write = os.pipe()
+            os.close(write)
+            relays[name] = server_output.Relay(read, Log(), name, clock=lambda: now[0])
+        for start in (0, 86400):
+            for second in range(2000):
+                now[0] = start + second
+                for name, relay in relays.items():
+                    relay.new_second()
+                    if name == "lm10-alice":  # a line of 100 bytes a second
+                        relay.line(b"a" * 100)
+                        continue
+                    for _ in range(server_output.LINES_PER_SECOND + 1):
+                        relay.line(b"x" * server_output.LINE_BYTES)
+        for relay in relays.values():
+            relay.close()
+
+    asyncio.run(play())
+    for day in (0, 1):
+        assert 1 << 20 <= logged["lm10-mallory"][day] < (1 << 20) + 8192, logged
+    assert sum("lm10-mallory's server: 1 MiB of its lines logged today" in w for w in warnings) == 2
+    assert any(w.startswith("lm10-mallory's server:") and "lines left out" in w for w in warnings)
+    assert logged["lm10-alice"] == [2000 * 100] * 2, logged
+
+
 def test_no_one_reaches_a_classmates_kernel_over_the_loopback(played):
     """A tenth tester's (issue 39): ipykernel listened on loopback TCP twice whatever the
     kernel's transport. Its IOPub pipe printed a classmate's message into the output of the

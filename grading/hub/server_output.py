@@ -14,7 +14,12 @@ control or direction character). A line longer than LINE_BYTES is cut there; pas
 LINES_PER_SECOND lines in a second, the rest of that second's lines are counted, not logged,
 and the count is logged with the next line logged; past BYTES_PER_SECOND in a second, the hub
 reads that pipe again the next second (the server's writes wait meanwhile): a student's flood
-costs the hub little reading and no log.
+costs the hub little reading and no log. And at most LOG_BYTES_PER_DAY of each user's lines a
+day, all her servers together: 50 lines of 4 KiB a second, held all day, were 16 GiB of the
+hub's log a day from one student (the twenty-second tester's table in JUPYTERHUB.md), a full
+disk or, under journald, the rotation of everything the hub logged before (her own earlier
+attempts included). Past it her lines are counted, not logged, for the rest of that day (days
+of 24 hours of the relay's clock, from the machine's start), and the hub says so once.
 """
 
 import asyncio
@@ -27,6 +32,8 @@ LINE_BYTES = 4096
 LINES_PER_SECOND = 50
 BYTES_PER_SECOND = 1 << 20
 READ_BYTES = 1 << 16
+LOG_BYTES_PER_DAY = 32 << 20
+LOGGED = {}  # user name -> [the day, bytes of her lines logged that day]
 
 
 class Relay:
@@ -78,21 +85,34 @@ class Relay:
             self.loop.add_reader(self.fd, self.read)
 
     def line(self, raw):
-        if self.lines >= LINES_PER_SECOND:
+        day = int(self.clock() // 86400)
+        logged = LOGGED.setdefault(self.name, [day, 0])
+        if logged[0] != day:
+            logged[:] = [day, 0]
+        if self.lines >= LINES_PER_SECOND or logged[1] >= LOG_BYTES_PER_DAY:
             self.left_out += 1
             return
         self.lines += 1
         self.say_left_out()
         text = plain(raw[:LINE_BYTES].decode("utf-8", "replace"))
         self.log.info("%s's server: %s", self.name, text)
+        logged[1] += len(text)
+        if logged[1] >= LOG_BYTES_PER_DAY:
+            self.log.warning(
+                "%s's server: %d MiB of its lines logged today; the rest are counted, not "
+                "logged, for the rest of the day",
+                self.name,
+                LOG_BYTES_PER_DAY >> 20,
+            )
 
     def say_left_out(self):
         if self.left_out:
             self.log.warning(
-                "%s's server: %d lines left out (more than %d in a second)",
+                "%s's server: %d lines left out (more than %d in a second, or %d MiB a day)",
                 self.name,
                 self.left_out,
                 LINES_PER_SECOND,
+                LOG_BYTES_PER_DAY >> 20,
             )
             self.left_out = 0
 
