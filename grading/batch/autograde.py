@@ -31,8 +31,8 @@ Every sandbox runs as the grader's uid, and the kernel counts some things per ui
 namespace (epoll watches, descriptors in flight), and the OOM killer ends whichever process is
 largest when the machine's memory runs out: a submission can fail the classmates graded beside
 it. Each submission that ran beside others and failed with an error naming such a limit, or
-whose kernel or executor was killed (report.MACHINE_LIMIT), is graded again, alone, after the
-rest; its row says so.
+whose kernel, sandbox, trusted test process or grader process was killed (report.machine_limit),
+is graded again, alone, after the rest; its row says so.
 
 The gradebook is one SQLite file and every process writes to it. Writers take turns:
 nbgrader_config.py gives SQLite a busy timeout, a process that still fails on a locked
@@ -151,9 +151,10 @@ def autograde(
         return result, found, note
 
     def alone():
-        """Grade again, one after another, each submission that ran beside others and failed on
-        a limit the machine counts for the grader's uid as a whole (report.MACHINE_LIMIT): one
-        of them may have taken it. Its first run's grade is replaced, and its row says so."""
+        """Grade again, one after another, each submission that ran beside others and failed in
+        a way one of them may have caused (report.machine_limit: a limit the machine counts for
+        the grader's uid as a whole, memory, a killed process). Its first run's grade is
+        replaced, and its row says so."""
         worker = workers.get()
         try:
             for student in students:
@@ -169,8 +170,7 @@ def autograde(
                 keep_only_notebook(autograded / student / lab, lab)
                 again = (
                     f"graded again alone: its first run, beside other submissions, failed on "
-                    f"{why!r}, a limit the machine counts for all of the grader's sandboxes "
-                    "together"
+                    f"{why!r}, which a submission graded beside it may have caused"
                 )
                 extra[student] = "; ".join(filter(None, [extra[student], again]))
                 if show_progress:

@@ -501,6 +501,14 @@ def sweep_homes():
 CPU_PARENTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
 
 
+def cpu_parent():
+    """The cgroup v1 CPU hierarchy this process may make cgroups in (root), or None: a run's
+    (ProcessGroup) and a hub server's (grading/hub/jupyterhub_config.py, cpu_group)."""
+    return next(
+        (p for p in CPU_PARENTS if (p / "cgroup.procs").exists() and os.access(p, os.W_OK)), None
+    )
+
+
 class ProcessGroup:
     """A pids cgroup for one run, where the grader may make one (root, cgroup v1 or v2): it
     caps the number of processes and threads (RLIMIT_NPROC does not bind root) and lets the
@@ -515,13 +523,11 @@ class ProcessGroup:
 
     def __init__(self, limit):
         self.path = self.cpu = None
-        for parent in CPU_PARENTS:
-            if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
-                path = parent / f"lm10-grade-{os.getpid()}-{id(self):x}"
-                with contextlib.suppress(OSError):
-                    path.mkdir()
-                    self.cpu = path
-                break
+        if parent := cpu_parent():
+            path = parent / f"lm10-grade-{os.getpid()}-{id(self):x}"
+            with contextlib.suppress(OSError):
+                path.mkdir()
+                self.cpu = path
         for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
             if not (parent / "cgroup.procs").exists() or not os.access(parent, os.W_OK):
                 continue
@@ -544,7 +550,7 @@ class ProcessGroup:
 
     def close(self):
         """Kill every process still in the cgroups, then remove them."""
-        for path in filter(None, (self.path, getattr(self, "cpu", None))):
+        for path in filter(None, (self.path, self.cpu)):
             for _ in range(50):
                 pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
                 if not pids:

@@ -80,6 +80,7 @@ from pathlib import Path
 from jupyterhub.auth import PAMAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
 
+from grading.host.sandbox import cpu_parent
 from grading.hub import no_keyrings, plain_logs, ptys, server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -232,7 +233,7 @@ def not_bounded_here():
         "the ports"
     )
     flags.append(socket_buffers_flag())
-    if not any((p / "cgroup.procs").exists() and os.access(p, os.W_OK) for p in CPU_PARENTS):
+    if cpu_parent() is None:
         flags.append(
             "CPU: no cgroup v1 cpu hierarchy here for a CPU cgroup per server, so the cores "
             "are shared between sessions (autogroups): a student whose processes each make a "
@@ -388,9 +389,7 @@ def listeners(port):
     return found
 
 
-# The cgroup v1 CPU hierarchy, where the machine has one.
 CGROUPS = "/sys/fs/cgroup"
-CPU_PARENTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
 
 
 def cpu_group(name):
@@ -401,15 +400,14 @@ def cpu_group(name):
     session of their own (`setsid`, `start_new_session`, up to LM10_STUDENT_MAX_TASKS) took a
     share of the cores per process from every classmate and the instructor (the nineteenth
     tester's table). In a cgroup of its own a server has one share, whatever it starts."""
-    for parent in CPU_PARENTS:
-        if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
-            path = parent / f"lm10-server-{name}"
-            try:
-                path.mkdir(exist_ok=True)
-            except OSError:
-                return None
-            return path
-    return None
+    if (parent := cpu_parent()) is None:
+        return None
+    path = parent / f"lm10-server-{name}"
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return path
 
 
 class SandboxedSpawner(LocalProcessSpawner):
@@ -446,8 +444,8 @@ class SandboxedSpawner(LocalProcessSpawner):
             # no real-time policy and no nice below 0, whatever the hub's own limits give:
             # SCHED_FIFO threads or an autogroup at nice -19 would take the cores from every
             # other server, her CPU cgroup or not (the twentieth tester's table)
-            for name in (resource.RLIMIT_RTPRIO, resource.RLIMIT_NICE):
-                resource.setrlimit(name, (0, 0))
+            for limit in (resource.RLIMIT_RTPRIO, resource.RLIMIT_NICE):
+                resource.setrlimit(limit, (0, 0))
             drop_to_user()
 
         return preexec
