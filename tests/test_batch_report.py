@@ -1,13 +1,15 @@
 """Which graded submissions the batch grades again, alone (grading/batch/report.py,
 `machine_limit`): those whose errors name a limit the kernel counts for the grader's uid as a
-whole, which a submission graded beside it may have taken (the eighteenth hub tester). The
-batch that does it is played in tests/test_grading_hostile.py (a2pass); these read the words."""
+whole, which a submission graded beside it may have taken (the eighteenth hub tester), and
+(`out_of_time`) those that ran out of time, which a classmate's memory may have caused (the
+twenty-second). The batch that does it is played in tests/test_grading_hostile.py (a2pass,
+hardloop, loop); these read the words."""
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from grading.batch.report import machine_limit
+from grading.batch.report import machine_limit, out_of_time
 from grading.batch.results import Notes, Result
 
 
@@ -126,3 +128,35 @@ def test_a_submission_without_an_autograded_notebook_is_read_from_its_message(tm
     result = Result("bob", "error", message="OSError: [Errno 24] Too many open files")
     assert machine_limit(result, Notes(), tmp_path / "none.ipynb").startswith("[Errno 24]")
     assert machine_limit(Result("bob", "error", message="NotJSONError"), Notes(), tmp_path) == ""
+
+
+@pytest.mark.parametrize(
+    "status, notes, words",
+    [
+        # a classmate's memory, held short of the OOM killer, slowed a cell past its limit
+        ("graded", Notes(timed_out_cells=["l2_flops"]), "the per-cell time limit (l2_flops)"),
+        # ... or slowed a cell that then ignored the interrupt and was stopped
+        (
+            "graded",
+            Notes(stopped="l2_serving: it ran past 40 s and ignored the interrupt"),
+            "the per-cell time limit (l2_serving)",
+        ),
+        (
+            "graded",
+            Notes(
+                timed_out_cells=["l2_flops", "l2_serving"],
+                stopped="l2_serving: it ran past 40 s and ignored the interrupt",
+            ),
+            "the per-cell time limit (l2_flops, l2_serving)",
+        ),
+        # ... or the whole submission past --timeout
+        ("timeout", Notes(timeout=True), "the time limit of the whole submission"),
+        ("timeout", Notes(), "the time limit of the whole submission"),
+        # what is not time: graded again only if machine_limit names it
+        ("graded", Notes(), ""),
+        ("graded", Notes(stopped="l2_serving: the kernel died while it ran"), ""),
+        ("error", Notes(stopped="a grader cell: no time left for this test"), ""),
+    ],
+)
+def test_what_ran_out_of_time_is_named(status, notes, words):
+    assert out_of_time(Result("bob", status), notes) == words

@@ -22,15 +22,18 @@ Cases, with what they must score (of 10 autograded points; the written answer is
 ok, renamed, badkernel, stderr, sysexit, flood: 10, graded. blank 0; loop (an answer that
 never ends, waiting; played again spinning against the whole notebook's limit) 8 (the
 comparison calls the part that never got defined, and meets its right values while its test
-runs), graded. alwayseq (`__eq__` always True) 0;
+runs), flagged: it ran out of time beside other submissions and the batch's time for second
+runs, alone, was already spent (the batch's --alone-time is 1 s). alwayseq (`__eq__` always True) 0;
 transformer (input transformer wrapping tests in try/except) 0; astcheat (AST transformer
 dropping asserts) 0; peek (runs a classmate's answers) 0; tamper (gradebook writes, files
 outside, a detached process) 10; leak (reads gradebook and solutions, copies them, prints
 the kernel's history `In`, where no test ever ran) 10; hog (64 GB,
 1 GB file, thousands of processes) 10; forge (writes into every pipe the kernel holds) 10;
 exitkernel (os._exit in the last answer) 8, all
-flagged. hardloop (ignores the interrupt in the last answer) 8, graded. badjson, emptydir,
-twonotebooks, link, nocells, dirlab (a folder named LM10-L2.ipynb): error, 0, with the reason.
+flagged. hardloop (ignores the interrupt in the last answer) 8, graded, and graded again
+alone (first of the two that ran out of time: the 1 s of --alone-time is spent after it).
+badjson, emptydir, twonotebooks, link, nocells, dirlab (a folder named LM10-L2.ipynb): error,
+0, with the reason.
 bigchart (a correct notebook of 10 MB, past one pipe read), oddmeta (nbgrader metadata that
 is a string or a list on cells of the student's own, a cell pasted from another lab with its
 grade_id), dirnotebook (beside a folder named
@@ -675,7 +678,7 @@ def batch(tmp_path_factory, sandbox_installed):
     results = {
         r.student: r
         for r in autograde.autograde(
-            LAB, grading=grading, jobs=2, timeout=400, cell_timeout=CELL_TIMEOUT
+            LAB, grading=grading, jobs=2, timeout=400, cell_timeout=CELL_TIMEOUT, alone_time=1
         )
     }
     survivors = marked_processes()
@@ -726,9 +729,24 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "transformer": ("flagged", 0, "uses get_ipython"),
     "astcheat": ("flagged", 0, "uses get_ipython"),
     # loop's FLOP count is never defined: the comparison, which calls it, meets its right
-    # values while its test runs (lmcourse.standins) and keeps its points
-    "loop": ("graded", 8, "l2_flops stopped after the per-cell time limit"),
-    "hardloop": ("graded", 8, "stopped l2_serving: it ran past"),
+    # values while its test runs (lmcourse.standins) and keeps its points. Both ran out of
+    # time beside other submissions (a classmate's memory may have slowed them): hardloop,
+    # first in the students' order, is graded again alone; that spends the batch's 1 s of
+    # --alone-time, so loop is flagged for a person instead
+    "loop": (
+        "flagged",
+        8,
+        "FLAGGED for review: it ran out of the per-cell time limit (l2_flops) beside other "
+        "submissions, one of which may have slowed it, and was not graded again alone: the "
+        "batch's --alone-time (1 s) was spent",
+    ),
+    "hardloop": (
+        "graded",
+        8,
+        "graded again alone: its first run, beside other submissions, ran out of the per-cell "
+        "time limit (l2_serving), which a submission graded beside it may have caused | "
+        "stopped l2_serving: it ran past",
+    ),
     "exitkernel": ("flagged", 8, "stopped l2_serving: the kernel died"),
     "tamper": ("flagged", 10, "imports sqlite3"),
     "leak": ("flagged", 10, "reads In"),

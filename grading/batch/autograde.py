@@ -1,7 +1,7 @@
 """Autograde every submission of one lab in parallel, each in a sandbox, and report honestly.
 
     python -m grading.batch.autograde LM10-L2 [--jobs N] [--timeout S] [--cell-timeout S]
-                                        [--retries R] [--student ID ...]
+                                        [--alone-time S] [--retries R] [--student ID ...]
 
 `nbgrader autograde` grades one submission after another in one process, and one bad notebook
 stops the run. This command starts `--jobs` grader workers (default: every core; workers.py)
@@ -30,9 +30,13 @@ should read it), `timeout` when it ran past --timeout, `error` otherwise.
 Every sandbox runs as the grader's uid, and the kernel counts some things per uid whatever the
 namespace (epoll watches, descriptors in flight), and the OOM killer ends whichever process is
 largest when the machine's memory runs out: a submission can fail the classmates graded beside
-it. Each submission that ran beside others and failed with an error naming such a limit, or
-whose kernel, sandbox, trusted test process or grader process was killed (report.machine_limit),
-is graded again, alone, after the rest; its row says so.
+it, and a submission that holds memory just short of the OOM killer slows them until their
+cells run out of time. Each submission that ran beside others and failed with an error naming
+such a limit, or whose kernel, sandbox, trusted test process or grader process was killed
+(report.machine_limit), is graded again, alone, after the rest; then each that ran out of time
+(report.out_of_time), while those second runs take at most --alone-time seconds in all (a
+submission that loops forever costs its --timeout twice); past that, its row is flagged and
+says how to grade it again. A second run's row says so.
 
 The gradebook is one SQLite file and every process writes to it. Writers take turns:
 nbgrader_config.py gives SQLite a busy timeout, a process that still fails on a locked
@@ -62,7 +66,14 @@ from grading.batch.intake import (
     notebook_problem,
     submitted_students,
 )
-from grading.batch.report import explain, machine_limit, progress, write_batch, write_report
+from grading.batch.report import (
+    explain,
+    machine_limit,
+    out_of_time,
+    progress,
+    write_batch,
+    write_report,
+)
 from grading.batch.results import Notes, Result
 from grading.batch.workers import Worker, environment, run_nbgrader
 from grading.host import sandbox
@@ -80,15 +91,20 @@ def autograde(
     grading=GRADING,
     cell_timeout=None,
     show_progress=True,
+    alone_time=1800,
 ):
     """Autograde `students` (default: every submission of `lab`); return one Result each.
-    `grading` is the folder of the course's nbgrader_config.py (default: the repository's)."""
+    `grading` is the folder of the course's nbgrader_config.py (default: the repository's);
+    `alone_time` bounds the seconds spent grading again, alone, submissions that ran out of
+    time beside others (see `alone` below)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", lab):
         raise ValueError(f"lab must be a folder name such as LM10-L2, got {lab!r}")
     start = time.monotonic()
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if not alone_time >= 0:
+        raise ValueError(f"alone_time must be 0 or more seconds, got {alone_time}")
     submitted, autograded, db_url, course_id, root = course_paths(grading)
     students = students or submitted_students(submitted, lab)
     if not students:
@@ -152,25 +168,42 @@ def autograde(
 
     def alone():
         """Grade again, one after another, each submission that ran beside others and failed in
-        a way one of them may have caused (report.machine_limit: a limit the machine counts for
-        the grader's uid as a whole, memory, a killed process). Its first run's grade is
-        replaced, and its row says so."""
+        a way one of them may have caused: first those whose errors name a limit the machine
+        counts for the grader's uid as a whole, memory, or a killed process
+        (report.machine_limit), every one of them; then those that ran out of time
+        (report.out_of_time), while the time they take stays within `alone_time` seconds. Its
+        first run's grade is replaced, and its row says so; a row past that time is flagged,
+        and says how to grade it again."""
         worker = workers.get()
+        spent = 0.0
         try:
-            for student in students:
+            first, then = [], []  # (student, why, ran out of time)
+            for student in (s for s in students if s in beside):
                 notebook = autograded / student / lab / f"{lab}.ipynb"
-                why = student in beside and machine_limit(
-                    results[student], notes[student], notebook
-                )
-                if not why:
+                if why := machine_limit(results[student], notes[student], notebook):
+                    first.append((student, why, False))
+                elif why := out_of_time(results[student], notes[student]):
+                    then.append((student, why, True))
+            for student, why, timed in first + then:
+                if timed and spent >= alone_time:
+                    notes[student].flags.append(
+                        f"it ran out of {why} beside other submissions, one of which may have "
+                        f"slowed it, and was not graded again alone: the batch's --alone-time "
+                        f"({alone_time:g} s) was spent; grade it again with --student and "
+                        f"--jobs 1"
+                    )
                     continue
+                start = time.monotonic()
                 results[student], notes[student] = run_nbgrader(
                     worker, lab, student, timeout, retries
                 )
+                if timed:
+                    spent += time.monotonic() - start
                 keep_only_notebook(autograded / student / lab, lab)
+                first = f"ran out of {why}" if timed else f"failed on {why!r}"
                 again = (
-                    f"graded again alone: its first run, beside other submissions, failed on "
-                    f"{why!r}, which a submission graded beside it may have caused"
+                    f"graded again alone: its first run, beside other submissions, {first}, "
+                    f"which a submission graded beside it may have caused"
                 )
                 extra[student] = "; ".join(filter(None, [extra[student], again]))
                 if show_progress:
@@ -235,6 +268,13 @@ def main(argv=None):
         "--cell-timeout", type=int, help="seconds one cell may run (default: Execute.timeout, 120)"
     )
     parser.add_argument(
+        "--alone-time",
+        type=float,
+        default=1800,
+        help="seconds the batch may spend grading again, alone, submissions that ran out of "
+        "time beside others (default 1800); one past it is flagged",
+    )
+    parser.add_argument(
         "--retries",
         type=int,
         default=5,
@@ -259,6 +299,7 @@ def main(argv=None):
             args.retries,
             grading=args.grading.resolve(),
             cell_timeout=args.cell_timeout,
+            alone_time=args.alone_time,
         )
     except ValueError as error:
         parser.exit(2, f"autograde: {error}\n")

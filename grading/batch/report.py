@@ -99,6 +99,20 @@ def machine_limit(result, notes, autograded_notebook):
     return found.group(0) if found else ""
 
 
+def out_of_time(result, notes):
+    """What of a graded submission ran out of its time ("" when nothing did): where it ran
+    beside other submissions, one of them may have slowed it (its processes taking the
+    memory, so that the classmate's pages are read from disk again and again), and
+    autograde grades it again, alone, within the batch's time for that (--alone-time)."""
+    if result.status == "timeout" or notes.timeout:
+        return "the time limit of the whole submission"
+    cells = list(notes.timed_out_cells)
+    name, _, reason = notes.stopped.partition(": ")
+    if "ran past" in reason and name not in cells:
+        cells.append(name)
+    return f"the per-cell time limit ({', '.join(cells)})" if cells else ""
+
+
 def explain(result, notes, note, autograded_notebook):
     """The report message for `result` (its results.Notes, the intake's `note`): why the
     submission scored what it did, most important first."""
