@@ -160,3 +160,60 @@ def test_a_submission_without_an_autograded_notebook_is_read_from_its_message(tm
 )
 def test_what_ran_out_of_time_is_named(status, notes, words):
     assert out_of_time(Result("bob", status), notes) == words
+
+
+# The log of a real locked gradebook, as nbgrader's autograde wrote it (its last lines)
+REAL_LOCK = """[AutogradeApp | ERROR] There was an error accessing the nbgrader database.
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/sqlalchemy/engine/default.py", line 1192, in do_execute
+    cursor.execute(statement, parameters)
+sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) database is locked
+[SQL: SELECT name FROM sqlite_master WHERE type='table' ORDER BY name]
+(Background on this error at: https://sqlalche.me/e/21/e3q8)
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/nbgrader/converters/base.py", line 419, in convert
+    raise NbGraderException(msg)
+nbgrader.converters.base.NbGraderException: There was an error accessing the nbgrader database.
+"""
+# Her words in the log: a grade id of her notebook nbgrader warns about, then the last line her
+# kernel printed, which the grader quotes when the sandbox returns no notebook (her outputs
+# past the largest message the sandbox may send back)
+HERS = """[AutogradeApp | WARNING] Cell 'database is locked' does not exist in the database
+[AutogradeApp | ERROR] There was an error processing assignment: LM10-L2
+Traceback (most recent call last):
+  File "/work/main/grading/host/course_preprocessors.py", line 496, in preprocess
+    raise SandboxError(
+grading.host.course_preprocessors.SandboxError: the sandbox returned no executed notebook (exit \
+status 0; last line it printed: 'database is locked')
+"""
+
+
+class Replies:
+    """A worker that gives the same reply to every request, counting them."""
+
+    def __init__(self, log):
+        self.log, self.asked, self.process = log, 0, object()
+
+    def ask(self, student, wait):
+        self.asked += 1
+        return {"success": False, "log": self.log, "notes": Notes().to_json()}
+
+
+@pytest.mark.parametrize("log, asked", [(REAL_LOCK, 6), (HERS, 1)])
+def test_only_the_gradebooks_lock_is_retried(monkeypatch, log, asked):
+    """A submission whose log held the words "database is locked" anywhere was graded again
+    (--retries, 5), each run up to --timeout: her notebook printed them, then sent back more
+    than the sandbox may (the twenty-third hub tester's table, grading/JUPYTERHUB.md), and one
+    row took 6 times the time the batch allows a submission. Only the lock in the exception
+    line of the log's last traceback is retried now."""
+    from grading.batch import workers
+
+    monkeypatch.setattr(workers.time, "sleep", lambda seconds: None)
+    worker = Replies(log)
+    result, _ = workers.run_nbgrader(worker, "LM10-L2", "mallory", 900, 5)
+    assert (worker.asked, result.attempts, result.status) == (asked, asked, "error"), result
+    if asked == 1:
+        assert "SandboxError: the sandbox returned no executed notebook" in result.message

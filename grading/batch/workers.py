@@ -24,6 +24,15 @@ from grading.batch.intake import warm_imports
 from grading.batch.results import Notes, Result
 
 LOCKED = "database is locked"
+# The gradebook's lock as nbgrader's log names it: the exception line of its last traceback
+# (log_reason), never words anywhere in the log, which holds text of the submission's own (a
+# grade id nbgrader warns about, the last line the sandbox printed, in a SandboxError): her
+# notebook that printed "database is locked" and then failed was run 6 times, each up to
+# --timeout (the twenty-third hub tester's table, grading/JUPYTERHUB.md).
+GRADEBOOK_LOCKED = re.compile(
+    r"(?:sqlalchemy\.exc\.OperationalError: \(sqlite3\.OperationalError\)"
+    r"|sqlite3\.OperationalError:) database is locked"
+)
 SLACK = 120  # seconds the grader process gets beyond the sandbox's --timeout
 STARTUP = 600  # seconds a new worker may take to import nbgrader and warm its sandbox
 
@@ -191,7 +200,8 @@ def serve(lab, grading, timeout, cell_timeout):
 
 
 def run_nbgrader(worker, lab, student, timeout, retries):
-    """Autograde one submission in `worker`; retry only when the gradebook was locked.
+    """Autograde one submission in `worker`; retry only when the gradebook was locked
+    (GRADEBOOK_LOCKED).
 
     Returns (Result, Notes): the notes are what the sandboxed execution reported (flags, cells
     stopped, stderr), empty when the worker died or ran out of time."""
@@ -220,7 +230,7 @@ def run_nbgrader(worker, lab, student, timeout, retries):
             return result("error", attempt, f"the grader process replied badly: {error}"), Notes()
         if notes.timeout:
             return result("timeout", attempt, stopped), notes
-        if success or LOCKED not in log:
+        if success or not GRADEBOOK_LOCKED.match(log_reason(log)):
             if success:
                 return result("graded", attempt), notes
             return result("error", attempt, log_reason(log)), notes
