@@ -352,6 +352,41 @@ def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, toke
         raise type("Leak_" + "_".join(map(str, args)), (Exception,), {})()
     return _serving(*args)
 """
+# Errors named as the grader names its own, NotRun and CellTimeoutError, raised at the first
+# hidden call of the cache's and the serving part's tests with that call's arguments: the
+# feedback shows the grader's words whole, and once showed these with the hidden inputs in them.
+STOP_NAME_CACHE = """
+_cache, _cache_calls = cache_bytes_per_token, []
+class NotRun(Exception):
+    pass
+def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):
+    _cache_calls.append(layers)
+    if len(_cache_calls) > 2:  # the cache's test makes 2 visible calls
+        raise NotRun(f"HIDDEN {layers}_{kv_heads}_{head_dim}_{bytes_per_number}")
+    return _cache(layers, kv_heads, head_dim, bytes_per_number)
+"""
+STOP_NAME_SERVING = """
+_serving, _serving_calls = max_concurrent_requests, []
+class CellTimeoutError(Exception):
+    pass
+def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    args = (gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request)
+    _serving_calls.append(args)
+    if len(_serving_calls) > 3:  # the serving part's test makes 3 visible calls
+        raise CellTimeoutError("HIDDEN " + "_".join(map(str, args)))
+    return _serving(*args)
+"""
+# The first hidden call of the serving part's test never returns: the grader stops the test at
+# the cell's time limit, and the feedback says so in the grader's words.
+STOP_CALL = """
+_serving, _calls = max_concurrent_requests, []
+def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request):
+    args = (gpu_bytes, weight_bytes, cache_bytes_per_token, tokens_per_request)
+    _calls.append(args)
+    while len(_calls) > 3:
+        time.sleep(0.1)
+    return _serving(*args)
+"""
 # An honest answer with a progress bar: tqdm starts a monitor thread during the test's call.
 TQDM = """
 from tqdm.auto import tqdm
@@ -591,6 +626,10 @@ def submissions(released, course):
     subs["manyclasses"] = fill(released, dict(answers(), l2_attention=MANY_CLASSES))
     subs["noroom"] = fill(released, dict(answers(), l2_attention=OUTSIDE_THE_ROOM))
     subs["shadow"] = fill(released, answers(l2_serving=SHADOW))
+    subs["stopnames"] = fill(
+        released, answers(l2_cache=STOP_NAME_CACHE, l2_serving=STOP_NAME_SERVING)
+    )
+    subs["stoploop"] = fill(released, answers(l2_serving="import time\n" + STOP_CALL))
     # the first two graded, each by a worker of its own, at one time (students go in name order)
     subs["a1hold"] = fill(released, answers(l2_attention=HOLD_IN_FLIGHT))
     subs["a2pass"] = fill(
@@ -797,6 +836,16 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "manyclasses": ("graded", 8, "more than 256 kinds"),
     "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
     "shadow": ("flagged", 10, "imports lm10_shadow, no installed module"),
+    # errors of her own named NotRun and CellTimeoutError: ordinary failures, never the grader's
+    # (not in the feedback with their hidden inputs, not a cell that ran out of time)
+    "stopnames": ("graded", 6, "first failure l2_test_cache: NotRun: HIDDEN"),
+    # a hidden call that never returns: the test stopped at its limit (and not graded again
+    # alone: the batch's 1 s of --alone-time went to hardloop)
+    "stoploop": (
+        "flagged",
+        8,
+        "FLAGGED for review: it ran out of the per-cell time limit (l2_test_serving) beside",
+    ),
     # a2pass lost its first run's attention part to a1hold's descriptors in flight (ETOOMANYREFS,
     # a machine's limit per uid); graded again alone, it earns every point
     "a1hold": ("flagged", 10, "imports os"),
@@ -974,6 +1023,18 @@ def test_nothing_a_hidden_input_reached_is_in_the_feedback(batch):
     assert "SHADOW-REFUSED" in shadow and "SHADOW-RAN" not in shadow, shadow[:2000]
     room = outputs_text(course / "autograded" / "noroom" / LAB / f"{LAB}.ipynb")
     assert "NOT-IN-ROOM transformers is not available to your code" in room, room[:2000]
+    # errors named as the grader's own, carrying a hidden call's arguments: shown to the
+    # instructor, not in the feedback; the grader's own stop of a test keeps its words there
+    named = outputs_text(course / "autograded" / "stopnames" / LAB / f"{LAB}.ipynb")
+    assert len(re.findall(r"HIDDEN \d", named)) >= 2, (
+        f"blind check: nothing raised: {named[-2000:]}"
+    )
+    page = (course / "feedback" / "stopnames" / LAB / f"{LAB}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert not re.search(r"HIDDEN \d", text), "the feedback shows a hidden call's arguments"
+    page = (course / "feedback" / "stoploop" / LAB / f"{LAB}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert f"CellTimeoutError: the grader stopped this test after {CELL_TIMEOUT} s" in text
     counts = nbformat.read(course / "autograded" / "smuggle" / LAB / f"{LAB}.ipynb", 4)
     numbers = [c.execution_count for c in counts.cells if c.cell_type == "code"]
     assert all(n is None or n < 100 for n in numbers), numbers

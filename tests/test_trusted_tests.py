@@ -201,7 +201,7 @@ def test_later_sessions_find_what_the_first_setup_imported_already_imported():
     seen = []
 
     def student_side(request):
-        return json.dumps(sandbox_agent._answer(request))
+        return json.dumps(sandbox_agent._answer(request)), False
 
     trusted_tests.warm("")
     try:

@@ -52,7 +52,9 @@ from grading.in_sandbox import sandbox_exec
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
 CONTEXT_LINE = re.compile(r"^\s*(?:-*>\s*)?(\d+)\s")  # a numbered source line in a frame
-GRADER_ERRORS = ("NotRun", "CellTimeoutError")  # written by the grader: nothing hidden in them
+# Written by the grader, nothing hidden in them, where the cell's mark says the grader wrote it
+# (FEEDBACK_MARK "stopped"): the student's code may raise errors of these names too.
+GRADER_ERRORS = ("NotRun", "CellTimeoutError")
 QUOTE_REMOVED = "[line removed by the grader: it quotes a hidden test]"
 AFTER_HIDDEN = (
     "[outputs not shown in feedback: this cell ran after a hidden test had called your code, "
@@ -244,7 +246,9 @@ class StripHiddenTests(ClearHiddenTests):
                     output.text = text[:shown_chars] + AFTER_HIDDEN_TEXT
                 shown_chars = max(0, shown_chars - len(text))
                 outputs.append(output)
-            elif output.output_type != "error" or output.ename in GRADER_ERRORS:
+            elif output.output_type != "error" or (
+                output.ename in GRADER_ERRORS and mark.get("stopped") is True
+            ):
                 outputs.append(output)
             elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
                 outputs.append(plain_error(output.ename, output.evalue))
@@ -525,6 +529,13 @@ class SandboxedExecute(Execute):
                     if index <= tainted
                     else {"stdout": 0, "error": False}
                 )
+                # whether its error is the grader's own (the executor's stop, or a test the
+                # grader never ran): only then does a NotRun or CellTimeoutError keep its words
+                # in feedback, as the student's code can name its errors so too
+                stop = index in tests and (
+                    not results.get(index) or (clean.get(index) or {}).get("stopped") is True
+                )
+                cell.metadata[FEEDBACK_MARK] = dict(cell.metadata[FEEDBACK_MARK], stopped=stop)
             if index in tests:  # outputs made here, by the trusted process, or none
                 outputs = results.get(index) or [
                     not_run(
@@ -567,10 +578,14 @@ class SandboxedExecute(Execute):
                     if o.output_type == "stream" and o.name == "stderr":
                         o.name, o.text = "stdout", STDERR_NOTE + o.text
         nb.metadata["lm10"]["feedback"] = "marked"
+        # A test cell's CellTimeoutError counts where the executor stopped it (its mark): the
+        # student's code may name an error so, and a run beside others that ran out of time is
+        # graded again alone (grading/batch/autograde.py)
         notes.timed_out_cells = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code"
+            and (i not in tests or c.metadata[FEEDBACK_MARK].get("stopped") is True)
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)
         ]
         return nb, resources

@@ -679,7 +679,8 @@ class Sandbox:
         self.ready = False
 
     def call(self, payload, deadline):
-        """One call of the student's code, for a test: the sandbox's reply (JSON text)."""
+        """One call of the student's code, for a test: (the sandbox's reply, JSON text, and
+        whether it is the executor's own stop rather than the kernel's answer)."""
         self.channel.send({"call": payload})
         message = self.channel.receive(deadline)
         if isinstance(message.get("died"), str):
@@ -687,7 +688,7 @@ class Sandbox:
             raise EOFError(self.failure)
         if not isinstance(message.get("reply"), str):
             raise EOFError("the sandbox answered a call with something else")
-        return message["reply"]
+        return message["reply"], message.get("own") is True
 
     def close(self):
         if self.process is None:

@@ -90,7 +90,12 @@ class StudentError(Exception):
     """An exception of the student's code that is not one of Python's builtin ones."""
 
 
-_remote_types, _error_types = {}, {}
+class GraderStop(Exception):
+    """The sandbox's executor stopped the student's code (a call past the test's time, or
+    after the kernel could no longer be used): its name and message are the grader's own."""
+
+
+_remote_types, _error_types, _stop_types = {}, {}, {}
 
 
 def _name(text, fallback):
@@ -236,10 +241,17 @@ def _tensor(node):
     return torch.frombuffer(bytearray(data), dtype=kind).reshape(shape)
 
 
-def raise_error(reply):
-    """Raise, here, the exception the student's code raised there."""
+def raise_error(reply, own=False):
+    """Raise, here, the exception the student's code raised there, or (`own`: the executor's
+    reply, not the kernel's) the executor's stop, a GraderStop."""
     __tracebackhide__ = True
     name = _name(reply.get("error"), "Error")
+    if own:
+        if name not in _stop_types:
+            _stop_types[name] = type(name, (GraderStop,), {"__module__": "builtins"})
+        raise _stop_types[name](
+            reply.get("message") if isinstance(reply.get("message"), str) else ""
+        )
     message = reply.get("message") if isinstance(reply.get("message"), str) else ""
     trace = reply.get("trace") if isinstance(reply.get("trace"), str) else ""
     builtin = getattr(builtins, name, None) if reply.get("builtin") is True else None
@@ -385,7 +397,7 @@ class Session:
         # that code computes can carry the hidden inputs. `tainted` says it has happened;
         # `clean` is what of the running test's outputs came before it.
         self.hidden, self.tainted, self.out = set(), False, io.StringIO()
-        self.clean = None
+        self.clean, self.stopped = None, False
         for source in setup:
             outputs = self.run(source)
             failed = [o for o in outputs if o["output_type"] == "error"]
@@ -425,6 +437,7 @@ class Session:
                 with contextlib.suppress(Exception):
                     stb = self.shell.InteractiveTB.structured_traceback(kind, value, tb, 1)
         trace = getattr(evalue, "_lm10_trace", "")
+        self.stopped = isinstance(evalue, GraderStop)
         self.error = {
             "output_type": "error",
             "ename": getattr(etype, "__name__", "Error"),
@@ -445,6 +458,12 @@ class Session:
         message = self.channel.receive()
         if "reply" not in message:
             raise GraderError(f"expected the sandbox's reply, got {sorted(message)[:3]}")
+        if message.get("own") is True:  # the executor's stop: never the student's words
+            try:
+                reply = json.loads(message["reply"])
+            except (TypeError, ValueError):
+                raise GraderError("the sandbox's executor sent back an unreadable stop") from None
+            raise_error(reply if isinstance(reply, dict) else {}, own=True)
         return self.answer(message["reply"])
 
     def answer(self, text):
@@ -513,7 +532,7 @@ class Session:
 
     def run(self, source):
         """The outputs of one cell run in this shell, as a kernel would give them."""
-        self.error = None
+        self.error, self.stopped = None, False
         self.out = out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             self.shell.run_cell(source, store_history=True)
@@ -528,7 +547,9 @@ class Session:
         """(outputs, clean) of the test cell `source` whose lines `hidden` (1-based) are
         hidden tests. `clean` says what of the outputs the student may read in feedback:
         {"stdout": characters of the printed text, "error": whether its error} made before a
-        hidden input reached the student's code; None when all of them were."""
+        hidden input reached the student's code, and "stopped": whether its error is the
+        executor's stop (GraderStop: the grader's words, shown whatever came before, where an
+        error of the student's code of the same name is not); None when all of them were."""
         self.off_limits, self.called = offlimits.declared(source), []
         self.hidden = set(hidden)
         self.clean = {"stdout": 0, "error": False} if self.tainted else None
@@ -540,6 +561,8 @@ class Session:
         if self.called:  # the part scores 0, whatever the test did with the error
             stopped = frames.error_output("OffLimitsError", offlimits.message(self.called[0]))
             outputs = [o for o in outputs if o["output_type"] == "stream"] + [stopped]
+        elif self.stopped and self.clean is not None:
+            self.clean = dict(self.clean, stopped=True)
         return outputs, self.clean
 
 
@@ -737,7 +760,8 @@ class HostSession:
 
     def run(self, source, call, deadline, hidden=()):
         """(outputs, clean) of the test cell `source` (see Session.test; `hidden`: the
-        numbers of its hidden lines); `call(payload) -> reply` reaches the sandbox.
+        numbers of its hidden lines); `call(payload) -> (reply, own)` reaches the sandbox
+        (`own`: the reply is the executor's stop, not the kernel's answer).
         A call that fails on the grader's side (the sandbox stopped) is answered as an error,
         so the test ends in step, and raised here once it has."""
         channel, failure = self.host.channel, None
@@ -746,14 +770,17 @@ class HostSession:
             message = channel.receive(deadline)
             if "call" in message:
                 try:
-                    reply = call(message["call"]) if failure is None else None
+                    reply, own = call(message["call"]) if failure is None else (None, True)
                 except Exception as error:  # noqa: BLE001 (raised once the test has ended)
                     failure = error
                 if failure is not None:
-                    reply = json.dumps(
-                        {"error": "GraderStopped", "builtin": False, "message": str(failure)}
+                    reply, own = (
+                        json.dumps(
+                            {"error": "GraderStopped", "builtin": False, "message": str(failure)}
+                        ),
+                        True,
                     )
-                channel.send({"reply": reply})
+                channel.send({"reply": reply, "own": own is True})
             elif "done" in message:
                 if failure is not None:
                     raise failure

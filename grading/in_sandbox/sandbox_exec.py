@@ -637,10 +637,17 @@ def run_test(client, index, channel, cell_timeout):
     deadline, stopped, expired = time.monotonic() + cell_timeout, None, False
     while "call" in (message := channel.receive()):
         if stopped is not None:
-            channel.send({"reply": reply_error("NotRun", f"the grader stopped: {stopped[1]}")})
+            channel.send(
+                {"reply": reply_error("NotRun", f"the grader stopped: {stopped[1]}"), "own": True}
+            )
             continue
         if expired:  # a call of this test ran out of its time: the test has no more
-            channel.send({"reply": reply_error("CellTimeoutError", "no time left for this test")})
+            channel.send(
+                {
+                    "reply": reply_error("CellTimeoutError", "no time left for this test"),
+                    "own": True,
+                }
+            )
             continue
         # the cell as new_code_cell makes it, less its schema check of the whole cell (a
         # call's text can be megabytes, and there is one cell a call): it is ours
@@ -662,6 +669,7 @@ def run_test(client, index, channel, cell_timeout):
             if o.get("output_type") == "display_data" and MIME in o.get("data", {})
         ]
         timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
+        own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
         if timed_out:
             reply = reply_error(
                 "CellTimeoutError",
@@ -671,12 +679,12 @@ def run_test(client, index, channel, cell_timeout):
         elif stopped is not None:
             reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
         elif len(replies) == 1 and isinstance(replies[0], str):
-            reply = replies[0]
+            reply, own = replies[0], False
         elif len(replies) > 1:  # the agent publishes one: another is the student's code's
             reply = reply_error("ForgedReply", "the call published more than one answer")
         else:
             reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
-        channel.send({"reply": reply})
+        channel.send({"reply": reply, "own": own})
         expired = expired or timed_out
     client.timeout = cell_timeout
     return stopped
