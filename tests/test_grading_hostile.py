@@ -354,7 +354,9 @@ def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, toke
 """
 # Errors named as the grader names its own, NotRun and CellTimeoutError, raised at the first
 # hidden call of the cache's and the serving part's tests with that call's arguments: the
-# feedback shows the grader's words whole, and once showed these with the hidden inputs in them.
+# feedback shows the grader's words whole, and once showed these with the hidden inputs in them;
+# and one raised by the answer cell itself, which once counted as a cell that ran out of time
+# (a second run alone, and a row saying the grader stopped the cell).
 STOP_NAME_CACHE = """
 _cache, _cache_calls = cache_bytes_per_token, []
 class NotRun(Exception):
@@ -375,6 +377,7 @@ def max_concurrent_requests(gpu_bytes, weight_bytes, cache_bytes_per_token, toke
     if len(_serving_calls) > 3:  # the serving part's test makes 3 visible calls
         raise CellTimeoutError("HIDDEN " + "_".join(map(str, args)))
     return _serving(*args)
+raise CellTimeoutError("of her own, in her answer cell: not a cell that ran out of time")
 """
 # The first hidden call of the serving part's test never returns: the grader stops the test at
 # the cell's time limit, and the feedback says so in the grader's words.
@@ -837,7 +840,8 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "noroom": ("graded", 8, "first failure l2_test_attention: ImportError"),
     "shadow": ("flagged", 10, "imports lm10_shadow, no installed module"),
     # errors of her own named NotRun and CellTimeoutError: ordinary failures, never the grader's
-    # (not in the feedback with their hidden inputs, not a cell that ran out of time)
+    # (not in the feedback with their hidden inputs, not a cell that ran out of time: graded,
+    # not flagged as one that ran out of time beside others)
     "stopnames": ("graded", 6, "first failure l2_test_cache: NotRun: HIDDEN"),
     # a hidden call that never returns: the test stopped at its limit (and not graded again
     # alone: the batch's 1 s of --alone-time went to hardloop)

@@ -501,6 +501,10 @@ class SandboxedExecute(Execute):
                 f"the sandbox returned no executed notebook (exit status "
                 f"{run.returncode}; last line it printed: {last[0][:200]!r})"
             ) from None
+        timed_out = executed.get("metadata", {}).get("lm10_timed_out")
+        timed_out = (
+            {i for i in timed_out if type(i) is int} if isinstance(timed_out, list) else set()
+        )
         stopped = executed.get("metadata", {}).get("lm10_stopped")
         reason = ""
         if isinstance(stopped, dict):
@@ -578,14 +582,15 @@ class SandboxedExecute(Execute):
                     if o.output_type == "stream" and o.name == "stderr":
                         o.name, o.text = "stdout", STDERR_NOTE + o.text
         nb.metadata["lm10"]["feedback"] = "marked"
-        # A test cell's CellTimeoutError counts where the executor stopped it (its mark): the
-        # student's code may name an error so, and a run beside others that ran out of time is
-        # graded again alone (grading/batch/autograde.py)
+        # The cells the grader stopped at their time limit: a test cell whose mark says the
+        # executor stopped it, any other the executor lists (lm10_timed_out). Not an error's
+        # name: the student's code may name an error CellTimeoutError, and a run beside others
+        # that ran out of time is graded again alone (grading/batch/autograde.py)
         notes.timed_out_cells = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code"
-            and (i not in tests or c.metadata[FEEDBACK_MARK].get("stopped") is True)
+            and (c.metadata[FEEDBACK_MARK].get("stopped") is True if i in tests else i in timed_out)
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)
         ]
         return nb, resources

@@ -699,10 +699,15 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
 
     nb = nbformat.reads(text, as_version=4)
     stopped = None  # (cell index, reason)
+    timed_out_cells = []  # the cells nbclient stopped at their time limit
 
     def on_cell_executed(cell, cell_index, execute_reply):
         content = execute_reply.get("content", {}) if execute_reply else {}
-        timed_out = content.get("ename") == "CellTimeoutError"  # nbclient's stand-in reply
+        # nbclient's stand-in reply, which has no header (a kernel's reply has one, whatever
+        # the student's code named its error)
+        timed_out = content.get("ename") == "CellTimeoutError" and "header" not in execute_reply
+        if timed_out:
+            timed_out_cells.append(cell_index)
         if content.get("status") == "error" and (
             timed_out or not any(o.get("output_type") == "error" for o in cell.outputs)
         ):
@@ -769,6 +774,7 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
     nb.metadata["lm10_stopped"] = (
         None if stopped is None else {"cell": stopped[0], "reason": stopped[1]}
     )
+    nb.metadata["lm10_timed_out"] = timed_out_cells
     return json.dumps(nb)
 
 
