@@ -5,7 +5,7 @@ EXTRAS := [dev]
 include setup.mk
 LAB    ?=
 
-.PHONY: lab gradebook test test-fast test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
+.PHONY: lab gradebook test test-setup test-fast test-lib test-perturbed lint format notebooks release autograde feedback grades report similarity lms bench student-edition clean hub-proxy hub-exchange book book-assets
 
 # JUPYTER_CONFIG_PATH lets nbgrader's JupyterLab panels (formgrader, validate) find the course.
 # Trusting the lessons (a signature in Jupyter's data folder; the files stay as they are) lets
@@ -45,11 +45,17 @@ format: setup
 # leaves the other worker its core (T5's strict run: 74 s of CPU by default, 55 s passive); it
 # changes no result, only how idle threads wait.
 WORKERS ?= 3
-test: setup lint hub-proxy hub-exchange book-assets
+test: test-setup
 	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
 	$(RUN) LM10_PERTURBED_CACHE="$$scratch" OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile \
 		--no-loadscope-reorder tests --nbval lessons --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		-p no:cacheprovider --durations=10
+
+# What `make test` needs, npm's two installs beside pip's (they share nothing; on a fresh clone
+# pip's take about a minute, npm's about ten seconds), then what needs the environment.
+test-setup:
+	@$(MAKE) --no-print-directory -j3 setup hub-proxy book-assets
+	@$(MAKE) --no-print-directory lint hub-exchange
 
 # The library's tests alone: the folder tests/lib/ (a test of lmcourse goes there; notebooks,
 # browser, hub, exchange and grading tests stay in tests/), in one process (on 2 cores,
