@@ -477,7 +477,9 @@ def test_the_grader_names_slips_on_any_input_where_a_students_kernel_cannot():
     deadline = time.monotonic() + 300
     with trusted_tests.session(["from lmcourse.slips import hint"], set(), deadline) as tested:
         # the one call it makes into the sandbox: the student's names (here none)
-        outputs, _ = tested.run(source, lambda payload: '{"value": {"__dict__": []}}', deadline)
+        outputs, _ = tested.run(
+            source, lambda payload: ('{"value": {"__dict__": []}}', False), deadline
+        )
     printed = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
     assert "Likely slip: every bias left out" in printed, outputs
     assert lookup.hint("l1_test_gpt2_block", 12 * 64**2 + 4 * 64, 12 * 64**2 + 13 * 64, d=64) == ""
