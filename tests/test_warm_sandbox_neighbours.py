@@ -597,3 +597,62 @@ def test_no_submission_takes_a_real_time_policy_or_a_nice_below_zero(monkeypatch
 
     assert given.get(resource.RLIMIT_RTPRIO) == (0, 0), given
     assert given.get(resource.RLIMIT_NICE) == (0, 0), given
+
+
+# Her answer, called by a test, shows an error of her own named CellTimeoutError in the call's
+# cell (the kernel's showtraceback) and returns the right value.
+FORGED_STOP = """
+class CellTimeoutError(Exception):
+    pass
+def f(x):
+    try:
+        raise CellTimeoutError("hers")
+    except CellTimeoutError:
+        get_ipython().showtraceback()
+    return 2 * x
+def g():
+    import time
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def test_no_answer_makes_the_executor_say_it_stopped_a_test():
+    """The executor took any error output named CellTimeoutError in a test call's cell for
+    nbclient's stop: her answer that showed one got the executor's own reply, "the grader
+    stopped this test after 20 s", within a second, which the trusted process raised as the
+    grader's stop (GraderStop) and marked the test stopped: a row saying the grader stopped a
+    cell it never stopped, and a second run alone (the twenty-fourth hub tester). Only
+    nbclient's header-less stand-in reply says a call ran out of time now (run_test); a call
+    that does (g) is still stopped, in the grader's words."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from grading.host import trusted_tests
+
+    sources = {1: "assert f(3) == 6\nprint('passed')", 2: "g()"}
+    cells = [new_code_cell(FORGED_STOP)]
+    for index in sources:
+        cells.append(new_code_cell("", metadata={"lm10_test": index}))
+    results = {}
+
+    def on_test(index, call, deadline):
+        with trusted_tests.session([], ["f", "g"]) as tested:
+            results[index], _ = tested.run(sources[index], call=call, deadline=None)
+
+    trusted_tests.warm("")
+    box = sandbox.Sandbox("", sandbox.Limits())
+    try:
+        run = box.execute(nbformat.writes(new_notebook(cells=cells)), 5, 60, on_test=on_test)
+    finally:
+        box.close()
+        trusted_tests.cool()
+    assert results.get(1) == [{"output_type": "stream", "name": "stdout", "text": "passed\n"}], (
+        results
+    )
+    stop = results.get(2, [{}])[-1]
+    assert (stop.get("ename"), stop.get("evalue")) == (
+        "CellTimeoutError",
+        "the grader stopped this test after 5 s (does your code loop forever?)",
+    ), results
+    assert json.loads(run.notebook)["metadata"]["lm10_timed_out"] == [2]

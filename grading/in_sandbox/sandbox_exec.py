@@ -608,13 +608,15 @@ def run_cell(client, cell, index, cell_timeout):
     from jupyter_core.utils import run_sync
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    client.lm10_timed_out = False  # set by run_notebook's on_cell_executed
     try:
         client.execute_cell(cell, index, store_history=cell.metadata.get("lm10") != "call")
     except DeadKernelError:
         return (index, "the kernel died while it ran (os._exit, a crash, or it ran out of memory)")
     except CellTimeoutError:
         return (index, f"it did not stop {cell_timeout} s after it was interrupted")
-    timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", []))
+    # nbclient's stop, not an error output of that name: the student's code can show one
+    timed_out = getattr(client, "lm10_timed_out", False) is True
     if timed_out and not run_sync(answers)(client.kc, INTERRUPT_GRACE):
         return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
     return None
@@ -668,7 +670,7 @@ def run_test(client, index, channel, cell_timeout):
             for o in cell.outputs
             if o.get("output_type") == "display_data" and MIME in o.get("data", {})
         ]
-        timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
+        timed_out = getattr(client, "lm10_timed_out", False) is True  # nbclient's stop only
         own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
         if timed_out:
             reply = reply_error(
@@ -706,6 +708,7 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
         # nbclient's stand-in reply, which has no header (a kernel's reply has one, whatever
         # the student's code named its error)
         timed_out = content.get("ename") == "CellTimeoutError" and "header" not in execute_reply
+        client.lm10_timed_out = timed_out  # what run_cell and run_test read
         if timed_out:
             timed_out_cells.append(cell_index)
         if content.get("status") == "error" and (
