@@ -69,3 +69,39 @@ def test_a_visible_failure_keeps_the_slip_it_named():
     _, outputs = feedback_of(message, line=2)
     assert json.loads(outputs)[0]["evalue"] == message
     assert HIDDEN_SLIPS not in outputs
+
+
+def test_the_graders_stop_at_a_hidden_line_shows_none_of_its_lines():
+    """The grader's own stop (a test call past its time: marked "stopped") kept its whole
+    traceback in feedback: the hidden lines IPython shows around the one that ran (a hidden
+    line under 12 characters is not a quote the page's scrub removes: `d = 96`) and which
+    hidden line her code was stopped at (her code chooses the call it loops on: a choice made
+    after it met the hidden inputs, as the twenty-fourth hub tester played it). The grader's
+    words are kept, with nothing of the hidden lines."""
+    source = "\n".join(
+        ["check_block(768)", "### BEGIN HIDDEN TESTS", "d = 96", "check_block(d)", "x = 1"]
+        + ["### END HIDDEN TESTS"]
+    )
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": PART,
+        "points": 2,
+    }
+    words = "the grader stopped this test after 40 s (does your code loop forever?)"
+    frame = "Cell In[1], line 4\n" + "\n".join(
+        ["   2 ### BEGIN HIDDEN TESTS", "   3 d = 96", "---> 4 check_block(d)", "   5 x = 1"]
+    )
+    trace = ["-" * 75, "CellTimeoutError   Traceback (most recent call last)", frame]
+    cell.outputs = [
+        new_output("error", ename="CellTimeoutError", evalue=words, traceback=trace + [words])
+    ]
+    cell.metadata["lm10_feedback"] = {"stdout": 0, "error": False, "stopped": True}
+    nb = new_notebook(cells=[cell], metadata={"lm10": {"feedback": "marked"}})
+    nb, _ = StripHiddenTests().preprocess(nb, {})
+    (output,) = nb.cells[0].outputs
+    assert (output.ename, output.evalue) == ("CellTimeoutError", words)
+    shown = json.dumps(output)
+    assert "d = 96" not in shown and "line 4" not in shown and "x = 1" not in shown, shown

@@ -246,10 +246,15 @@ class StripHiddenTests(ClearHiddenTests):
                     output.text = text[:shown_chars] + AFTER_HIDDEN_TEXT
                 shown_chars = max(0, shown_chars - len(text))
                 outputs.append(output)
-            elif output.output_type != "error" or (
-                output.ename in GRADER_ERRORS and mark.get("stopped") is True
-            ):
+            elif output.output_type != "error":
                 outputs.append(output)
+            elif output.ename in GRADER_ERRORS and mark.get("stopped") is True:
+                # the grader's words; of its traceback, nothing of the hidden lines (nor which
+                # one her code was stopped at: her code chose it, after meeting their inputs)
+                scrubbed = scrub_error(output, hidden) if hidden else output
+                if scrubbed.evalue == HIDDEN_MESSAGE:
+                    scrubbed = plain_error(output.ename, output.evalue)
+                outputs.append(scrubbed)
             elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
                 outputs.append(plain_error(output.ename, output.evalue))
             else:
