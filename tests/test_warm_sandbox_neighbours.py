@@ -656,3 +656,43 @@ def test_no_answer_makes_the_executor_say_it_stopped_a_test():
         "the grader stopped this test after 5 s (does your code loop forever?)",
     ), results
     assert json.loads(run.notebook)["metadata"]["lm10_timed_out"] == [2]
+
+
+def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch):
+    """A test whose call ran out of its time before any hidden input reached her code (the
+    first, visible, call of a test: where an honest answer slowed by a classmate graded beside
+    it stops) was not among the cells run out of time: the trusted process marks a stop only
+    where a hidden input had reached her code, and only that mark counted. So it was never
+    graded again alone, and its row did not say it ran out of time (the twenty-fourth hub
+    tester). The executor's list (lm10_timed_out) counts now, for tests as for other cells."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from grading.host import course_preprocessors
+
+    def lab(answer):
+        cells = [new_code_cell(answer), new_code_cell("assert f(3) == 6")]
+        cells[0].metadata["nbgrader"] = {
+            "grade": False,
+            "solution": True,
+            "locked": False,
+            "grade_id": "answer",
+            "schema_version": 3,
+        }
+        cells[1].metadata["nbgrader"] = {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "grade_id": "test_f",
+            "points": 1,
+            "schema_version": 3,
+        }
+        return new_notebook(cells=cells)
+
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=3)
+    slow = lab("def f(x):\n    while True:\n        pass\n")
+    graded, _ = grader.preprocess(slow, {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert graded.cells[1].outputs[-1].ename == "CellTimeoutError", graded.cells[1].outputs
+    assert notes.timed_out_cells == ["test_f"], notes

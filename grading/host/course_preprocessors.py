@@ -587,15 +587,16 @@ class SandboxedExecute(Execute):
                     if o.output_type == "stream" and o.name == "stderr":
                         o.name, o.text = "stdout", STDERR_NOTE + o.text
         nb.metadata["lm10"]["feedback"] = "marked"
-        # The cells the grader stopped at their time limit: a test cell whose mark says the
-        # executor stopped it, any other the executor lists (lm10_timed_out). Not an error's
-        # name: the student's code may name an error CellTimeoutError, and a run beside others
-        # that ran out of time is graded again alone (grading/batch/autograde.py)
+        # The cells the grader stopped at their time limit: those the executor lists
+        # (lm10_timed_out; a test's, where nbclient stopped one of its calls, before any hidden
+        # input as after). Not an error's name: the student's code may name an error
+        # CellTimeoutError, and a run beside others that ran out of time is graded again alone
+        # (grading/batch/autograde.py)
         notes.timed_out_cells = [
             submission_checks.meta(c).get("grade_id") or f"cell {i + 1}"
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code"
-            and (c.metadata[FEEDBACK_MARK].get("stopped") is True if i in tests else i in timed_out)
+            and i in timed_out
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in c.outputs)
         ]
         return nb, resources
