@@ -214,3 +214,58 @@ def test_later_sessions_find_what_the_first_setup_imported_already_imported():
         trusted_tests.cool()
     hsv = "(0.6666666666666666, 1.0, 1.0)"
     assert seen == [f"False {hsv}", f"True {hsv}", f"True {hsv}"]
+
+
+def test_the_executors_stop_carries_none_of_the_error_it_interrupted():
+    """The executor's stop (a GraderStop: its words and traceback kept in feedback, whatever came
+    before) raised while her error was in flight, at a call of hers that the test makes on its
+    way out of a `try` or a `with`: standing_in's exit hands the stand-ins back to the sandbox
+    (stand_down), and her code had set that call to loop (sandbox_agent is hers to change).
+    Python chained her error to the stop, and IPython's traceback of the stop showed it, message
+    and all: what her code computed from the hidden inputs it had met, in the student's feedback
+    (the twenty-fifth hub tester). The stop is raised alone."""
+    import base64
+    import io
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from grading.host.course_preprocessors import FEEDBACK_MARK, StripHiddenTests
+
+    secret = "the hidden test called gpt2_block(64), (1024), (1600)"
+    stop = "the grader stopped this test after 40 s (does your code loop forever?)"
+    requests = []
+
+    class Sandbox:  # her kernel, as the executor answers for it
+        def send(self, message):
+            data = io.BytesIO(base64.b64decode(message["call"]))
+            requests.append(sandbox_agent._Unpickler(data).load()[0])
+
+        def receive(self, deadline=None):
+            kind = requests[-1][0]
+            if kind == "names":
+                return {"reply": json.dumps({"value": sandbox_agent.encode({"gpt2_model": len})})}
+            if kind == "stand_in":
+                return {"reply": json.dumps({"value": None})}
+            if kind == "call":  # her answer raises, with what it met in an earlier hidden test
+                message = {"error": "ValueError", "builtin": True, "message": secret}
+                return {"reply": json.dumps(message)}
+            message = {"error": "CellTimeoutError", "builtin": False, "message": stop}
+            return {"reply": json.dumps(message), "own": True}  # stand_down: it looped
+
+    setup = ["from lmcourse.standins import standing_in"]
+    session = trusted_tests.Session(Sandbox(), setup, ["gpt2_model"])
+    session.tainted = True  # an earlier test's hidden line had called her code
+    source = "with standing_in(gpt2_block=('d', {(768,): 7})):\n    gpt2_model(768)\n"
+    outputs, clean = session.test(source)
+    assert [r[0] for r in requests] == ["names", "stand_in", "call", "stand_down"]
+    assert clean == {"stdout": 0, "error": False, "stopped": True}
+    cell = new_code_cell(source, outputs=[nbformat.from_dict(o) for o in outputs])
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True}
+    cell.metadata["nbgrader"].update(grade_id="l1_test_gpt2_model", points=2)
+    cell.metadata[FEEDBACK_MARK] = clean
+    nb = new_notebook(cells=[cell], metadata={"lm10": {"feedback": "marked"}})
+    nb, _ = StripHiddenTests().preprocess(nb, {})
+    (output,) = nb.cells[0].outputs
+    assert (output.ename, output.evalue) == ("CellTimeoutError", stop)
+    assert "gpt2_block(64)" not in json.dumps(output), output.traceback

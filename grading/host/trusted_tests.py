@@ -249,9 +249,11 @@ def raise_error(reply, own=False):
     if own:
         if name not in _stop_types:
             _stop_types[name] = type(name, (GraderStop,), {"__module__": "builtins"})
+        # alone: an error of hers in flight (the test's `except` or `with` made this call on its
+        # way out) would be chained to it, and shown with it, message and all
         raise _stop_types[name](
             reply.get("message") if isinstance(reply.get("message"), str) else ""
-        )
+        ) from None
     message = reply.get("message") if isinstance(reply.get("message"), str) else ""
     trace = reply.get("trace") if isinstance(reply.get("trace"), str) else ""
     builtin = getattr(builtins, name, None) if reply.get("builtin") is True else None
