@@ -21,10 +21,9 @@ SOURCE = "\n".join(
 )
 
 
-def feedback_of(message, line):
-    """What the student reads of a test cell that failed at `line` with `message`: its source
-    and its outputs."""
-    cell = new_code_cell(SOURCE)
+def locked_cell(source):
+    """A locked test cell of the part, as nbgrader releases it."""
+    cell = new_code_cell(source)
     cell.metadata["nbgrader"] = {
         "grade": True,
         "solution": False,
@@ -32,6 +31,13 @@ def feedback_of(message, line):
         "grade_id": PART,
         "points": 2,
     }
+    return cell
+
+
+def feedback_of(message, line):
+    """What the student reads of a test cell that failed at `line` with `message`: its source
+    and its outputs."""
+    cell = locked_cell(SOURCE)
     trace = [f"Cell In[7], line {line}\n----> {line} check_block(64)", f"AssertionError: {message}"]
     cell.outputs = [new_output("error", ename="AssertionError", evalue=message, traceback=trace)]
     nb, _ = StripHiddenTests().preprocess(new_notebook(cells=[cell]), {})
@@ -82,14 +88,7 @@ def test_the_graders_stop_at_a_hidden_line_shows_none_of_its_lines():
         ["check_block(768)", "### BEGIN HIDDEN TESTS", "d = 96", "check_block(d)", "x = 1"]
         + ["### END HIDDEN TESTS"]
     )
-    cell = new_code_cell(source)
-    cell.metadata["nbgrader"] = {
-        "grade": True,
-        "solution": False,
-        "locked": True,
-        "grade_id": PART,
-        "points": 2,
-    }
+    cell = locked_cell(source)
     words = "the grader stopped this test after 40 s (does your code loop forever?)"
     frame = "Cell In[1], line 4\n" + "\n".join(
         ["   2 ### BEGIN HIDDEN TESTS", "   3 d = 96", "---> 4 check_block(d)", "   5 x = 1"]
