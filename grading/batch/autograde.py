@@ -200,9 +200,9 @@ def autograde(
                 if timed:
                     spent += time.monotonic() - start
                 keep_only_notebook(autograded / student / lab, lab)
-                first = f"ran out of {why}" if timed else f"failed on {why!r}"
+                met = f"ran out of {why}" if timed else f"failed on {why!r}"
                 again = (
-                    f"graded again alone: its first run, beside other submissions, {first}, "
+                    f"graded again alone: its first run, beside other submissions, {met}, "
                     f"which a submission graded beside it may have caused"
                 )
                 extra[student] = "; ".join(filter(None, [extra[student], again]))
