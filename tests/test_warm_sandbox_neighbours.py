@@ -696,3 +696,30 @@ def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch)
     notes = course_preprocessors.take_notes()
     assert graded.cells[1].outputs[-1].ename == "CellTimeoutError", graded.cells[1].outputs
     assert notes.timed_out_cells == ["test_f"], notes
+
+
+def test_no_output_of_hers_puts_her_text_in_the_graders_stop():
+    """An output her kernel publishes that nbformat does not accept (display's raw data, a list of
+    a string and a number) made nbclient raise a NotebookValidationError that quotes the
+    data, and the executor's stop said "the kernel failed: " and the error's message: written on
+    the first cell without outputs (one before any hidden test, shown whole in feedback) and on
+    every test after it (the grader's own NotRun, whose words feedback keeps), so a value her
+    code computed after a hidden input reached her feedback (the twenty-sixth hub tester). The
+    stop names the error's type only now."""
+    secret = "d=1024, heads=16"
+    cells = [
+        new_code_cell("x = 1"),
+        new_code_cell("display({'text/plain': [f'd={32 * 32}, heads={4 * 4}', 5]}, raw=True)"),
+        new_code_cell("print('after')"),
+    ]
+    box = sandbox.Sandbox("", sandbox.Limits())
+    try:
+        run = box.execute(nbformat.writes(new_notebook(cells=cells)), 20, 60)
+    finally:
+        box.close()
+    executed = json.loads(run.notebook)
+    assert executed["metadata"]["lm10_stopped"]["reason"].startswith("the kernel failed: "), (
+        executed["metadata"]
+    )
+    shown = json.dumps([c["outputs"] for c in executed["cells"]] + [executed["metadata"]])
+    assert secret not in shown, executed["cells"][0]["outputs"]

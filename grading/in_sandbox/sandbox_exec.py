@@ -760,7 +760,9 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
                 ),
                 0,
             )
-            stopped = (first, f"the kernel failed: {type(error).__name__}: {error}"[:500])
+            # its type only: a message can quote what her kernel sent (nbformat's check of an
+            # output she published quotes it), and this reason is shown in feedback
+            stopped = (first, f"the kernel failed: {type(error).__name__}"[:500])
     if stopped is not None:
         index, reason = stopped
         for later, cell in enumerate(nb.cells[index:], start=index):
