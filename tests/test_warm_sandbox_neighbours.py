@@ -723,3 +723,40 @@ def test_no_output_of_hers_puts_her_text_in_the_graders_stop():
     )
     shown = json.dumps([c["outputs"] for c in executed["cells"]] + [executed["metadata"]])
     assert secret not in shown, executed["cells"][0]["outputs"]
+
+
+def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
+    """A test cell that passed and printed nothing (nbgrader's own way: asserts alone) came
+    back from the trusted process with no outputs, and the grader took none for a test never
+    run: "Not run: the notebook ended before this test", an error, so 0 points for a right
+    answer (the twenty-sixth hub tester; every test of the six labs prints, so none met it)."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from grading.host import course_preprocessors
+
+    def lab(answer):
+        cells = [new_code_cell(answer), new_code_cell("assert f(3) == 6")]
+        cells[0].metadata["nbgrader"] = {
+            "grade": False,
+            "solution": True,
+            "locked": False,
+            "grade_id": "answer",
+            "schema_version": 3,
+        }
+        cells[1].metadata["nbgrader"] = {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "grade_id": "test_f",
+            "points": 1,
+            "schema_version": 3,
+        }
+        return new_notebook(cells=cells)
+
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=10)
+    graded, _ = grader.preprocess(
+        lab("def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
+    )
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs

@@ -542,17 +542,22 @@ class SandboxedExecute(Execute):
                 # grader never ran): only then does a NotRun or CellTimeoutError keep its words
                 # in feedback, as the student's code can name its errors so too
                 stop = index in tests and (
-                    not results.get(index) or (clean.get(index) or {}).get("stopped") is True
+                    index not in results or (clean.get(index) or {}).get("stopped") is True
                 )
                 cell.metadata[FEEDBACK_MARK] = dict(cell.metadata[FEEDBACK_MARK], stopped=stop)
             if index in tests:  # outputs made here, by the trusted process, or none
-                outputs = results.get(index) or [
-                    not_run(
-                        f"Not run: the grader stopped an earlier cell ({reason})."
-                        if reason
-                        else "Not run: the notebook ended before this test."
-                    )
-                ]
+                # a test run, its outputs, none where it passed silently; else the grader's
+                outputs = (
+                    results[index]
+                    if index in results
+                    else [
+                        not_run(
+                            f"Not run: the grader stopped an earlier cell ({reason})."
+                            if reason
+                            else "Not run: the notebook ended before this test."
+                        )
+                    ]
+                )
                 cell.outputs = [
                     o
                     for o in (clean_output(r, self.output_chars) for r in outputs)
