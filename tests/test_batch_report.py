@@ -26,7 +26,7 @@ def autograded(tmp_path, *errors):
     [
         # the classmate of the eighteenth tester's table: the kernel could add no epoll watch
         (
-            "l2_attention: the kernel failed: OSError: [Errno 28] No space left on device",
+            "l2_attention: the kernel failed (OSError: [Errno 28] No space left on device)",
             "",
             [],
             "[Errno 28] No space left on device",
@@ -155,6 +155,12 @@ def test_a_submission_without_an_autograded_notebook_is_read_from_its_message(tm
         # what is not time: graded again only if machine_limit names it
         ("graded", Notes(), ""),
         ("graded", Notes(stopped="l2_serving: the kernel died while it ran"), ""),
+        # her own words in a failed kernel's error, which the report quotes: not the executor's
+        (
+            "graded",
+            Notes(stopped="answer: the kernel failed (AttributeError: it ran past 40 s)"),
+            "",
+        ),
         ("error", Notes(stopped="a grader cell: no time left for this test"), ""),
     ],
 )

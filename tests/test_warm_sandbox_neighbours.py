@@ -658,6 +658,28 @@ def test_no_answer_makes_the_executor_say_it_stopped_a_test():
     assert json.loads(run.notebook)["metadata"]["lm10_timed_out"] == [2]
 
 
+def lab(answer):
+    """A lab of one answer cell (`answer`, which defines f) and one test of f, silent when it
+    passes (asserts alone)."""
+    cells = [new_code_cell(answer), new_code_cell("assert f(3) == 6")]
+    cells[0].metadata["nbgrader"] = {
+        "grade": False,
+        "solution": True,
+        "locked": False,
+        "grade_id": "answer",
+        "schema_version": 3,
+    }
+    cells[1].metadata["nbgrader"] = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": "test_f",
+        "points": 1,
+        "schema_version": 3,
+    }
+    return new_notebook(cells=cells)
+
+
 def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch):
     """A test whose call ran out of its time before any hidden input reached her code (the
     first, visible, call of a test: where an honest answer slowed by a classmate graded beside
@@ -665,28 +687,7 @@ def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch)
     where a hidden input had reached her code, and only that mark counted. So it was never
     graded again alone, and its row did not say it ran out of time (the twenty-fourth hub
     tester). The executor's list (lm10_timed_out) counts now, for tests as for other cells."""
-    from nbformat.v4 import new_code_cell, new_notebook
-
     from grading.host import course_preprocessors
-
-    def lab(answer):
-        cells = [new_code_cell(answer), new_code_cell("assert f(3) == 6")]
-        cells[0].metadata["nbgrader"] = {
-            "grade": False,
-            "solution": True,
-            "locked": False,
-            "grade_id": "answer",
-            "schema_version": 3,
-        }
-        cells[1].metadata["nbgrader"] = {
-            "grade": True,
-            "solution": False,
-            "locked": True,
-            "grade_id": "test_f",
-            "points": 1,
-            "schema_version": 3,
-        }
-        return new_notebook(cells=cells)
 
     release = lab("def f(x):\n    raise NotImplementedError()")
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
@@ -698,31 +699,35 @@ def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch)
     assert notes.timed_out_cells == ["test_f"], notes
 
 
-def test_no_output_of_hers_puts_her_text_in_the_graders_stop():
+def test_no_output_of_hers_puts_her_text_in_the_graders_stop(monkeypatch):
     """An output her kernel publishes that nbformat does not accept (display's raw data, a list of
     a string and a number) made nbclient raise a NotebookValidationError that quotes the
     data, and the executor's stop said "the kernel failed: " and the error's message: written on
     the first cell without outputs (one before any hidden test, shown whole in feedback) and on
     every test after it (the grader's own NotRun, whose words feedback keeps), so a value her
-    code computed after a hidden input reached her feedback (the twenty-sixth hub tester). The
-    stop names the error's type only now."""
+    code computed after a hidden input reached her feedback (the twenty-sixth hub tester). Its
+    type alone was still hers to choose among a few (a bit or two a submission). The stop's
+    words are fixed now; the error's type and message go to the instructor's report alone,
+    where a limit of the machine is read in them (an epoll watch a classmate took)."""
+    from grading.host import course_preprocessors
+
     secret = "d=1024, heads=16"
-    cells = [
-        new_code_cell("x = 1"),
-        new_code_cell("display({'text/plain': [f'd={32 * 32}, heads={4 * 4}', 5]}, raw=True)"),
-        new_code_cell("print('after')"),
-    ]
-    box = sandbox.Sandbox("", sandbox.Limits())
-    try:
-        run = box.execute(nbformat.writes(new_notebook(cells=cells)), 20, 60)
-    finally:
-        box.close()
-    executed = json.loads(run.notebook)
-    assert executed["metadata"]["lm10_stopped"]["reason"].startswith("the kernel failed: "), (
-        executed["metadata"]
+    shows = "display({'text/plain': [f'd={32 * 32}, heads={4 * 4}', 5]}, raw=True)\n"
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=20)
+    graded, _ = grader.preprocess(
+        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
     )
-    shown = json.dumps([c["outputs"] for c in executed["cells"]] + [executed["metadata"]])
-    assert secret not in shown, executed["cells"][0]["outputs"]
+    notes = course_preprocessors.take_notes()
+    shown = json.dumps([c.outputs for c in graded.cells])
+    assert secret not in shown and "NotebookValidationError" not in shown, shown
+    assert [o.get("evalue") for o in graded.cells[1].outputs] == [
+        "Not run: the grader stopped an earlier cell (the kernel failed)."
+    ], graded.cells[1].outputs
+    assert notes.stopped.startswith("answer: the kernel failed (NotebookValidationError: "), (
+        notes.stopped
+    )
 
 
 def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
@@ -730,28 +735,7 @@ def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
     back from the trusted process with no outputs, and the grader took none for a test never
     run: "Not run: the notebook ended before this test", an error, so 0 points for a right
     answer (the twenty-sixth hub tester; every test of the six labs prints, so none met it)."""
-    from nbformat.v4 import new_code_cell, new_notebook
-
     from grading.host import course_preprocessors
-
-    def lab(answer):
-        cells = [new_code_cell(answer), new_code_cell("assert f(3) == 6")]
-        cells[0].metadata["nbgrader"] = {
-            "grade": False,
-            "solution": True,
-            "locked": False,
-            "grade_id": "answer",
-            "schema_version": 3,
-        }
-        cells[1].metadata["nbgrader"] = {
-            "grade": True,
-            "solution": False,
-            "locked": True,
-            "grade_id": "test_f",
-            "points": 1,
-            "schema_version": 3,
-        }
-        return new_notebook(cells=cells)
 
     release = lab("def f(x):\n    raise NotImplementedError()")
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)

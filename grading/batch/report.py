@@ -108,7 +108,7 @@ def out_of_time(result, notes):
         return "the time limit of the whole submission"
     cells = list(notes.timed_out_cells)
     name, _, reason = notes.stopped.partition(": ")
-    if "ran past" in reason and name not in cells:
+    if reason.startswith("it ran past") and name not in cells:  # the executor's words first
         cells.append(name)
     return f"the per-cell time limit ({', '.join(cells)})" if cells else ""
 

@@ -525,7 +525,10 @@ class SandboxedExecute(Execute):
                 )
             )
             reason = str(stopped.get("reason"))[:300]
-            notes.stopped = f"{name}: {reason}"
+            detail = stopped.get("detail")  # the instructor's, never on a cell
+            notes.stopped = f"{name}: {reason}" + (
+                f" ({detail[:300]})" if isinstance(detail, str) and detail else ""
+            )
         # The first test during which a hidden input reached the student's code: every cell
         # after it is marked, and its own outputs from that moment on (see FEEDBACK_MARK).
         tainted = min((i for i, c in clean.items() if c is not None), default=len(nb.cells))

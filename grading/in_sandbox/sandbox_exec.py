@@ -701,6 +701,7 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
 
     nb = nbformat.reads(text, as_version=4)
     stopped = None  # (cell index, reason)
+    detail = ""  # what of a failed kernel's error only the instructor reads
     timed_out_cells = []  # the cells nbclient stopped at their time limit
 
     def on_cell_executed(cell, cell_index, execute_reply):
@@ -760,9 +761,12 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
                 ),
                 0,
             )
-            # its type only: a message can quote what her kernel sent (nbformat's check of an
-            # output she published quotes it), and this reason is shown in feedback
-            stopped = (first, f"the kernel failed: {type(error).__name__}"[:500])
+            # Fixed words: this reason is shown in feedback, and the error's type and message
+            # are hers to choose (nbformat's check of an output she published quotes it). They
+            # go to the instructor's report only (`detail`), which reads limits of the machine
+            # in them (an epoll watch a classmate took: OSError, [Errno 28]).
+            stopped = (first, "the kernel failed")
+            detail = f"{type(error).__name__}: {error}"[:500]
     if stopped is not None:
         index, reason = stopped
         for later, cell in enumerate(nb.cells[index:], start=index):
@@ -777,7 +781,7 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
         if cell.cell_type == "code":
             cut_outputs(cell, limit)
     nb.metadata["lm10_stopped"] = (
-        None if stopped is None else {"cell": stopped[0], "reason": stopped[1]}
+        None if stopped is None else {"cell": stopped[0], "reason": stopped[1], "detail": detail}
     )
     nb.metadata["lm10_timed_out"] = timed_out_cells
     return json.dumps(nb)
