@@ -100,6 +100,22 @@ def test_the_folders_file_cap_is_the_launchers_or_its_absence_is_said(monkeypatc
     assert len(said) == 1 and "not in files" in said[0] and "Operation not permitted" in said[0]
 
 
+def test_the_kernel_keeps_the_graders_thread_settings_and_nothing_else(monkeypatch):
+    """The sandbox's environment is cleared; torch's thread count and how its idle threads wait
+    are the grader's (a spinning thread burns a busy machine's cores), and nothing else of the
+    grader's environment passes. Nothing is started here."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    monkeypatch.setenv("LM10_GRADERS_OWN", "gradebook.db")
+    command = sandbox.bwrap_command("/usr/bin/bwrap", sandbox.Limits())
+    given = {command[i + 1]: command[i + 2] for i, a in enumerate(command) if a == "--setenv"}
+    assert {k: given.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")} == {
+        "OMP_NUM_THREADS": "1",
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }, given
+    assert "--clearenv" in command and "LM10_GRADERS_OWN" not in given, given
+
+
 def test_what_a_killed_grader_left_is_swept_and_a_live_graders_is_kept(monkeypatch, tmp_path):
     """A grader killed before its clean-up leaves a home, a staging folder or the room's
     stand-ins in the temporary folder; the next batch removes those whose grader is gone

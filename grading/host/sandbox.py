@@ -306,6 +306,16 @@ OWN_NAMESPACES = (
 )
 
 
+# The grader's settings of torch's threads that the sandbox's kernel keeps (its environment is
+# otherwise cleared): how many (a batch of several workers gives each one thread: workers.py),
+# and how an idle one waits. OMP_WAIT_POLICY=PASSIVE puts it to sleep where OpenMP's default
+# spins for a while: on a machine busier than its cores (another worker, a classmate's run) a
+# spinning thread burns the core its partner waits for; LM10-L3's kernel took 1.43 s of CPU a
+# submission spinning and 1.09 s passive, beside two busy processes on 2 cores. No result
+# changes, only how idle threads wait.
+THREAD_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
+
+
 def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
     """The command that runs `program` in the sandbox; by default the executor, which alone
     holds three capabilities there (OWN_NAMESPACES), in the sandbox's own user namespace, to
@@ -433,7 +443,7 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
         "MPLBACKEND",
         "agg",
     ]
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in THREAD_SETTINGS:
         if name in os.environ:
             command += ["--setenv", name, os.environ[name]]
     if seccomp_fd is not None:
@@ -651,7 +661,7 @@ class Sandbox:
             env = {
                 k: v
                 for k, v in os.environ.items()
-                if k in ("PATH", "LANG", "LMCOURSE_CACHE", "OMP_NUM_THREADS")
+                if k in ("PATH", "LANG", "LMCOURSE_CACHE", *THREAD_SETTINGS)
             }
             env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg")
             if self.limits.room:  # the stand-ins come first on the path (no mount without bwrap)
