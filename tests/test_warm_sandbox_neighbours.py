@@ -744,3 +744,31 @@ def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
         lab("def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
     )
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
+
+
+def test_an_output_she_publishes_in_a_tests_call_stops_the_test_not_the_grading(monkeypatch):
+    """An output nbformat does not accept, published by her code while a test's call ran it
+    (display's raw data, a list of a string and a number), made nbclient raise in run_test,
+    out of the executor's call: the grader's call was never answered, and the sandbox returned
+    no executed notebook, so the whole submission went ungraded ("error"), an outcome her code
+    could choose on a hidden input, past the executor's stop for a failed kernel (the
+    twenty-seventh hub tester). The call is answered now with the executor's stop, and the
+    error's type and message go to the instructor's report alone, as run_notebook's do."""
+    from grading.host import course_preprocessors
+
+    shows = "    if x == 3:\n        display({'text/plain': [f'x={x}', 5]}, raw=True)\n"
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=20)
+    graded, _ = grader.preprocess(
+        lab("def f(x):\n" + shows + "    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
+    )
+    notes = course_preprocessors.take_notes()
+    shown = json.dumps([c.outputs for c in graded.cells])
+    assert "x=3" not in shown and "NotebookValidationError" not in shown, shown
+    assert [o.get("evalue") for o in graded.cells[1].outputs] == [
+        "the grader stopped: the kernel failed"
+    ], graded.cells[1].outputs
+    assert notes.stopped.startswith("test_f: the kernel failed (NotebookValidationError: "), (
+        notes.stopped
+    )

@@ -664,7 +664,13 @@ def run_test(client, index, channel, cell_timeout):
             }
         )
         client.timeout = max(1, int(deadline - time.monotonic() + 0.999))
-        stopped = run_cell(client, cell, index, client.timeout)
+        try:
+            stopped = run_cell(client, cell, index, client.timeout)
+        except Exception as error:  # noqa: BLE001 (nbclient's, as run_notebook's catch-all)
+            # answered here, as the stop it is (raised, it left the grader's call unanswered
+            # and the whole submission ungraded); its type and message are the instructor's
+            stopped = (index, "the kernel failed")
+            client.lm10_detail = f"{type(error).__name__}: {error}"[:500]
         replies = [
             o["data"][MIME]
             for o in cell.outputs
@@ -768,6 +774,7 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
             stopped = (first, "the kernel failed")
             detail = f"{type(error).__name__}: {error}"[:500]
     if stopped is not None:
+        detail = detail or getattr(client, "lm10_detail", "")  # a test's call's (run_test)
         index, reason = stopped
         for later, cell in enumerate(nb.cells[index:], start=index):
             if cell.cell_type == "code":
