@@ -1992,6 +1992,7 @@ def played(hub, machine):
     env = {user: hub.environment(user) for user in PEOPLE}
     token = {user: env[user]["LM10_EXCHANGE_TOKEN"] for user in PEOPLE}  # the exchange's
     server_token = {user: env[user]["JUPYTERHUB_API_TOKEN"] for user in PEOPLE}
+    out["idle threads"] = {user: env[user].get("OMP_WAIT_POLICY") for user in PEOPLE}
     pids = {user: hub.model(user)["servers"][""]["state"]["pid"] for user in PEOPLE}
     # Each server's listening socket, the hub's, handed over: held by the hub (root) and by the
     # processes of the server's own user, no one else's (not a classmate's server started after
@@ -3384,6 +3385,11 @@ def test_everyone_logs_in_with_their_own_password_only(played):
 
 def test_every_home_is_private(played):
     assert set(played["homes"].values()) == {"0o700"}, played["homes"]
+
+
+def test_no_kernel_spins_on_a_shared_machine(played):
+    """Every server's kernels let torch's idle threads sleep (OMP_WAIT_POLICY=PASSIVE)."""
+    assert set(played["idle threads"].values()) == {"PASSIVE"}, played["idle threads"]
 
 
 def test_autograded_scores_are_what_the_answers_earned(played):

@@ -87,6 +87,12 @@ def test_the_image_copies_no_solutions_tests_or_grading_output():
     assert set(sources) <= allowed, set(sources) - allowed
 
 
+def test_torch_in_a_pod_starts_as_many_threads_as_its_cpu_limit_and_none_spins():
+    env, cpu = HUB["singleuser"]["extraEnv"], HUB["singleuser"]["cpu"]
+    assert int(env["OMP_NUM_THREADS"]) == cpu["limit"], (env["OMP_NUM_THREADS"], cpu)
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
 def test_the_hub_and_the_exchange_agree():
     service = HUB["hub"]["services"]["ngshare"]
     port = NGSHARE["deployment"]["port"]

@@ -657,6 +657,11 @@ def prepare_server(spawner):
         "LM10_EXCHANGE_TOKEN": exchange_token,
         "LM10_NGSHARE_MAX_REQUEST_MIB": MAX_REQUEST_MIB,  # a bigger submission is not sent
         "LM10_LESSONS_REPOS": "",  # an instructor's server pulls nothing (students': below)
+        # torch's idle OpenMP threads sleep instead of spinning: every kernel here starts one
+        # thread per core, and on a machine shared by a class a spinning thread burns the core a
+        # classmate's kernel waits for (no result changes; grading/host/sandbox.py passes the
+        # grader's setting into its sandbox the same way)
+        "OMP_WAIT_POLICY": "PASSIVE",
     }
     instructor = in_group(account, INSTRUCTORS)
     if instructor:
