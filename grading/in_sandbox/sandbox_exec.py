@@ -175,7 +175,11 @@ def cut_outputs(cell, limit):
             text = output["text"]
             output["text"] = cut(text if isinstance(text, str) else "".join(text), limit)
         for value in list(output.get("data", {}).values()):
-            if isinstance(value, str | list):
+            # a JSON type's value may be any JSON (nbformat's schema): a list of numbers her
+            # display published is not text to join (a TypeError here lost the notebook)
+            if isinstance(value, str) or (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)
+            ):
                 value = value if isinstance(value, str) else "".join(value)
                 if len(value) > limit:
                     output["data"] = {"text/plain": cut(value, limit)}
