@@ -775,15 +775,16 @@ def test_an_output_she_publishes_in_a_tests_call_stops_the_test_not_the_grading(
 
 
 def test_a_json_output_of_hers_that_is_a_list_of_numbers_is_graded(monkeypatch):
-    """A JSON output (display's raw data, `application/json`), which nbformat lets be any JSON,
-    published by her cell as a list of numbers: the executor's cut of each output joined every
-    list as text, its TypeError ended the executor, and the sandbox returned no executed
-    notebook, so the whole submission went ungraded ("error"), an outcome her code could
-    choose after a hidden input, in a cell after a test (the twenty-eighth hub tester). Only a
-    list of strings is text now; the notebook is graded, its test passed."""
+    """A JSON output (`application/json`), which nbformat lets be any JSON, that is a list of
+    numbers: IPython's own `display(JSON([1, 2]))`, an honest cell's. The executor's cut of each
+    output joined every list as text, its TypeError ended the executor, and the sandbox
+    returned no executed notebook, so the whole submission went ungraded ("error"): every
+    grade lost for one display, and an outcome her code could choose after a hidden input, in
+    a cell after a test (the twenty-eighth hub tester). Only a list of strings is text now;
+    the notebook is graded, its test passed."""
     from grading.host import course_preprocessors
 
-    shows = "display({'application/json': [1, 2]}, raw=True)\n"
+    shows = "from IPython.display import JSON\ndisplay(JSON([1, 2]))\n"
     release = lab("def f(x):\n    raise NotImplementedError()")
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
     grader = course_preprocessors.SandboxedExecute(timeout=20)
