@@ -793,3 +793,22 @@ def test_a_json_output_of_hers_that_is_a_list_of_numbers_is_graded(monkeypatch):
     )
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
     assert course_preprocessors.take_notes().stopped == ""
+
+
+def test_a_json_output_past_the_sandboxs_message_limit_is_cut_not_the_submission(monkeypatch):
+    """A JSON output's value that is not text (a dict) was never cut to the per-output limit:
+    her `display(JSON({'a': 'x' * (70 << 20)}))` made the executed notebook larger than the
+    channel takes (64 MiB), and the sandbox returned no executed notebook, so the whole
+    submission went ungraded ("error"), an outcome her code could choose after a hidden input
+    (the twenty-eighth hub tester). A value counts as its JSON text now, cut as text is."""
+    from grading.host import course_preprocessors
+
+    shows = "from IPython.display import JSON\ndisplay(JSON({'a': 'x' * (70 << 20)}))\n"
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=60)
+    graded, _ = grader.preprocess(
+        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
+    )
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs
+    assert course_preprocessors.take_notes().stopped == ""

@@ -176,14 +176,17 @@ def cut_outputs(cell, limit):
             output["text"] = cut(text if isinstance(text, str) else "".join(text), limit)
         for value in list(output.get("data", {}).values()):
             # a JSON type's value may be any JSON (nbformat's schema): a list of numbers her
-            # display published is not text to join (a TypeError here lost the notebook)
+            # display published is not text to join (a TypeError here lost the notebook), and
+            # a value of any size counts as its JSON text (past 64 MiB it lost the notebook)
             if isinstance(value, str) or (
                 isinstance(value, list) and all(isinstance(v, str) for v in value)
             ):
                 value = value if isinstance(value, str) else "".join(value)
-                if len(value) > limit:
-                    output["data"] = {"text/plain": cut(value, limit)}
-                    break
+            else:
+                value = json.dumps(value)
+            if len(value) > limit:
+                output["data"] = {"text/plain": cut(value, limit)}
+                break
         if "traceback" in output:
             output["traceback"] = [cut(line, limit) for line in output["traceback"][:200]]
             output["evalue"] = cut(str(output.get("evalue", "")), limit)
