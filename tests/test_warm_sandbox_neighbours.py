@@ -812,3 +812,23 @@ def test_a_json_output_past_the_sandboxs_message_limit_is_cut_not_the_submission
     )
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
     assert course_preprocessors.take_notes().stopped == ""
+
+
+def test_outputs_past_the_sandboxs_message_limit_are_dropped_not_the_submission(monkeypatch):
+    """Outputs each under the per-output limit, but many: 3,600 displays of 20,000 characters
+    made the executed notebook larger than the channel takes (64 MiB, the file-size limit), and
+    the sandbox returned no executed notebook, so the whole submission went ungraded
+    ("error"), an outcome her code could choose after a hidden input (the twenty-eighth hub
+    tester). Her cells' outputs are dropped from the last up until the notebook fits; the
+    test's own are kept, and it is graded."""
+    from grading.host import course_preprocessors
+
+    shows = "for i in range(3600):\n    display({'text/plain': 'x' * 20000}, raw=True)\n"
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=60)
+    graded, _ = grader.preprocess(
+        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
+    )
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs
+    assert course_preprocessors.take_notes().stopped == ""
