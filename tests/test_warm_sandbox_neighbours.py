@@ -680,6 +680,18 @@ def lab(answer):
     return new_notebook(cells=cells)
 
 
+def grade_one(monkeypatch, submitted, timeout):
+    """(graded notebook, notes) of `submitted` (a lab() notebook), graded by SandboxedExecute in
+    a real sandbox against a release whose f is a stub, with `timeout` s a cell."""
+    from grading.host import course_preprocessors
+
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=timeout)
+    graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+    return graded, course_preprocessors.take_notes()
+
+
 def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch):
     """A test whose call ran out of its time before any hidden input reached her code (the
     first, visible, call of a test: where an honest answer slowed by a classmate graded beside
@@ -687,14 +699,9 @@ def test_a_test_stopped_at_a_visible_call_counts_as_run_out_of_time(monkeypatch)
     where a hidden input had reached her code, and only that mark counted. So it was never
     graded again alone, and its row did not say it ran out of time (the twenty-fourth hub
     tester). The executor's list (lm10_timed_out) counts now, for tests as for other cells."""
-    from grading.host import course_preprocessors
 
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=3)
     slow = lab("def f(x):\n    while True:\n        pass\n")
-    graded, _ = grader.preprocess(slow, {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
+    graded, notes = grade_one(monkeypatch, slow, timeout=3)
     assert graded.cells[1].outputs[-1].ename == "CellTimeoutError", graded.cells[1].outputs
     assert notes.timed_out_cells == ["test_f"], notes
 
@@ -709,17 +716,10 @@ def test_no_output_of_hers_puts_her_text_in_the_graders_stop(monkeypatch):
     type alone was still hers to choose among a few (a bit or two a submission). The stop's
     words are fixed now; the error's type and message go to the instructor's report alone,
     where a limit of the machine is read in them (an epoll watch a classmate took)."""
-    from grading.host import course_preprocessors
 
     secret = "d=1024, heads=16"
     shows = "display({'text/plain': [f'd={32 * 32}, heads={4 * 4}', 5]}, raw=True)\n"
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=20)
-    graded, _ = grader.preprocess(
-        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
-    )
-    notes = course_preprocessors.take_notes()
+    graded, notes = grade_one(monkeypatch, lab(shows + "def f(x):\n    return 2 * x\n"), timeout=20)
     shown = json.dumps([c.outputs for c in graded.cells])
     assert secret not in shown and "NotebookValidationError" not in shown, shown
     assert [o.get("evalue") for o in graded.cells[1].outputs] == [
@@ -735,14 +735,8 @@ def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
     back from the trusted process with no outputs, and the grader took none for a test never
     run: "Not run: the notebook ended before this test", an error, so 0 points for a right
     answer (the twenty-sixth hub tester; every test of the six labs prints, so none met it)."""
-    from grading.host import course_preprocessors
 
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=10)
-    graded, _ = grader.preprocess(
-        lab("def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
-    )
+    graded, notes = grade_one(monkeypatch, lab("def f(x):\n    return 2 * x\n"), timeout=10)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
 
 
@@ -754,16 +748,11 @@ def test_an_output_she_publishes_in_a_tests_call_stops_the_test_not_the_grading(
     could choose on a hidden input, past the executor's stop for a failed kernel (the
     twenty-seventh hub tester). The call is answered now with the executor's stop, and the
     error's type and message go to the instructor's report alone, as run_notebook's do."""
-    from grading.host import course_preprocessors
 
     shows = "    if x == 3:\n        display({'text/plain': [f'x={x}', 5]}, raw=True)\n"
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=20)
-    graded, _ = grader.preprocess(
-        lab("def f(x):\n" + shows + "    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
+    graded, notes = grade_one(
+        monkeypatch, lab("def f(x):\n" + shows + "    return 2 * x\n"), timeout=20
     )
-    notes = course_preprocessors.take_notes()
     shown = json.dumps([c.outputs for c in graded.cells])
     assert "x=3" not in shown and "NotebookValidationError" not in shown, shown
     assert [o.get("evalue") for o in graded.cells[1].outputs] == [
@@ -782,17 +771,11 @@ def test_a_json_output_of_hers_that_is_a_list_of_numbers_is_graded(monkeypatch):
     grade lost for one display, and an outcome her code could choose after a hidden input, in
     a cell after a test (the twenty-eighth hub tester). Only a list of strings is text now;
     the notebook is graded, its test passed."""
-    from grading.host import course_preprocessors
 
     shows = "from IPython.display import JSON\ndisplay(JSON([1, 2]))\n"
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=20)
-    graded, _ = grader.preprocess(
-        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
-    )
+    graded, notes = grade_one(monkeypatch, lab(shows + "def f(x):\n    return 2 * x\n"), timeout=20)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
-    assert course_preprocessors.take_notes().stopped == ""
+    assert notes.stopped == ""
 
 
 def test_a_json_output_past_the_sandboxs_message_limit_is_cut_not_the_submission(monkeypatch):
@@ -801,17 +784,11 @@ def test_a_json_output_past_the_sandboxs_message_limit_is_cut_not_the_submission
     channel takes (64 MiB), and the sandbox returned no executed notebook, so the whole
     submission went ungraded ("error"), an outcome her code could choose after a hidden input
     (the twenty-eighth hub tester). A value counts as its JSON text now, cut as text is."""
-    from grading.host import course_preprocessors
 
     shows = "from IPython.display import JSON\ndisplay(JSON({'a': 'x' * (70 << 20)}))\n"
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=60)
-    graded, _ = grader.preprocess(
-        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
-    )
+    graded, notes = grade_one(monkeypatch, lab(shows + "def f(x):\n    return 2 * x\n"), timeout=60)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
-    assert course_preprocessors.take_notes().stopped == ""
+    assert notes.stopped == ""
 
 
 def test_outputs_past_the_sandboxs_message_limit_are_dropped_not_the_submission(monkeypatch):
@@ -821,14 +798,8 @@ def test_outputs_past_the_sandboxs_message_limit_are_dropped_not_the_submission(
     ("error"), an outcome her code could choose after a hidden input (the twenty-eighth hub
     tester). Her cells' outputs are dropped from the last up until the notebook fits; the
     test's own are kept, and it is graded."""
-    from grading.host import course_preprocessors
 
     shows = "for i in range(3600):\n    display({'text/plain': 'x' * 20000}, raw=True)\n"
-    release = lab("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=60)
-    graded, _ = grader.preprocess(
-        lab(shows + "def f(x):\n    return 2 * x\n"), {"nbgrader": {"assignment": "lab"}}
-    )
+    graded, notes = grade_one(monkeypatch, lab(shows + "def f(x):\n    return 2 * x\n"), timeout=60)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
-    assert course_preprocessors.take_notes().stopped == ""
+    assert notes.stopped == ""
