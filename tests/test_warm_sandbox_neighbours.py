@@ -803,3 +803,38 @@ def test_outputs_past_the_sandboxs_message_limit_are_dropped_not_the_submission(
     graded, notes = grade_one(monkeypatch, lab(shows + "def f(x):\n    return 2 * x\n"), timeout=60)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
     assert notes.stopped == ""
+
+
+def test_dropping_small_outputs_never_makes_the_notebook_larger(monkeypatch):
+    """`fitted` put its note on each cell it emptied and did not count the notes: where her
+    last cells' outputs were smaller than the note (thousands of print(1) cells after the large
+    outputs), each drop made the notebook larger while the count said smaller, and the message
+    passed the limit all the same, the whole submission ungraded, an outcome her code could
+    pick after a hidden input (the twenty-ninth hub tester). One note now, counted."""
+    import resource
+
+    from nbformat.v4 import new_output
+
+    from grading.in_sandbox import sandbox_exec
+
+    limit, real = 1 << 20, resource.getrlimit
+    monkeypatch.setattr(
+        resource,
+        "getrlimit",
+        lambda which: (limit, limit) if which == resource.RLIMIT_FSIZE else real(which),
+    )
+    big = [new_output("stream", name="stdout", text="x" * 20000) for _ in range(22)]
+    small = [
+        new_code_cell("print(1)", outputs=[new_output("stream", name="stdout", text="1\n")])
+        for _ in range(3000)
+    ]
+    test = new_code_cell("assert f(3) == 6", outputs=[new_output("stream", name="stdout")])
+    test.metadata["lm10_test"] = 0
+    nb = new_notebook(cells=[new_code_cell("shows()", outputs=big), *small, test])
+    assert len(json.dumps({"done": json.dumps(nb)})) > limit - 4096  # past it, and not by much
+    text = sandbox_exec.fitted(nb)
+    assert len(json.dumps({"done": text})) <= limit - 4096
+    cells = json.loads(text)["cells"]
+    assert cells[0]["outputs"] == big and cells[-1]["outputs"] == test.outputs  # kept
+    noted = [i for i, c in enumerate(cells) if "dropped by the grader" in json.dumps(c["outputs"])]
+    assert len(noted) == 1 and all(c["outputs"] == [] for c in cells[noted[0] + 1 : -1])

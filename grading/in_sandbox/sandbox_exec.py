@@ -823,15 +823,24 @@ def fitted(nb):
         {
             "output_type": "stream",
             "name": "stdout",
-            "text": f"[outputs dropped by the grader: the notebook's passed {budget:,} bytes]\n",
+            "text": f"[outputs dropped by the grader, of this cell and of your later cells: "
+            f"the notebook passed {budget:,} bytes]\n",
         }
     )
+    # One note, on the last cell emptied, counted: a note on each cell emptied, uncounted, made
+    # the notebook grow where her last cells' outputs were smaller than the note (thousands of
+    # print(1) cells after the large ones), so it passed the limit all the same (the
+    # twenty-ninth hub tester)
+    budget -= len(json.dumps(json.dumps([note]))) - 4
+    emptied = None
     for cell in reversed(nb.cells):
         if size <= budget:
             break
         if cell.cell_type == "code" and cell.get("outputs") and "lm10_test" not in cell.metadata:
-            size -= len(json.dumps(json.dumps(cell.outputs))) - 2
-            cell.outputs = [note]
+            size -= len(json.dumps(json.dumps(cell.outputs))) - 4  # what [] leaves
+            cell.outputs, emptied = [], cell
+    if emptied is not None:
+        emptied.outputs = [note]
     return json.dumps(nb)
 
 
