@@ -838,3 +838,18 @@ def test_dropping_small_outputs_never_makes_the_notebook_larger(monkeypatch):
     assert cells[0]["outputs"] == big and cells[-1]["outputs"] == test.outputs  # kept
     noted = [i for i, c in enumerate(cells) if "dropped by the grader" in json.dumps(c["outputs"])]
     assert len(noted) == 1 and all(c["outputs"] == [] for c in cells[noted[0] + 1 : -1])
+
+
+def test_her_cells_marker_of_a_test_is_not_the_graders(monkeypatch):
+    """The executor runs a cell whose metadata has `lm10_test` as a test, and `fitted` never
+    drops the outputs of a cell that has the key: her answer cell's own `"lm10_test": null`
+    kept its 72 MB of outputs past the channel's limit, the whole submission ungraded, an
+    outcome a cell of hers after a hidden test could pick (the twenty-ninth hub tester). The
+    grader removes the key from every cell but its own markers."""
+
+    shows = "for i in range(3600):\n    display({'text/plain': 'x' * 20000}, raw=True)\n"
+    submitted = lab(shows + "def f(x):\n    return 2 * x\n")
+    submitted.cells[0].metadata["lm10_test"] = None
+    graded, notes = grade_one(monkeypatch, submitted, timeout=60)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs
+    assert notes.stopped == ""

@@ -462,6 +462,9 @@ class SandboxedExecute(Execute):
         students -= submission_checks.setup_names(release)
         prepared = nbformat.from_dict(json.loads(json.dumps(nb)))
         for index, cell in enumerate(prepared.cells):
+            # the grader's marker only: hers made a cell of hers a test (asked for out of
+            # turn), or, as null, kept its outputs past the channel's limit (`fitted`)
+            cell.metadata.pop("lm10_test", None)
             if index in tests:
                 prepared.cells[index] = new_code_cell("", metadata={"lm10_test": index})
             elif cell.cell_type == "code":
