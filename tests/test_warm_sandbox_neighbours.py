@@ -853,3 +853,16 @@ def test_her_cells_marker_of_a_test_is_not_the_graders(monkeypatch):
     graded, notes = grade_one(monkeypatch, submitted, timeout=60)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
     assert notes.stopped == ""
+
+
+def test_an_answer_past_the_channels_limit_is_her_error_not_the_submissions(monkeypatch):
+    """Her answer returned a value past the channel's limit (a string of 70 MB, which her code
+    can return on a hidden input only): the executor relayed the reply, the grader refused the
+    frame, and the sandbox returned no executed notebook, the whole submission ungraded (the
+    twenty-ninth hub tester). Now the call answers as her error, and the test fails."""
+
+    graded, notes = grade_one(monkeypatch, lab("def f(x):\n    return 'x' * (70 << 20)\n"), 60)
+    assert any(o.get("ename") == "AnswerTooLarge" for o in graded.cells[1].outputs), graded.cells[
+        1
+    ].outputs
+    assert notes.stopped == ""

@@ -639,6 +639,8 @@ def run_test(client, index, channel, cell_timeout):
     code, and its published reply goes back ({"reply": text}) until the grader says
     {"next"}. The calls of one test share its cell's time limit. Nothing the student's code
     prints meanwhile is kept. (index, reason) when the kernel can no longer be used."""
+    import resource
+
     import nbformat
     from sandbox_agent import MIME
 
@@ -699,6 +701,11 @@ def run_test(client, index, channel, cell_timeout):
             reply = reply_error("ForgedReply", "the call published more than one answer")
         else:
             reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
+        room = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # the channel's limit (`fitted`)
+        if room != resource.RLIM_INFINITY and len(json.dumps(reply)) > room - 4096:
+            # her answer's size, as her error (a value of 70 MB past the channel's limit, on
+            # a hidden input, left the whole submission ungraded: the 29th hub tester)
+            reply, own = reply_error("AnswerTooLarge", "the answer was too large to read"), False
         channel.send({"reply": reply, "own": own})
         expired = expired or timed_out
     client.timeout = cell_timeout
