@@ -639,11 +639,10 @@ def run_test(client, index, channel, cell_timeout):
     code, and its published reply goes back ({"reply": text}) until the grader says
     {"next"}. The calls of one test share its cell's time limit. Nothing the student's code
     prints meanwhile is kept. (index, reason) when the kernel can no longer be used."""
-    import resource
-
     import nbformat
     from sandbox_agent import MIME
 
+    room = channel_room()  # what one reply may hold (`fitted`)
     channel.send({"test": index})
     deadline, stopped, expired = time.monotonic() + cell_timeout, None, False
     while "call" in (message := channel.receive()):
@@ -701,8 +700,7 @@ def run_test(client, index, channel, cell_timeout):
             reply = reply_error("ForgedReply", "the call published more than one answer")
         else:
             reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
-        room = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # the channel's limit (`fitted`)
-        if room != resource.RLIM_INFINITY and len(json.dumps(reply)) > room - 4096:
+        if room is not None and len(json.dumps(reply)) > room:
             # her answer's size, as her error (a value of 70 MB past the channel's limit, on
             # a hidden input, left the whole submission ungraded: the 29th hub tester)
             reply, own = reply_error("AnswerTooLarge", "the answer was too large to read"), False
@@ -808,21 +806,27 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
     return fitted(nb)
 
 
+def channel_room():
+    """The bytes a message to the grader may hold: the file-size limit (the channel's:
+    sandbox.Sandbox) less 4,096 for the frame around it; None where there is no limit."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if limit == resource.RLIM_INFINITY else limit - 4096
+
+
 def fitted(nb):
     """The notebook's JSON, in a message the grader reads back (at most the file-size limit,
     the channel's: sandbox.Sandbox): past it, the outputs of her cells are dropped from the
     last cell up, never a test cell's (the grader's own). Each output is cut, but nothing
     counted them: 3,600 displays made the notebook too large, the whole submission ungraded,
     an outcome her code could pick after a hidden input (the twenty-eighth hub tester)."""
-    import resource
-
     import nbformat
 
     text = json.dumps(nb)
-    budget = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if budget == resource.RLIM_INFINITY:
+    budget = channel_room()
+    if budget is None:
         return text
-    budget -= 4096  # the message around it
     size = len(json.dumps({"done": text}))
     if size <= budget:
         return text
