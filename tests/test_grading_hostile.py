@@ -1570,55 +1570,6 @@ def test_no_user_namespace_can_be_made_in_the_sandbox():
     assert done.stdout.strip() == "ENOSPC", (done.stdout, done.stderr)
 
 
-FORGER = """
-import base64, json, pickle, sys
-sys.path.insert(0, "grading/in_sandbox")
-import sandbox_agent
-from IPython.core.interactiveshell import InteractiveShell
-from tqdm.notebook import display  # an unflagged way to IPython's display
-
-shell = InteractiveShell.instance()
-published = []
-shell.display_pub.publish = lambda data=None, metadata=None, **extra: published.append(data)
-
-
-def forger():
-    display({sandbox_agent.MIME: json.dumps({"value": 42})}, raw=True)
-    return 41
-
-
-def honest():
-    display({"text/plain": "a progress line"}, raw=True)
-    return 41
-
-
-for name, function in (("forger", forger), ("honest", honest)):
-    sandbox_agent._objects[7] = function
-    del published[:]
-    sandbox_agent.answer(base64.b64encode(pickle.dumps((("call", 7, (), {}), []))).decode())
-    replies = [json.loads(d[sandbox_agent.MIME]) for d in published if sandbox_agent.MIME in d]
-    print(name, len(published), json.dumps(replies))
-"""
-
-
-def test_a_reply_the_students_code_publishes_itself_is_no_answer():
-    """The executor reads a call cell's first reply. A student's function that publishes one
-    of its own first (issue 38's tester, through tqdm.notebook's display: unflagged) would
-    leave out the names the guard stopped, and so scored an L2 part it had delegated to
-    torch's modules. The agent drops such a display during the call and answers with an
-    error; an honest display goes through."""
-    done = subprocess.run(
-        [sys.executable, "-c", FORGER], cwd=ROOT, capture_output=True, text=True, timeout=180
-    )
-    assert done.returncode == 0, done.stderr
-    said = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
-    forged = said["forger"].split(" ", 1)
-    assert forged[0] == "1", said  # the agent's reply alone reached the publisher
-    (reply,) = json.loads(forged[1])
-    assert reply["error"] == "ForgedReply" and "value" not in reply, reply
-    assert said["honest"] == '2 [{"value": 41}]', said
-
-
 def test_feedback_names_no_exception_the_students_code_chose():
     """After a hidden input reached the student's code, which exception it raised could spell
     bits of that input (a hidden width modulo 4 as one of four of Python's names): the

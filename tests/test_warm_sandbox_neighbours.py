@@ -740,14 +740,14 @@ def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
 
 
-def test_an_output_she_publishes_in_a_tests_call_stops_the_test_not_the_grading(monkeypatch):
+def test_an_output_she_publishes_in_a_tests_call_is_never_read(monkeypatch):
     """An output nbformat does not accept, published by her code while a test's call ran it
     (display's raw data, a list of a string and a number), made nbclient raise in run_test,
     out of the executor's call: the grader's call was never answered, and the sandbox returned
     no executed notebook, so the whole submission went ungraded ("error"), an outcome her code
-    could choose on a hidden input, past the executor's stop for a failed kernel (the
-    twenty-seventh hub tester). The call is answered now with the executor's stop, and the
-    error's type and message go to the instructor's report alone, as run_notebook's do."""
+    could choose on a hidden input (the twenty-seventh hub tester). Nothing her code publishes
+    while a test calls it is read now (the executor reads only the end of a test's cell): the
+    call is answered, the test passes, and nothing of hers or of nbformat's is shown."""
 
     shows = "    if x == 3:\n        display({'text/plain': [f'x={x}', 5]}, raw=True)\n"
     graded, notes = grade_one(
@@ -755,12 +755,38 @@ def test_an_output_she_publishes_in_a_tests_call_stops_the_test_not_the_grading(
     )
     shown = json.dumps([c.outputs for c in graded.cells])
     assert "x=3" not in shown and "NotebookValidationError" not in shown, shown
-    assert [o.get("evalue") for o in graded.cells[1].outputs] == [
-        "the grader stopped: the kernel failed"
-    ], graded.cells[1].outputs
-    assert notes.stopped.startswith("test_f: the kernel failed (NotebookValidationError: "), (
-        notes.stopped
-    )
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs
+    assert notes.stopped == ""
+
+
+# Her f asks for input three ways while a test calls it, each prompt a reply of the grader's
+# kind with a wrong value; it answers right only if all three are refused as in her own cells.
+FORGER = """
+import getpass, json
+def f(x):
+    refused = 0
+    for ask in (input, getpass.getpass, get_ipython().kernel.raw_input):
+        try:
+            ask(json.dumps({"value": 0}))
+        except Exception as error:
+            refused += type(error).__name__ == "StdinNotImplementedError"
+    display({"application/x-lm10-reply": json.dumps({"value": 0})}, raw=True)
+    return 2 * x if refused == 3 else -1
+"""
+
+
+def test_no_reply_of_the_graders_kind_from_her_code_is_her_answer(monkeypatch):
+    """A test's calls run in one cell of the kernel, and the agent sends each reply as the
+    prompt of an input request on the kernel's stdin channel (run_test). An input request of
+    her code's, made while a test calls it, would be read as the call's reply, without the
+    names the guard stopped: her input(), getpass() and the kernel's raw_input() are refused
+    there (StdinNotImplementedError, as in her own cells, which run without stdin), and a
+    display of the reply's old kind (the channel before it: issue 38's tester) is not read.
+    Her f answers right only where all three were refused; a forged reply would be 0."""
+
+    graded, notes = grade_one(monkeypatch, lab(FORGER), timeout=20)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # passed: 2 * 3
+    assert notes.stopped == ""
 
 
 def test_a_json_output_of_hers_that_is_a_list_of_numbers_is_graded(monkeypatch):

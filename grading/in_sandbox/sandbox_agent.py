@@ -1,13 +1,14 @@
 """The student's side of a test: runs in the sandboxed kernel, beside the student's code.
 
 The lab's tests run in a trusted process outside the sandbox (trusted_tests.py). When a test
-calls a student's function, the call travels here: `answer(request)` unpickles it (pickle goes
-one way only, from the grader into the sandbox), looks up what it names in the notebook's
-namespace or in this module's table of objects handed out earlier, makes the call, and
-publishes the result as plain data (`encode`): None, booleans, integers, floats, strings,
-lists, tuples, dicts, and tensors as their dtype, shape and bytes. Anything else (an object,
-a module, a function, a subclass of int that claims to equal everything) stays here; the test
-receives a handle to it that names its type and can only be called or have attributes read.
+calls a student's function, the call travels here (`serve`, one cell a test):
+`answer(request)` unpickles it (pickle goes one way only, from the grader into the sandbox),
+looks up what it names in the notebook's namespace or in this module's table of objects handed
+out earlier, makes the call, and replies with the result as plain data (`encode`): None,
+booleans, integers, floats, strings, lists, tuples, dicts, and tensors as their dtype, shape
+and bytes. Anything else (an object, a module, a function, a subclass of int that claims to
+equal everything) stays here; the test receives a handle to it that names its type and can
+only be called or have attributes read.
 
 Nothing here is a defence: the student's code shares this process and can change this module
 at will. All it can change is its own answers, which the trusted process checks as data.
@@ -23,7 +24,6 @@ import pickle
 import sys
 import traceback
 
-MIME = "application/x-lm10-reply"
 _objects = {}  # handle number -> object handed to the grader as a handle
 
 
@@ -290,72 +290,37 @@ def _guard(names):
     return guard if guard.guards_anything else contextlib.nullcontext()
 
 
-class _OnlyTheAgentReplies:
-    """While the student's code runs for a call, a display it publishes carrying the reply's
-    MIME type is dropped, and the call's reply says so: a reply the student's code made itself
-    would leave out the names the guard stopped. (The executor, outside the kernel, also takes
-    a call cell with more than one reply for a forgery: sandbox_exec.run_test.) The agent's
-    own reply goes out before this ends, through the publisher as it was."""
+def serve(text):
+    """A test's calls, in the one cell the executor runs for the test (sandbox_exec.run_test):
+    answer `text`, the first call, then send the reply as the prompt of an input request on
+    the kernel's stdin channel, whose answer is the next call, until the end of input. While
+    the student's code runs for a call, her own input requests are refused (the kernel's
+    StdinNotImplementedError, as in her cells, which run without stdin): one would have sent
+    her text as the call's reply, without the names the guard stopped."""
+    from IPython import get_ipython
 
-    def __init__(self):
-        from IPython.core.interactiveshell import InteractiveShell
-
-        shell = InteractiveShell.instance() if InteractiveShell.initialized() else None
-        self.publisher = getattr(shell, "display_pub", None)
-        self.forged = False
-
-    def __enter__(self):
-        if self.publisher is None:
-            self.publish = None
-            return self
-        self.own = self.publisher.__dict__.get("publish")  # one set on the instance, if any
-        self.publish = original = self.publisher.publish
-
-        def publish(data=None, *args, **kwargs):
-            if isinstance(data, dict) and MIME in data:
-                self.forged = True
-                return None
-            return original(data, *args, **kwargs)
-
-        self.publisher.publish = publish
-        return self
-
-    def reply(self, payload):
-        if self.publish is None:
-            from IPython.display import publish_display_data
-
-            publish_display_data({MIME: payload})
-        else:
-            self.publish(data={MIME: payload}, metadata={})
-
-    def __exit__(self, *exc):
-        if self.publisher is not None:
-            self.publisher.__dict__.pop("publish", None)
-            if self.own is not None:
-                self.publisher.publish = self.own
-        return False
+    kernel = get_ipython().kernel
+    while True:
+        kernel._allow_stdin = False  # what ipykernel's input(), getpass() and raw_input() read
+        try:
+            reply = answer(text)
+        finally:
+            kernel._allow_stdin = True
+        try:
+            text = kernel.raw_input(reply)
+        except EOFError:  # the test is over
+            return
 
 
 def answer(text):
-    """Run one request (base64 of a pickle of the request and the names the running test
-    declares off limits) and publish its reply; the names that were called anyway go with
-    it, whatever the student's code did with the error, and so does a reply the student's
-    code tried to publish itself (an error: see _OnlyTheAgentReplies)."""
-    with _OnlyTheAgentReplies() as replies:
-        reply = _answer(text)
-        if replies.forged:
-            reply = {
-                "error": "ForgedReply",
-                "builtin": False,
-                "message": "your code published a reply of the grader's own kind while it "
-                "was called: the grader reads no answer from such a call",
-                **({"off_limits": reply["off_limits"]} if "off_limits" in reply else {}),
-            }
-        try:
-            payload = json.dumps(reply)
-        except (TypeError, ValueError) as error:
-            payload = json.dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
-        replies.reply(payload)
+    """The reply, as JSON text, to one request (base64 of a pickle of the request and the
+    names the running test declares off limits); the names that were called anyway go with
+    it, whatever the student's code did with the error."""
+    reply = _answer(text)
+    try:
+        return json.dumps(reply)
+    except (TypeError, ValueError) as error:
+        return json.dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
 
 
 def _answer(text):

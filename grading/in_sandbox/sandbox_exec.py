@@ -273,9 +273,9 @@ def fork_kernel():
 
         class CallShell(ZMQInteractiveShell):
             def transform_cell(self, raw_cell):
-                """A cell the executor wrote (a call: CALL) or ended (the room's first setup
-                cell, whose last line enters the room) is Python as it stands, its last line
-                a call of the agent with megabytes of data in a string literal: IPython's
+                """A cell the executor wrote (a test's calls: SERVE) or ended (the room's
+                first setup cell, whose last line enters the room) is Python as it stands, its
+                last line a call of the agent with megabytes of data in a string literal: IPython's
                 input transformers, which would give it back unchanged, scan that text twice
                 a cell (13.7 s of LM10-L3's batch, measured with py-spy). A cell of the
                 student's that ends the same way is compiled as Python too, without IPython's
@@ -286,8 +286,8 @@ def fork_kernel():
 
         class Shell(IPythonKernel):
             """IPython's own compiler, not ipykernel's: that one names each cell's file by a
-            hash computed in pure Python, for a debugger that no sandbox has, and each call
-            of a test is a cell carrying its inputs (megabytes of LM10-L3's hidden states:
+            hash computed in pure Python, for a debugger that no sandbox has, and each test's
+            cell carries its first call's inputs (megabytes of LM10-L3's hidden states:
             2.3 s of each submission, measured with py-spy). The cells keep IPython's own
             names (<ipython-input-...>), which the off-limits guard knows."""
 
@@ -607,7 +607,19 @@ def serve(requests_fd, results_fd, isolated=True):
 
 
 AGENT = "__import__('sandbox_agent')."  # how the executor's and the grader's lines begin
-CALL = AGENT + "answer({text!r})"
+SERVE = AGENT + "serve({text!r})"  # a test's cell in the kernel: its first call, then the rest
+END_OF_INPUT = "\x04"  # an input reply ipykernel reads as the end of input (EOFError)
+
+
+def stop_of(error, index, cell_timeout):
+    """(index, reason) for nbclient's errors that leave the kernel unusable, else None."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    if isinstance(error, DeadKernelError):
+        return (index, "the kernel died while it ran (os._exit, a crash, or it ran out of memory)")
+    if isinstance(error, CellTimeoutError):
+        return (index, f"it did not stop {cell_timeout} s after it was interrupted")
+    return None
 
 
 def run_cell(client, cell, index, cell_timeout):
@@ -617,11 +629,9 @@ def run_cell(client, cell, index, cell_timeout):
 
     client.lm10_timed_out = False  # set by run_notebook's on_cell_executed
     try:
-        client.execute_cell(cell, index, store_history=cell.metadata.get("lm10") != "call")
-    except DeadKernelError:
-        return (index, "the kernel died while it ran (os._exit, a crash, or it ran out of memory)")
-    except CellTimeoutError:
-        return (index, f"it did not stop {cell_timeout} s after it was interrupted")
+        client.execute_cell(cell, index)
+    except (DeadKernelError, CellTimeoutError) as error:
+        return stop_of(error, index, cell_timeout)
     # nbclient's stop, not an error output of that name: the student's code can show one
     timed_out = getattr(client, "lm10_timed_out", False) is True
     if timed_out and not run_sync(answers)(client.kc, INTERRUPT_GRACE):
@@ -636,16 +646,41 @@ def reply_error(name, message):
 def run_test(client, index, channel, cell_timeout):
     """A test cell: the grader runs it outside the sandbox and sends each call of the
     student's code here ({"call": request}); each runs in the kernel, among the student's
-    code, and its published reply goes back ({"reply": text}) until the grader says
-    {"next"}. The calls of one test share its cell's time limit. Nothing the student's code
-    prints meanwhile is kept. (index, reason) when the kernel can no longer be used."""
-    import nbformat
-    from sandbox_agent import MIME
+    code, and its reply goes back ({"reply": text}) until the grader says {"next"}. The calls
+    of one test share its cell's time limit, counted from the test's start. Nothing the
+    student's code prints meanwhile is kept. (index, reason) when the kernel can no longer be
+    used.
+
+    The calls run in one cell of the kernel's (SERVE): the agent answers the first call, which
+    the cell carries, and sends each reply as the prompt of an input request (the kernel's
+    stdin channel, which only a cell run with allow_stdin has); the answer to that request is
+    the next call, and the end of input ends the cell. A cell a call (`answer`, with IPython's
+    execution around it and its reply published on IOPub) cost 7 ms of CPU, in the kernel and
+    here; a call on the stdin channel costs under 1 ms (31,000 calls in `make test`). While
+    her code runs for a call, the agent refuses her input requests (StdinNotImplementedError,
+    as in her own cells), so a reply is only what the agent sends after her code returned."""
+    from jupyter_core.utils import run_sync
 
     room = channel_room()  # what one reply may hold (`fitted`)
     channel.send({"test": index})
-    deadline, stopped, expired = time.monotonic() + cell_timeout, None, False
+    deadline = time.monotonic() + cell_timeout
+    try:
+        return run_sync(serve_calls)(client, index, channel, cell_timeout, deadline, room)
+    finally:  # as her cells run: their time limit, their outputs kept, and no stdin
+        client.timeout, client.lm10_calls, client.kc.allow_stdin = cell_timeout, False, False
+
+
+async def serve_calls(client, index, channel, cell_timeout, deadline, room):
+    """run_test's calls (see there); (index, reason) when the kernel can no longer be used."""
+    import asyncio
+
+    import nbformat
+
+    kc = client.kc
+    stopped, expired, running = None, False, None  # running: the test's cell in the kernel
     while "call" in (message := channel.receive()):
+        if running is not None and running.done():  # ended after its last reply
+            stopped, running = cell_stop(client, running, index, cell_timeout), None
         if stopped is not None:
             channel.send(
                 {"reply": reply_error("NotRun", f"the grader stopped: {stopped[1]}"), "own": True}
@@ -659,55 +694,131 @@ def run_test(client, index, channel, cell_timeout):
                 }
             )
             continue
-        # the cell as new_code_cell makes it, less its schema check of the whole cell (a
-        # call's text can be megabytes, and there is one cell a call): it is ours
-        cell = nbformat.from_dict(
-            {
-                "cell_type": "code",
-                "id": f"call-{index}",
-                "metadata": {"lm10": "call"},
-                "execution_count": None,
-                "outputs": [],
-                "source": CALL.format(text=message["call"]),
-            }
-        )
-        client.timeout = max(1, int(deadline - time.monotonic() + 0.999))
-        try:
-            stopped = run_cell(client, cell, index, client.timeout)
-        except Exception as error:  # noqa: BLE001 (nbclient's, as run_notebook's catch-all)
-            # answered here, as the stop it is (raised, it left the grader's call unanswered
-            # and the whole submission ungraded); its type and message are the instructor's
-            stopped = (index, "the kernel failed")
-            client.lm10_detail = f"{type(error).__name__}: {error}"[:500]
-        replies = [
-            o["data"][MIME]
-            for o in cell.outputs
-            if o.get("output_type") == "display_data" and MIME in o.get("data", {})
-        ]
-        timed_out = getattr(client, "lm10_timed_out", False) is True  # nbclient's stop only
+        if running is None:
+            # the cell as new_code_cell makes it, less its schema check of the whole cell (a
+            # call's text can be megabytes): it is ours, and never stored
+            cell = nbformat.from_dict(
+                {
+                    "cell_type": "code",
+                    "id": f"calls-{index}",
+                    "metadata": {},
+                    "execution_count": None,
+                    "outputs": [],
+                    "source": SERVE.format(text=message["call"]),
+                }
+            )
+            # no time limit of nbclient's: the deadline is the test's, kept here (nbclient's
+            # would also count the time the grader takes between calls, while no code of hers
+            # runs); nbclient still notices a kernel that died
+            client.timeout, client.lm10_calls, kc.allow_stdin = None, True, True
+            running = asyncio.ensure_future(
+                client.async_execute_cell(cell, index, store_history=False)
+            )
+        else:
+            kc.input(message["call"])  # the answer to the agent's input request
+        prompt = await next_request(kc, running, deadline)
         own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
-        if timed_out:
+        if prompt is not None and time.monotonic() < deadline:
+            reply, own = prompt, False
+        elif prompt is not None or not running.done():  # the test's time ran out in a call
+            client.lm10_timed_out_cells.append(index)
+            expired = True
             reply = reply_error(
                 "CellTimeoutError",
                 f"the grader stopped this test after {cell_timeout} s (does your code loop "
                 "forever?)",
             )
-        elif stopped is not None:
-            reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
-        elif len(replies) == 1 and isinstance(replies[0], str):
-            reply, own = replies[0], False
-        elif len(replies) > 1:  # the agent publishes one: another is the student's code's
-            reply = reply_error("ForgedReply", "the call published more than one answer")
-        else:
-            reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
+            if prompt is not None:  # her code returned, too late: the agent waits for input
+                kc.input(END_OF_INPUT)
+            if await finished(client, running, interrupt=prompt is None):
+                stopped = cell_stop(client, running, index, cell_timeout)
+            else:
+                stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+            running = None
+        else:  # the cell ended without a reply: her code stopped the agent, or the kernel
+            stopped = cell_stop(client, running, index, cell_timeout)
+            running = None
+            if stopped is not None:
+                reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
+            else:
+                reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
         if room is not None and len(json.dumps(reply)) > room:
             # her answer's size, as her error (a value of 70 MB past the channel's limit, on
             # a hidden input, left the whole submission ungraded: the 29th hub tester)
             reply, own = reply_error("AnswerTooLarge", "the answer was too large to read"), False
         channel.send({"reply": reply, "own": own})
-        expired = expired or timed_out
-    client.timeout = cell_timeout
+    if running is not None:  # the test is over: the end of input ends the agent's cell
+        kc.input(END_OF_INPUT)
+        if not await finished(client, running, interrupt=False):
+            return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+        stopped = cell_stop(client, running, index, cell_timeout)
     return stopped
+
+
+async def next_request(kc, running, deadline):
+    """The prompt of the kernel's next input request (the agent's reply to a call), or None
+    when the test's cell ends first or the deadline passes."""
+    import asyncio
+
+    while (left := deadline - time.monotonic()) > 0 and not running.done():
+        getter = asyncio.ensure_future(kc.get_stdin_msg(timeout=left))
+        await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)
+        if not getter.done():
+            getter.cancel()
+            return None
+        if getter.exception() is not None:  # queue.Empty: the deadline passed
+            return None
+        message = getter.result()
+        if message.get("msg_type") == "input_request":
+            prompt = message.get("content", {}).get("prompt")
+            return prompt if isinstance(prompt, str) else ""
+    return None
+
+
+async def ended(kc, running, wait):
+    """Whether the test's cell ends within `wait` s; every input request meanwhile is answered
+    with the end of input, which ends the agent's loop."""
+    import asyncio
+
+    deadline = time.monotonic() + wait
+    while not running.done():
+        if (left := deadline - time.monotonic()) <= 0:
+            return False
+        getter = asyncio.ensure_future(kc.get_stdin_msg(timeout=left))
+        await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)
+        if not getter.done():
+            getter.cancel()
+        elif getter.exception() is None and getter.result().get("msg_type") == "input_request":
+            kc.input(END_OF_INPUT)
+    return True
+
+
+async def finished(client, running, interrupt):
+    """Whether the test's cell ends within INTERRUPT_GRACE s (the kernel interrupted first
+    where `interrupt`: her code still runs), else interrupted and given as long again. A cell
+    that never ends is given up: nbclient's wait for its reply is cancelled."""
+    if interrupt:
+        client.km.interrupt_kernel()
+    if await ended(client.kc, running, INTERRUPT_GRACE):
+        return True
+    if not interrupt:  # her code took the agent's place, and goes on
+        client.km.interrupt_kernel()
+        if await ended(client.kc, running, INTERRUPT_GRACE):
+            return True
+    running.cancel()
+    return False
+
+
+def cell_stop(client, running, index, cell_timeout):
+    """(index, reason) when the test's ended cell left the kernel unusable, else None."""
+    error = running.exception()
+    if error is None:
+        return None
+    stop = stop_of(error, index, cell_timeout)
+    if stop is None:  # nbclient's other errors (one of an output she published): its catch-all
+        stop = (index, "the kernel failed")  # her text goes to the instructor's report alone
+        client.lm10_detail = f"{type(error).__name__}: {error}"[:500]
+    return stop
 
 
 def run_notebook(text, cell_timeout, limit, km=None, channel=None):
@@ -720,14 +831,14 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
     nb = nbformat.reads(text, as_version=4)
     stopped = None  # (cell index, reason)
     detail = ""  # what of a failed kernel's error only the instructor reads
-    timed_out_cells = []  # the cells nbclient stopped at their time limit
+    timed_out_cells = []  # the cells stopped at their time limit (nbclient's, or run_test's)
 
     def on_cell_executed(cell, cell_index, execute_reply):
         content = execute_reply.get("content", {}) if execute_reply else {}
         # nbclient's stand-in reply, which has no header (a kernel's reply has one, whatever
         # the student's code named its error)
         timed_out = content.get("ename") == "CellTimeoutError" and "header" not in execute_reply
-        client.lm10_timed_out = timed_out  # what run_cell and run_test read
+        client.lm10_timed_out = timed_out  # what run_cell reads
         if timed_out:
             timed_out_cells.append(cell_index)
         if content.get("status") == "error" and (
@@ -741,6 +852,16 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
             """Never: an update of a display made earlier (`display(..., display_id=...,
             update=True)`) would rewrite an earlier cell's stored outputs with what the
             student's code computed later, after a hidden test had called it."""
+
+        lm10_calls = False  # a test's cell runs (run_test)
+
+        def process_message(self, msg, cell, cell_index):
+            """In a test's cell, nothing but its end is read: what her code publishes while a
+            test calls it is never kept, and never parsed (nbformat's check of an output she
+            published there raised out of the grader's call: the twenty-seventh hub tester)."""
+            if self.lm10_calls and msg.get("msg_type") != "status":
+                return None
+            return super().process_message(msg, cell, cell_index)
 
     client = Client(
         nb,
@@ -760,6 +881,7 @@ def run_notebook(text, cell_timeout, limit, km=None, channel=None):
             "traceback": [],
         },
     )
+    client.lm10_timed_out_cells = timed_out_cells  # run_test's own stops go there too
     try:
         with client.setup_kernel():
             for index, cell in enumerate(nb.cells):
