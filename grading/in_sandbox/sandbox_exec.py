@@ -716,9 +716,12 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
             )
         else:
             kc.input(message["call"])  # the answer to the agent's input request
-        prompt = await next_request(kc, running, deadline)
+        # each call has a second at least, as each call's cell had: the grader's own time
+        # between calls counts against the test's
+        limit = max(deadline, time.monotonic() + 1)
+        prompt = await next_request(kc, running, limit)
         own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
-        if prompt is not None and time.monotonic() < deadline:
+        if prompt is not None and time.monotonic() < limit:
             reply, own = prompt, False
         elif prompt is not None or not running.done():  # the test's time ran out in a call
             client.lm10_timed_out_cells.append(index)
