@@ -811,13 +811,14 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "nocells": ("error", 0, "none of the lab's answer cells"),
     "zeros": ("graded", 0, "first failure l2_test_attention: AssertionError"),
     # every attack on the verdict leaves the wrong answers at 0; flags are information only
-    # (shell2 reaches the shell in a way no flag names, and still changes nothing)
+    # (shell2 reaches the shell with get_ipython as a value: flagged since the thirtieth hub
+    # tester, as the shell's run_cell runs any string unread)
     "displayhook": ("flagged", 0, "imports os"),
     "displayhook2": ("flagged", 0, "imports sys"),
     "shadowtype": ("flagged", 0, "must give exactly type int, got __main__.Anything"),
     "shadowtype2": ("flagged", 0, "must give exactly type int, got __main__.Same"),
     "shell": ("flagged", 0, "uses get_ipython"),
-    "shell2": ("graded", 0, "first failure l2_test_attention: AssertionError"),
+    "shell2": ("flagged", 0, "get_ipython passed around as a value"),
     "posttransformer": ("flagged", 0, "uses get_ipython"),
     "tracer": ("flagged", 0, "imports sys"),
     "callback": ("flagged", 0, "uses get_ipython"),

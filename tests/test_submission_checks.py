@@ -230,6 +230,10 @@ REACHES = {
     "dunder-class-body": ("class R:\n    __repr__ = print", "sets __repr__"),
     "zipfile": ("from zipfile import ZipFile", "imports zipfile"),
     "torch-hub": ('torch.hub.load(".", "m", source="local")', "torch.hub"),
+    # the thirtieth hub tester: IPython's shell, whose run_cell runs any string, unflagged
+    "exit-shell": ("exit._ip.run_cell(code)", "exit passed around as a value"),
+    "quit-shell": ("shell = quit._ip", "quit passed around as a value"),
+    "get-ipython-as-value": ("[get_ipython][0]().run_cell(code)", "get_ipython passed around"),
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",

@@ -194,15 +194,13 @@ SUSPICIOUS_CALLS = {
     "quit": "calls quit()",
 }
 # What SUSPICIOUS_CALLS names do as values too (`[getattr][0](f, name)`, `reduce(getattr, ...)`),
-# unless the cell binds the name itself (a parameter called `vars`). get_ipython is not among
-# them yet: tests/test_grading_hostile.py's `shell2` reaches the shell that way and expects no
-# flag; adding it flags that case.
+# unless the cell binds the name itself (a parameter called `vars`). get_ipython, exit and quit
+# too: each reaches IPython's shell unflagged (`[get_ipython][0]()`, `exit._ip`), whose
+# `run_cell` runs any string, every flagged construct in it unread (the thirtieth hub tester).
 AS_VALUE = {
-    **{
-        k: v
-        for k, v in SUSPICIOUS_CALLS.items()
-        if k not in ("get_ipython", "input", "exit", "quit")
-    },
+    **{k: v for k, v in SUSPICIOUS_CALLS.items() if k not in ("input", "exit", "quit")},
+    "exit": "reaches IPython's shell (exit._ip)",
+    "quit": "reaches IPython's shell (quit._ip)",
     "getattr": "reads attributes by name (getattr)",
     "hasattr": "reads attributes by name (hasattr)",
 }
