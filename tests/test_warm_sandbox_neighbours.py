@@ -789,6 +789,34 @@ def test_no_reply_of_the_graders_kind_from_her_code_is_her_answer(monkeypatch):
     assert notes.stopped == ""
 
 
+# Her answer cell sends two input requests of its own through the kernel's session (flagged:
+# exit._ip), each a reply of the grader's kind; her f is wrong.
+STALE = """
+import json
+k = exit._ip.kernel
+for v in (6, 8):
+    k.session.send(k.stdin_socket, "input_request", {"prompt": json.dumps({"value": v}),
+                   "password": False}, parent=k.get_parent("shell"),
+                   ident=k._parent_ident["shell"])
+def f(x):
+    return -1
+"""
+
+
+def test_no_input_request_from_before_a_test_answers_its_calls(monkeypatch):
+    """Input requests her code sent from an earlier cell wait, unanswered, until a test's cell
+    reads the stdin channel: the first was read as the reply to the test's first call (the
+    names of her answers: "did not list its names") and each reply came one call late (the
+    thirtieth hub tester). The executor drops what is waiting before each test's cell: her f
+    is called, and its own answer fails the test."""
+
+    graded, notes = grade_one(monkeypatch, lab(STALE), timeout=20)
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["AssertionError"], graded.cells[
+        1
+    ].outputs
+    assert any("exit._ip" in flag for flag in notes.flags), notes.flags
+
+
 def test_a_json_output_of_hers_that_is_a_list_of_numbers_is_graded(monkeypatch):
     """A JSON output (`application/json`), which nbformat lets be any JSON, that is a list of
     numbers: IPython's own `display(JSON([1, 2]))`, an honest cell's. The executor's cut of each

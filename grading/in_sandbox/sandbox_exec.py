@@ -711,6 +711,7 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
             # would also count the time the grader takes between calls, while no code of hers
             # runs); nbclient still notices a kernel that died
             client.timeout, client.lm10_calls, kc.allow_stdin = None, True, True
+            await drained(kc)
             running = asyncio.ensure_future(
                 client.async_execute_cell(cell, index, store_history=False)
             )
@@ -756,6 +757,15 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
             return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
         stopped = cell_stop(client, running, index, cell_timeout)
     return stopped
+
+
+async def drained(kc):
+    """No input request left from before a test's cell: one her code sent from an earlier cell
+    (through the kernel's session: never answered) would have been read as the reply to the
+    test's first call, and every later reply as the one before's (the thirtieth hub tester)."""
+    with contextlib.suppress(queue.Empty):
+        while True:
+            await kc.get_stdin_msg(timeout=0)
 
 
 async def next_request(kc, running, deadline):
