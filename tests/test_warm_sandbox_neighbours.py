@@ -817,6 +817,33 @@ def test_no_input_request_from_before_a_test_answers_its_calls(monkeypatch):
     assert any("exit._ip" in flag for flag in notes.flags), notes.flags
 
 
+# Input requests whose content is a list (a string is sent as the JSON it holds), from her
+# answer cell (waiting before the test) and from her f while the test calls it; her f is right.
+MALFORMED = """
+k = exit._ip.kernel
+def ask():
+    k.session.send(k.stdin_socket, "input_request", "[1, 2]", parent=k.get_parent("shell"),
+                   ident=k._parent_ident["shell"])
+ask()
+def f(x):
+    ask()
+    return 2 * x
+"""
+
+
+def test_no_message_of_hers_on_the_stdin_channel_stops_the_executor(monkeypatch):
+    """The executor read an input request's content as a mapping: one whose content was a list,
+    sent through the kernel's session by her answer cell or by her f while a test called it,
+    raised out of the executor's loop, and the grader's call went unanswered (the whole
+    submission ungraded, an outcome hers to pick on a hidden input, as the twenty-seventh
+    tester's). Such a message is dropped now, and any other error while a call is answered
+    answers it with the executor's stop. Her f is right, and its test passes."""
+
+    graded, notes = grade_one(monkeypatch, lab(MALFORMED), timeout=20)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs
+    assert notes.stopped == ""
+
+
 def test_a_json_output_of_hers_that_is_a_list_of_numbers_is_graded(monkeypatch):
     """A JSON output (`application/json`), which nbformat lets be any JSON, that is a list of
     numbers: IPython's own `display(JSON([1, 2]))`, an honest cell's. The executor's cut of each

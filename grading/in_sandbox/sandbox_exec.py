@@ -694,58 +694,70 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
                 }
             )
             continue
-        if running is None:
-            # the cell as new_code_cell makes it, less its schema check of the whole cell (a
-            # call's text can be megabytes): it is ours, and never stored
-            cell = nbformat.from_dict(
-                {
-                    "cell_type": "code",
-                    "id": f"calls-{index}",
-                    "metadata": {},
-                    "execution_count": None,
-                    "outputs": [],
-                    "source": SERVE.format(text=message["call"]),
-                }
-            )
-            # no time limit of nbclient's: the deadline is the test's, kept here (nbclient's
-            # would also count the time the grader takes between calls, while no code of hers
-            # runs); nbclient still notices a kernel that died
-            client.timeout, client.lm10_calls, kc.allow_stdin = None, True, True
-            await drained(kc)
-            running = asyncio.ensure_future(
-                client.async_execute_cell(cell, index, store_history=False)
-            )
-        else:
-            kc.input(message["call"])  # the answer to the agent's input request
-        # each call has a second at least, as each call's cell had: the grader's own time
-        # between calls counts against the test's
-        limit = max(deadline, time.monotonic() + 1)
-        prompt = await next_request(kc, running, limit)
-        own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
-        if prompt is not None and time.monotonic() < limit:
-            reply, own = prompt, False
-        elif prompt is not None or not running.done():  # the test's time ran out in a call
-            client.lm10_timed_out_cells.append(index)
-            expired = True
-            reply = reply_error(
-                "CellTimeoutError",
-                f"the grader stopped this test after {cell_timeout} s (does your code loop "
-                "forever?)",
-            )
-            if prompt is not None:  # her code returned, too late: the agent waits for input
-                kc.input(END_OF_INPUT)
-            if await finished(client, running, interrupt=prompt is None):
+        try:
+            if running is None:
+                # the cell as new_code_cell makes it, less its schema check of the whole cell (a
+                # call's text can be megabytes): it is ours, and never stored
+                cell = nbformat.from_dict(
+                    {
+                        "cell_type": "code",
+                        "id": f"calls-{index}",
+                        "metadata": {},
+                        "execution_count": None,
+                        "outputs": [],
+                        "source": SERVE.format(text=message["call"]),
+                    }
+                )
+                # no time limit of nbclient's: the deadline is the test's, kept here (nbclient's
+                # would also count the time the grader takes between calls, while no code of hers
+                # runs); nbclient still notices a kernel that died
+                client.timeout, client.lm10_calls, kc.allow_stdin = None, True, True
+                await drained(kc)
+                running = asyncio.ensure_future(
+                    client.async_execute_cell(cell, index, store_history=False)
+                )
+            else:
+                kc.input(message["call"])  # the answer to the agent's input request
+            # each call has a second at least, as each call's cell had: the grader's own time
+            # between calls counts against the test's
+            limit = max(deadline, time.monotonic() + 1)
+            prompt = await next_request(kc, running, limit)
+            own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
+            if prompt is not None and time.monotonic() < limit:
+                reply, own = prompt, False
+            elif prompt is not None or not running.done():  # the test's time ran out in a call
+                client.lm10_timed_out_cells.append(index)
+                expired = True
+                reply = reply_error(
+                    "CellTimeoutError",
+                    f"the grader stopped this test after {cell_timeout} s (does your code loop "
+                    "forever?)",
+                )
+                if prompt is not None:  # her code returned, too late: the agent waits for input
+                    kc.input(END_OF_INPUT)
+                if await finished(client, running, interrupt=prompt is None):
+                    stopped = cell_stop(client, running, index, cell_timeout)
+                else:
+                    stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+                running = None
+            else:  # the cell ended without a reply: her code stopped the agent, or the kernel
                 stopped = cell_stop(client, running, index, cell_timeout)
-            else:
-                stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+                running = None
+                if stopped is not None:
+                    reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
+                else:
+                    reply = reply_error(
+                        "NoAnswer", "the call returned nothing the grader could read"
+                    )
+        except Exception as error:  # noqa: BLE001 (answered, as run_cell's catch-all answers)
+            # raised, it left the grader's call unanswered and the whole submission ungraded;
+            # its type and message are the instructor's
+            stopped = (index, "the kernel failed")
+            client.lm10_detail = f"{type(error).__name__}: {error}"[:500]
+            reply, own = reply_error("NotRun", f"the grader stopped: {stopped[1]}"), True
+            if running is not None:
+                running.cancel()
             running = None
-        else:  # the cell ended without a reply: her code stopped the agent, or the kernel
-            stopped = cell_stop(client, running, index, cell_timeout)
-            running = None
-            if stopped is not None:
-                reply = reply_error("NotRun", f"the grader stopped: {stopped[1]}")
-            else:
-                reply = reply_error("NoAnswer", "the call returned nothing the grader could read")
         if room is not None and len(json.dumps(reply)) > room:
             # her answer's size, as her error (a value of 70 MB past the channel's limit, on
             # a hidden input, left the whole submission ungraded: the 29th hub tester)
@@ -763,9 +775,13 @@ async def drained(kc):
     """No input request left from before a test's cell: one her code sent from an earlier cell
     (through the kernel's session: never answered) would have been read as the reply to the
     test's first call, and every later reply as the one before's (the thirtieth hub tester)."""
-    with contextlib.suppress(queue.Empty):
-        while True:
+    for _ in range(10_000):  # a thread of hers that sends on and on is stopped by its time
+        try:
             await kc.get_stdin_msg(timeout=0)
+        except queue.Empty:
+            return
+        except Exception:  # noqa: BLE001 (a message of hers that is not one: dropped too)
+            continue
 
 
 async def next_request(kc, running, deadline):
@@ -779,11 +795,15 @@ async def next_request(kc, running, deadline):
         if not getter.done():
             getter.cancel()
             return None
-        if getter.exception() is not None:  # queue.Empty: the deadline passed
+        error = getter.exception()
+        if isinstance(error, queue.Empty):  # the deadline passed
             return None
+        if error is not None:  # a message of hers that is not one (jupyter_client's error)
+            continue
         message = getter.result()
-        if message.get("msg_type") == "input_request":
-            prompt = message.get("content", {}).get("prompt")
+        content = message.get("content")
+        if message.get("msg_type") == "input_request" and isinstance(content, dict):
+            prompt = content.get("prompt")
             return prompt if isinstance(prompt, str) else ""
     return None
 
