@@ -234,6 +234,20 @@ REACHES = {
     "exit-shell": ("exit._ip.run_cell(code)", "exit passed around as a value"),
     "quit-shell": ("shell = quit._ip", "quit passed around as a value"),
     "get-ipython-as-value": ("[get_ipython][0]().run_cell(code)", "get_ipython passed around"),
+    # the thirty-first hub tester: attributes read by name, unflagged, reached IPython's shell
+    # from a frame of traceback.walk_stack (`g("f_locals")(frame)["self"]`)
+    "attrgetter-as-value": ('g = operator.attrgetter\nns = g("f_loc" + "als")(f)', "attrgetter"),
+    "attrgetter-imported-as": ("from operator import attrgetter as g", "attrgetter as a value"),
+    "methodcaller-mapped": ("list(map(operator.methodcaller, names))", "methodcaller as a"),
+    "formatter-get-field": ('string.Formatter().get_field("0.f_locals", [f], {})', "Formatter"),
+    "formatter-import": ("from string import Formatter", "string.Formatter"),
+    "match-class-keyword": ("match f:\n    case object(f_locals=ns):\n        pass", "match pat"),
+    "match-class-dunder": (
+        "match display:\n    case object(__globals__=g):\n        pass",
+        "match",
+    ),
+    "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
+    "walk-stack-import": ("from traceback import walk_stack", "frames, or attributes by name"),
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
@@ -264,6 +278,9 @@ HONEST = {
     "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",
     "installed-modules": "import itertools\nimport tqdm\nfrom numpy import linalg",
     "tensor-private-name": "v = x._version",
+    "attrgetter-constant": 'import operator\nweights = operator.attrgetter("weight")(layer)',
+    "string-letters": "import string\nletters = string.ascii_lowercase",
+    "match-class-honest": "match point:\n    case Point(x=0, y=y):\n        pass",
 }
 
 

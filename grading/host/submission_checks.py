@@ -142,8 +142,16 @@ FRAMES = {
     "getprofile", "_current_frames", "cell_contents", "co_code", "co_filename", "co_name",
     "co_qualname", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars",
     "co_firstlineno", "co_lnotab", "co_linetable", "co_flags", "co_argcount", "co_positions",
-    "co_lines", "co_exceptiontable", "co_stacksize", "co_nlocals",
+    "co_lines", "co_exceptiontable", "co_stacksize", "co_nlocals", "walk_stack", "walk_tb",
 }  # fmt: skip
+# What reads an attribute by a name it is given, other than getattr: attrgetter and
+# methodcaller anywhere but called at once with a constant name (`g = operator.attrgetter`,
+# `from operator import attrgetter as g`), string.Formatter (get_field, and a subclass's
+# format_field, get an object's attribute from a format string), and a match statement's class
+# pattern (`case object(f_locals=ns)`). Each reached IPython's shell unflagged through a frame
+# of traceback.walk_stack (the thirty-first hub tester).
+BY_NAME = {"attrgetter", "methodcaller"}
+FORMATTER = ("string.Formatter", "get_field")
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
     "Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process", "Pool",
@@ -663,6 +671,8 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     found.append((line, f"imports {module}"))
                 elif prefix := _under(path, INTERNALS):
                     found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
+                elif _under(path, FORMATTER[:1]) or path.rsplit(".", 1)[-1] in FRAMES:
+                    found.append((line, f"imports {path} (frames, or attributes by name)"))
                 elif path.rsplit(".", 1)[-1] in EVALUATORS | RESOLVERS:
                     found.append((line, f"imports {path} (it runs or finds code by name)"))
                 elif isinstance(node, ast.ImportFrom) and node.level:
@@ -671,6 +681,9 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     found.append(
                         (line, f"imports {module}, no installed module (a file it wrote?)")
                     )
+            for alias in node.names:
+                if alias.name in BY_NAME and alias.asname not in (None, alias.name):
+                    found.append((line, f"reads attributes by name ({alias.name} as a value)"))
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else None
@@ -702,6 +715,8 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 found.append(
                     (line, f"uses {node.id} (it evaluates annotations written as strings)")
                 )
+            elif node.id in BY_NAME and id(node) not in calls and node.id not in own:
+                found.append((line, f"reads attributes by name ({node.id} as a value)"))
             elif node.id in AS_VALUE and id(node) not in calls and node.id not in own:
                 found.append((line, f"{AS_VALUE[node.id]}: {node.id} passed around as a value"))
             elif isinstance(node.ctx, ast.Load) and (
@@ -710,9 +725,18 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 path = expected[node.id]
                 found.append((line, f"uses {node.id} (the setup cell's import of {path})"))
         elif isinstance(node, ast.Attribute):
-            reason = _attribute_reason(node.attr, aliases, dotted(node.value, aliases))
+            base = dotted(node.value, aliases)
+            reason = _attribute_reason(node.attr, aliases, base)
             if reason:
                 found.append((line, reason))
+            if node.attr in BY_NAME and id(node) not in calls:
+                found.append((line, f"reads attributes by name ({node.attr} as a value)"))
+            if node.attr == FORMATTER[1] or f"{base}.{node.attr}" == FORMATTER[0]:
+                found.append((line, "reads attributes by name (string.Formatter)"))
+        elif isinstance(node, ast.MatchClass):
+            for attr in node.kwd_attrs:
+                if reason := _attribute_reason(attr, aliases):
+                    found.append((line, f"{reason}, by name in a match pattern"))
         elif isinstance(node, ast.Constant) and node.value in DUNDERS | GRADER_MODULES:
             found.append((line, f"names {node.value} in a string"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
