@@ -246,6 +246,7 @@ REACHES = {
         "match display:\n    case object(__globals__=g):\n        pass",
         "match",
     ),
+    "attrgetter-dotted": ('operator.attrgetter("f_back.f_locals")(frame)', "f_back"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "frames, or attributes by name"),
 }

@@ -701,7 +701,11 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             target = _attribute_name(node)
             if target is not None:
                 if isinstance(target, ast.Constant) and isinstance(target.value, str):
-                    reason = _attribute_reason(target.value, aliases)
+                    # each part of a dotted name: attrgetter("gi_frame.f_back.f_locals")
+                    parts = target.value.split(".")
+                    reason = next(
+                        filter(None, (_attribute_reason(a, aliases) for a in parts)), None
+                    )
                     if reason:
                         found.append((line, f"{reason}, by name through {called}()"))
                 else:
