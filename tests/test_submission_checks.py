@@ -247,8 +247,19 @@ REACHES = {
         "match",
     ),
     "attrgetter-dotted": ('operator.attrgetter("f_back.f_locals")(frame)', "f_back"),
+    "ipywidgets-get-ipython": (
+        "import ipywidgets\nipywidgets.get_ipython().run_cell(code)",
+        "ipywidgets",
+    ),
+    "shell-attribute": ("w.widgets.get_ipython().run_cell(code)", "reaches IPython's shell"),
+    "shell-imported": (
+        "from matplotlib_inline.backend_inline import get_ipython",
+        "matplotlib_inline",
+    ),
+    "comm-kernel": ("import comm\nk = comm.create_comm().kernel", "imports comm"),
+    "comm-attribute": ("k = w.Widget.comm.kernel", "module comm"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
-    "walk-stack-import": ("from traceback import walk_stack", "frames, or attributes by name"),
+    "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",

@@ -76,6 +76,12 @@ SUSPICIOUS_MODULES = {
     "site",
     "pydoc",
     "webbrowser",
+    # the kernel's own packages, which hold IPython's shell or the kernel by other names
+    # (`ipywidgets.get_ipython()`, `comm.create_comm().kernel`)
+    "comm",
+    "ipywidgets",
+    "matplotlib_inline",
+    "debugpy",
     # modules that run code from strings or data, or find modules by a computed name
     # (`pkgutil.resolve_name("sandbox" + "_agent")`, `timeit.timeit("import ...")`)
     "pkgutil",
@@ -114,7 +120,7 @@ MODULE_ATTRIBUTES = {
     "sysconfig", "asyncio", "tempfile", "pathlib", "urllib", "signal", "faulthandler",
     "linecache", "IPython", "ipykernel", "zmq", "traitlets", "nbgrader", "nbformat", "nbclient",
     "jupyter_client", "__main__", "grading", "sandbox_agent", "sandbox_exec", "trusted_tests",
-    "offlimits", "slips", "ctypeslib", "cpp_extension",
+    "offlimits", "slips", "ctypeslib", "cpp_extension", "comm", "ipywidgets",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
@@ -151,6 +157,14 @@ FRAMES = {
 # pattern (`case object(f_locals=ns)`). Each reached IPython's shell unflagged through a frame
 # of traceback.walk_stack (the thirty-first hub tester).
 BY_NAME = {"attrgetter", "methodcaller"}
+# IPython's shell and the kernel, as other modules' attributes or imported from them
+# (`ipywidgets.get_ipython()`, `from matplotlib_inline.backend_inline import get_ipython`,
+# `lmcourse.widgets.widgets.get_ipython()`): each reached the shell unflagged (the thirty-first
+# hub tester)
+SHELL = {
+    "get_ipython", "InteractiveShell", "TerminalInteractiveShell", "IPKernelApp",
+    "create_comm", "get_comm_manager", "comm_manager",
+}  # fmt: skip
 FORMATTER = ("string.Formatter", "get_field")
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
@@ -626,6 +640,8 @@ def _attribute_reason(attr, aliases, base=None):
         return f"reaches the module {attr} through another module's attribute (.{attr})"
     if attr in FRAMES:
         return f"reaches frames or code objects (.{attr})"
+    if attr in SHELL:
+        return f"reaches IPython's shell or the kernel (.{attr})"
     if attr in TORCH_HOOKS:
         return f"uses {attr} (torch's interception points)"
     if attr in PRIVATE_TORCH or attr in ("ops", "library", "overrides"):
@@ -671,8 +687,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     found.append((line, f"imports {module}"))
                 elif prefix := _under(path, INTERNALS):
                     found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
-                elif _under(path, FORMATTER[:1]) or path.rsplit(".", 1)[-1] in FRAMES:
-                    found.append((line, f"imports {path} (frames, or attributes by name)"))
+                elif _under(path, FORMATTER[:1]) or path.rsplit(".", 1)[-1] in FRAMES | SHELL:
+                    found.append(
+                        (line, f"imports {path} (frames, the shell, or attributes by name)")
+                    )
                 elif path.rsplit(".", 1)[-1] in EVALUATORS | RESOLVERS:
                     found.append((line, f"imports {path} (it runs or finds code by name)"))
                 elif isinstance(node, ast.ImportFrom) and node.level:
