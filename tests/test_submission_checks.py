@@ -258,6 +258,10 @@ REACHES = {
     ),
     "comm-kernel": ("import comm\nk = comm.create_comm().kernel", "imports comm"),
     "comm-attribute": ("k = w.Widget.comm.kernel", "module comm"),
+    "private-alias-sys": ("m = collections._sys.modules", "module _sys"),
+    "private-alias-os": ("random._os.environ", "module _os"),
+    "alias-builtins": ("b = enum.bltns", "module bltns"),
+    "private-alias-import": ("from collections import _sys", "imports collections._sys"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }

@@ -120,7 +120,8 @@ MODULE_ATTRIBUTES = {
     "sysconfig", "asyncio", "tempfile", "pathlib", "urllib", "signal", "faulthandler",
     "linecache", "IPython", "ipykernel", "zmq", "traitlets", "nbgrader", "nbformat", "nbclient",
     "jupyter_client", "__main__", "grading", "sandbox_agent", "sandbox_exec", "trusted_tests",
-    "offlimits", "slips", "ctypeslib", "cpp_extension", "comm", "ipywidgets",
+    "offlimits", "slips", "ctypeslib", "cpp_extension", "comm", "ipywidgets", "types", "copyreg",
+    "io", "codecs", "glob", "bltns",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
@@ -636,7 +637,9 @@ def _attribute_reason(attr, aliases, base=None):
     """Why reaching attribute `attr` (of `base`, dotted, if known) is flagged, or None."""
     if attr in DUNDERS:
         return f"uses {attr}"
-    if attr in MODULE_ATTRIBUTES:
+    # and under a module's private alias: collections._sys, random._os, pprint._types (the
+    # thirty-first hub tester)
+    if attr in MODULE_ATTRIBUTES or attr.lstrip("_") in MODULE_ATTRIBUTES:
         return f"reaches the module {attr} through another module's attribute (.{attr})"
     if attr in FRAMES:
         return f"reaches frames or code objects (.{attr})"
@@ -687,9 +690,16 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     found.append((line, f"imports {module}"))
                 elif prefix := _under(path, INTERNALS):
                     found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
-                elif _under(path, FORMATTER[:1]) or path.rsplit(".", 1)[-1] in FRAMES | SHELL:
+                elif (
+                    _under(path, FORMATTER[:1])
+                    or path.rsplit(".", 1)[-1] in FRAMES | SHELL
+                    or (path != module and _attribute_reason(path.rsplit(".", 1)[-1], aliases))
+                ):
                     found.append(
-                        (line, f"imports {path} (frames, the shell, or attributes by name)")
+                        (
+                            line,
+                            f"imports {path} (frames, the shell, a module, or attributes by name)",
+                        )
                     )
                 elif path.rsplit(".", 1)[-1] in EVALUATORS | RESOLVERS:
                     found.append((line, f"imports {path} (it runs or finds code by name)"))
