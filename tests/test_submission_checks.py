@@ -262,6 +262,8 @@ REACHES = {
     "private-alias-os": ("random._os.environ", "module _os"),
     "alias-builtins": ("b = enum.bltns", "module bltns"),
     "private-alias-import": ("from collections import _sys", "imports collections._sys"),
+    "torch-tarfile": ("torch.serialization.tarfile.open(path).extractall()", "module tarfile"),
+    "torch-multiprocessing-alias": ("torch.cuda.tunable.mp.get_context()", "module mp"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }

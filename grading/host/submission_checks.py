@@ -121,7 +121,8 @@ MODULE_ATTRIBUTES = {
     "linecache", "IPython", "ipykernel", "zmq", "traitlets", "nbgrader", "nbformat", "nbclient",
     "jupyter_client", "__main__", "grading", "sandbox_agent", "sandbox_exec", "trusted_tests",
     "offlimits", "slips", "ctypeslib", "cpp_extension", "comm", "ipywidgets", "types", "copyreg",
-    "io", "codecs", "glob", "bltns",
+    "io", "codecs", "glob", "bltns", "dis", "tarfile", "zipfile", "pkgutil", "unittest", "base64",
+    "mp", "reduction", "reducer",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
