@@ -264,6 +264,7 @@ REACHES = {
     "private-alias-import": ("from collections import _sys", "imports collections._sys"),
     "torch-tarfile": ("torch.serialization.tarfile.open(path).extractall()", "module tarfile"),
     "torch-multiprocessing-alias": ("torch.cuda.tunable.mp.get_context()", "module mp"),
+    "private-open": ('np.lib._datasource._open("m.py", "w").write(code)', "private copy of open"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }

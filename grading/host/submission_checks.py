@@ -646,6 +646,8 @@ def _attribute_reason(attr, aliases, base=None):
         return f"reaches frames or code objects (.{attr})"
     if attr in SHELL:
         return f"reaches IPython's shell or the kernel (.{attr})"
+    if attr.startswith("_") and attr.lstrip("_") in SUSPICIOUS_CALLS:  # numpy's _datasource._open
+        return f"reaches a private copy of {attr.lstrip('_')} (.{attr})"
     if attr in TORCH_HOOKS:
         return f"uses {attr} (torch's interception points)"
     if attr in PRIVATE_TORCH or attr in ("ops", "library", "overrides"):
