@@ -265,6 +265,9 @@ REACHES = {
     "torch-tarfile": ("torch.serialization.tarfile.open(path).extractall()", "module tarfile"),
     "torch-multiprocessing-alias": ("torch.cuda.tunable.mp.get_context()", "module mp"),
     "private-open": ('np.lib._datasource._open("m.py", "w").write(code)', "private copy of open"),
+    "frozen-importlib": ("import _frozen_importlib as f", "a private module"),
+    "gcd-import": ('m = f._gcd_import("o" + "s")', "finds a module by name"),
+    "private-c-module": ("import _ctypes", "a private module"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
@@ -299,6 +302,7 @@ HONEST = {
     "tensor-private-name": "v = x._version",
     "attrgetter-constant": 'import operator\nweights = operator.attrgetter("weight")(layer)',
     "string-letters": "import string\nletters = string.ascii_lowercase",
+    "future-import": "from __future__ import annotations",
     "match-class-honest": "match point:\n    case Point(x=0, y=y):\n        pass",
 }
 

@@ -197,7 +197,10 @@ IN_STRINGS = (*GRADER_MODULES, "__import__", "__builtins__", "__globals__", "__c
 # a pickle, which can run any code: `np.load(..., allow_pickle=True)`.
 EVALUATORS = {"get_type_hints", "ForwardRef", "_eval_type", "get_annotations", "singledispatch"}
 # What finds a module by a name computed at run time, whichever module offers it.
-RESOLVERS = {"resolve_name", "import_module", "find_spec", "get_loader", "exec_module"}
+RESOLVERS = {
+    "resolve_name", "import_module", "find_spec", "get_loader", "exec_module", "_gcd_import",
+    "_find_and_load", "_call_with_frames_removed",
+}  # fmt: skip
 PICKLE_KEYWORDS = {("allow_pickle", True), ("weights_only", False), ("pickle_module", None)}
 DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.M)
 SUSPICIOUS_CALLS = {
@@ -691,6 +694,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             for module, path in modules:
                 if module.split(".")[0] in SUSPICIOUS_MODULES:
                     found.append((line, f"imports {module}"))
+                elif (
+                    module.startswith("_") and module != "__future__"
+                ):  # _frozen_importlib, _ctypes
+                    found.append((line, f"imports {module} (a private module)"))
                 elif prefix := _under(path, INTERNALS):
                     found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
                 elif (
