@@ -268,6 +268,9 @@ REACHES = {
     "frozen-importlib": ("import _frozen_importlib as f", "a private module"),
     "gcd-import": ('m = f._gcd_import("o" + "s")', "finds a module by name"),
     "private-c-module": ("import _ctypes", "a private module"),
+    "sympify": ('import sympy\nsympy.sympify("__imp" + "ort__(...)")', "imports sympy"),
+    "jinja2": ("from jinja2 import Template", "imports jinja2"),
+    "sympy-attribute": ("torch.fx.experimental.symbolic_shapes.sympy.sympify(s)", "module sympy"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }

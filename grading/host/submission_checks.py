@@ -82,6 +82,24 @@ SUSPICIOUS_MODULES = {
     "ipywidgets",
     "matplotlib_inline",
     "debugpy",
+    # installed packages that run strings as code (sympy.sympify, a jinja2 or tornado or mako
+    # template, yaml's unsafe loader), start processes, or read frames (the thirty-first hub
+    # tester)
+    "sympy",
+    "jinja2",
+    "tornado",
+    "mako",
+    "yaml",
+    "pexpect",
+    "ptyprocess",
+    "anyio",
+    "psutil",
+    "stack_data",
+    "pure_eval",
+    "executing",
+    "jedi",
+    "jupyter_core",
+    "jupyter_server",
     # modules that run code from strings or data, or find modules by a computed name
     # (`pkgutil.resolve_name("sandbox" + "_agent")`, `timeit.timeit("import ...")`)
     "pkgutil",
@@ -122,7 +140,7 @@ MODULE_ATTRIBUTES = {
     "jupyter_client", "__main__", "grading", "sandbox_agent", "sandbox_exec", "trusted_tests",
     "offlimits", "slips", "ctypeslib", "cpp_extension", "comm", "ipywidgets", "types", "copyreg",
     "io", "codecs", "glob", "bltns", "dis", "tarfile", "zipfile", "pkgutil", "unittest", "base64",
-    "mp", "reduction", "reducer",
+    "mp", "reduction", "reducer", "sympy", "jinja2", "tornado", "mako", "yaml", "psutil",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
