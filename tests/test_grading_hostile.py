@@ -1440,7 +1440,11 @@ def grade(name, source):
         start = time.monotonic()
         ran = box.execute(text, 90, 120)
         cells = json.loads(ran.notebook)["cells"] if ran.notebook else None
-        out = cells[0]["outputs"][0].get("text", "").strip() if cells else ran.log[-300:]
+        # the first output's text, or its error's name and message (a hog that failed to start
+        # its processes under load printed nothing, and said only '')
+        first = (cells[0]["outputs"] or [{}])[0] if cells else {}
+        error = f"{first.get('ename', '')}: {first.get('evalue', '')}"[:300]
+        out = (first.get("text") or error).strip() if cells else ran.log[-300:]
         said[name] = [out, round(time.monotonic() - start, 1)]
     finally:
         box.close()
