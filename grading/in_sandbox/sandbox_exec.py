@@ -784,23 +784,30 @@ async def drained(kc):
             continue
 
 
+async def stdin_message(kc, running, wait):
+    """The next message on the kernel's stdin channel within `wait` s; {} for one that
+    jupyter_client cannot read (hers: skipped); None when the test's cell ends first or the
+    time passes."""
+    import asyncio
+
+    getter = asyncio.ensure_future(kc.get_stdin_msg(timeout=wait))
+    await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)
+    if not getter.done():
+        getter.cancel()
+        return None
+    error = getter.exception()
+    if isinstance(error, queue.Empty):  # the time passed
+        return None
+    return {} if error is not None else getter.result()
+
+
 async def next_request(kc, running, deadline):
     """The prompt of the kernel's next input request (the agent's reply to a call), or None
     when the test's cell ends first or the deadline passes."""
-    import asyncio
-
     while (left := deadline - time.monotonic()) > 0 and not running.done():
-        getter = asyncio.ensure_future(kc.get_stdin_msg(timeout=left))
-        await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)
-        if not getter.done():
-            getter.cancel()
+        message = await stdin_message(kc, running, left)
+        if message is None:
             return None
-        error = getter.exception()
-        if isinstance(error, queue.Empty):  # the deadline passed
-            return None
-        if error is not None:  # a message of hers that is not one (jupyter_client's error)
-            continue
-        message = getter.result()
         content = message.get("content")
         if message.get("msg_type") == "input_request" and isinstance(content, dict):
             prompt = content.get("prompt")
@@ -811,17 +818,12 @@ async def next_request(kc, running, deadline):
 async def ended(kc, running, wait):
     """Whether the test's cell ends within `wait` s; every input request meanwhile is answered
     with the end of input, which ends the agent's loop."""
-    import asyncio
-
     deadline = time.monotonic() + wait
     while not running.done():
         if (left := deadline - time.monotonic()) <= 0:
             return False
-        getter = asyncio.ensure_future(kc.get_stdin_msg(timeout=left))
-        await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)
-        if not getter.done():
-            getter.cancel()
-        elif getter.exception() is None and getter.result().get("msg_type") == "input_request":
+        message = await stdin_message(kc, running, left)
+        if message and message.get("msg_type") == "input_request":
             kc.input(END_OF_INPUT)
     return True
 
