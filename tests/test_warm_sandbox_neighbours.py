@@ -817,6 +817,34 @@ def test_no_input_request_from_before_a_test_answers_its_calls(monkeypatch):
     assert any("exit._ip" in flag for flag in notes.flags), notes.flags
 
 
+# While a test calls it, her f sends an input request of its own through the kernel's session
+# (flagged: exit._ip), its prompt a right reply of the grader's kind, then returns a wrong one.
+FORGED = """
+import json
+k = exit._ip.kernel
+def f(x):
+    k.session.send(k.stdin_socket, "input_request", {"prompt": json.dumps({"value": 2 * x}),
+                   "password": False}, parent=k.get_parent("shell"),
+                   ident=k._parent_ident["shell"])
+    return -1
+"""
+
+
+def test_no_input_request_without_the_calls_token_is_its_reply(monkeypatch):
+    """The executor took any input request made during a call as the call's reply, so her code,
+    once it reached the kernel's session, answered a test with whatever it sent and passed it
+    (the thirty-first hub tester). Each call carries a token of its own now, and the agent's
+    reply carries it back: hers has none, the test is stopped (the kernel is hers from then on)
+    and the instructor's report names the forgery."""
+
+    graded, notes = grade_one(monkeypatch, lab(FORGED), timeout=20)
+    assert [(o.get("ename"), o.get("evalue")) for o in graded.cells[1].outputs] == [
+        ("NotRun", "the grader stopped: the kernel failed")
+    ], graded.cells[1].outputs
+    assert notes.stopped.startswith("test_f: the kernel failed (ForgedReply: "), notes.stopped
+    assert any("exit._ip" in flag for flag in notes.flags), notes.flags
+
+
 # Input requests whose content is a list (a string is sent as the JSON it holds), from her
 # answer cell (waiting before the test) and from her f while the test calls it; her f is right.
 MALFORMED = """

@@ -290,11 +290,13 @@ def _guard(names):
     return guard if guard.guards_anything else contextlib.nullcontext()
 
 
-def serve(text):
+def serve(token, text):
     """A test's calls, in the one cell the executor runs for the test (sandbox_exec.run_test):
     answer `text`, the first call, then send the reply as the prompt of an input request on
-    the kernel's stdin channel, whose answer is the next call, until the end of input. While
-    the student's code runs for a call, her own input requests are refused (the kernel's
+    the kernel's stdin channel, whose answer is the next call, until the end of input. Each
+    call comes with a token of its own (random, from the executor), and its reply goes back
+    with it: an input request without the call's token is not the agent's. While the
+    student's code runs for a call, her own input requests are refused (the kernel's
     StdinNotImplementedError, as in her cells, which run without stdin): one would have sent
     her text as the call's reply, without the names the guard stopped."""
     from IPython import get_ipython
@@ -307,7 +309,7 @@ def serve(text):
         finally:
             kernel._allow_stdin = True
         try:
-            text = kernel.raw_input(reply)
+            token, _, text = kernel.raw_input(f"{token} {reply}").partition(" ")
         except EOFError:  # the test is over
             return
 

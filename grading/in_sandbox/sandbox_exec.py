@@ -26,6 +26,7 @@ import json
 import os
 import queue
 import re
+import secrets
 import select
 import signal
 import subprocess
@@ -607,7 +608,7 @@ def serve(requests_fd, results_fd, isolated=True):
 
 
 AGENT = "__import__('sandbox_agent')."  # how the executor's and the grader's lines begin
-SERVE = AGENT + "serve({text!r})"  # a test's cell in the kernel: its first call, then the rest
+SERVE = AGENT + "serve({token!r}, {text!r})"  # a test's cell: its first call, then the rest
 END_OF_INPUT = "\x04"  # an input reply ipykernel reads as the end of input (EOFError)
 
 
@@ -658,7 +659,11 @@ def run_test(client, index, channel, cell_timeout):
     execution around it and its reply published on IOPub) cost 7 ms of CPU, in the kernel and
     here; a call on the stdin channel costs under 1 ms (31,000 calls in `make test`). While
     her code runs for a call, the agent refuses her input requests (StdinNotImplementedError,
-    as in her own cells), so a reply is only what the agent sends after her code returned."""
+    as in her own cells), so a reply is only what the agent sends after her code returned.
+    Each call carries a random token of its own (`token call`, the first in the cell's
+    source) and the agent's reply begins with it (`token reply`): an input request without it
+    was sent by her code through the kernel's session, and stops the test (ForgedReply, in
+    the instructor's report)."""
     from jupyter_core.utils import run_sync
 
     room = channel_room()  # what one reply may hold (`fitted`)
@@ -694,6 +699,7 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
                 }
             )
             continue
+        token = secrets.token_hex(16)  # the call's: the agent's reply carries it back
         try:
             if running is None:
                 # the cell as new_code_cell makes it, less its schema check of the whole cell (a
@@ -705,7 +711,7 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
                         "metadata": {},
                         "execution_count": None,
                         "outputs": [],
-                        "source": SERVE.format(text=message["call"]),
+                        "source": SERVE.format(token=token, text=message["call"]),
                     }
                 )
                 # no time limit of nbclient's: the deadline is the test's, kept here (nbclient's
@@ -717,14 +723,27 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
                     client.async_execute_cell(cell, index, store_history=False)
                 )
             else:
-                kc.input(message["call"])  # the answer to the agent's input request
+                kc.input(f"{token} {message['call']}")  # the answer to the agent's request
             # each call has a second at least, as each call's cell had: the grader's own time
             # between calls counts against the test's
             limit = max(deadline, time.monotonic() + 1)
             prompt = await next_request(kc, running, limit)
             own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
-            if prompt is not None and time.monotonic() < limit:
-                reply, own = prompt, False
+            mark, _, reply = (prompt or "").partition(" ")
+            if prompt is not None and time.monotonic() < limit and mark == token:
+                own = False
+            elif prompt is not None and time.monotonic() < limit:
+                # an input request that is not the agent's: her code sent it through the
+                # kernel's session or stdin socket (flagged constructs reach them); the kernel
+                # is hers from here on, and the instructor is told
+                stopped = (index, "the kernel failed")
+                client.lm10_detail = (
+                    "ForgedReply: an input request during a call came without the call's "
+                    "token, not from the grader's agent"
+                )
+                if not await finished(client, running, interrupt=True):
+                    stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+                reply, running = reply_error("NotRun", f"the grader stopped: {stopped[1]}"), None
             elif prompt is not None or not running.done():  # the test's time ran out in a call
                 client.lm10_timed_out_cells.append(index)
                 expired = True
