@@ -845,6 +845,90 @@ def test_no_input_request_without_the_calls_token_is_its_reply(monkeypatch):
     assert any("exit._ip" in flag for flag in notes.flags), notes.flags
 
 
+# Her answer cell puts an object of hers in sys.stdout's place (contextlib.redirect_stdout,
+# entered and never left); the kernel flushes sys.stdout before each input request it sends,
+# the agent's too, and her flush then sends replies of her own with getpass(), the first with
+# the token it reads in the test cell's source (traceback.extract_stack; "none" where it finds
+# none), each later one with the token the grader's answer gave her. Nothing in it is flagged;
+# her f is wrong.
+FLUSHED = """
+import contextlib, getpass, json, traceback
+
+class Sink:
+    busy = False
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        if Sink.busy:
+            return
+        Sink.busy = True
+        token = "none"
+        for frame in traceback.extract_stack():
+            line = frame.line or ""
+            if "_agent').serve(" in line:
+                token = line.split("serve(", 1)[1].split("'")[1]
+                break
+        handle = {"_" * 2 + "handle" + "_" * 2: 1, "module": "__main__", "qualname": "f",
+                  "callable": True}
+        reply = {"value": {"_" * 2 + "dict" + "_" * 2: [["f", handle]]}}
+        try:
+            while True:
+                token = getpass.getpass(token + " " + json.dumps(reply)).split(" ", 1)[0]
+                reply = {"value": 6}
+        except Exception:
+            pass
+        Sink.busy = False
+
+contextlib.redirect_stdout(Sink()).__enter__()
+
+def f(x):
+    return -1
+"""
+
+
+def test_no_code_of_hers_sends_an_input_request_inside_the_agents(monkeypatch):
+    """The agent turned stdin on for its own input request (the kernel's raw_input), and the
+    kernel flushes sys.stdout before it sends one: her object there ran with stdin on, and its
+    getpass() sent the replies to the test's calls, the first with the token in the test
+    cell's source, each later one with the token the executor's answer to hers carried. Her
+    wrong f passed, unflagged, and no off-limits guard ran around her replies (the
+    thirty-second hub tester). The agent's request no longer turns stdin on: her getpass() is
+    refused, the agent's replies are f's, and its own wrong answer fails the test (with the
+    source out of linecache alone, her request without the token stopped the test instead)."""
+
+    graded, notes = grade_one(monkeypatch, lab(FLUSHED), timeout=20)
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["AssertionError"], graded.cells[
+        1
+    ].outputs
+    assert notes.stopped == ""
+
+
+# Her f reads the source of the test's cell, where the first call's token is, in a stack of
+# her own (traceback.extract_stack, which reads linecache: nothing flagged), and answers
+# right only where it found it.
+READS_TOKEN = """
+import traceback
+def f(x):
+    lines = [frame.line or "" for frame in traceback.extract_stack()]
+    return 2 * x if any("_agent').serve(" in line for line in lines) else -1
+"""
+
+
+def test_no_stack_of_hers_shows_the_test_cells_source(monkeypatch):
+    """The test's cell carries its first call in its source, with the call's token, and IPython
+    keeps each cell's source in linecache, where traceback.extract_stack() (and warnings) read
+    it: her code held the token with nothing flagged (the thirty-second hub tester). The agent
+    takes the cell's source out of linecache when its cell starts."""
+
+    graded, notes = grade_one(monkeypatch, lab(READS_TOKEN), timeout=20)
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["AssertionError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags
+
+
 # Input requests whose content is a list (a string is sent as the JSON it holds), from her
 # answer cell (waiting before the test) and from her f while the test calls it; her f is right.
 MALFORMED = """

@@ -295,23 +295,38 @@ def serve(token, text):
     answer `text`, the first call, then send the reply as the prompt of an input request on
     the kernel's stdin channel, whose answer is the next call, until the end of input. Each
     call comes with a token of its own (random, from the executor), and its reply goes back
-    with it: an input request without the call's token is not the agent's. While the
-    student's code runs for a call, her own input requests are refused (the kernel's
-    StdinNotImplementedError, as in her cells, which run without stdin): one would have sent
-    her text as the call's reply, without the names the guard stopped."""
+    with it: an input request without the call's token is not the agent's. The student's own
+    input requests are refused for the whole cell (the kernel's StdinNotImplementedError, as
+    in her cells, which run without stdin): one would have sent her text as the call's reply,
+    without the names the guard stopped. The agent's own request does not pass the kernel's
+    check (`ask`): with stdin allowed while it was sent, her code that runs inside it (her
+    sys.stdout's flush, which the kernel calls first) sent her replies with the first call's
+    token (read from the cell's source) and every later one's (the thirty-second hub tester)."""
+    import linecache
+
     from IPython import get_ipython
 
+    # the cell's source holds the first call's token: out of linecache, where tracebacks and
+    # warnings of hers read it (traceback.extract_stack()[-n].line: the thirty-second tester)
+    linecache.cache.pop(sys._getframe(1).f_code.co_filename, None)
     kernel = get_ipython().kernel
     while True:
         kernel._allow_stdin = False  # what ipykernel's input(), getpass() and raw_input() read
+        reply = answer(text)
+        kernel._allow_stdin = False  # and stays so while the agent's own request goes
         try:
-            reply = answer(text)
-        finally:
-            kernel._allow_stdin = True
-        try:
-            token, _, text = kernel.raw_input(f"{token} {reply}").partition(" ")
+            token, _, text = ask(kernel, f"{token} {reply}").partition(" ")
         except EOFError:  # the test is over
             return
+
+
+def ask(kernel, prompt):
+    """The kernel's raw_input(prompt), less its check that stdin is allowed."""
+    if hasattr(kernel, "_shell_parent_ident"):  # ipykernel 7
+        ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
+    else:  # ipykernel 6
+        ident = kernel._parent_ident["shell"]
+    return kernel._input_request(prompt, ident, kernel.get_parent("shell"), password=False)
 
 
 def answer(text):
