@@ -48,25 +48,38 @@ SLOW_MODULES = frozenset(
 # `make test` runs this folder and strict nbval on the lessons in one pytest session on three
 # workers (pytest-xdist, `--dist loadfile`): a work unit is a file, a test module or a lesson
 # (nbval runs a lesson's cells in one kernel, in order). Units are handed out in collection
-# order, which puts those that take minutes first, longest first (measured on 2 cores), so that
-# no worker is left with a long one at the end; the rest follow in their usual order.
+# order, one to a worker when it has two tests left, so a worker's last unit starts while the
+# others still work: every unit of ten seconds or more is listed here, longest first (wall time
+# of each on its worker, measured in a whole `make test` on 2 cores, 2026-12-06), and the rest,
+# seconds each, follow in their usual order and even out the end. Left in collection order,
+# the strict lessons came last (after tests/): T5 started last and ran alone for its final
+# 30 s, on one core.
 # (Finer units, such as one lab of test_labs.py, would need `--dist loadgroup`, which reads a
 # group from the test's node id: pytest 9.2 no longer takes the id xdist 3.8 rewrites.)
 LONGEST_FIRST = (
-    "tests/test_labs.py",
-    "tests/test_lessons_perturbed.py",
-    "tests/test_jupyterhub.py",
-    "tests/test_grading_hostile.py",
-    "tests/test_class_report.py",
-    "tests/test_browser.py",
-    "tests/lib/test_tinygpt.py",
-    "tests/lib/test_pretrained.py",
-    "tests/test_exchange.py",
-    "lessons/LM10-T6-porting-a-model.ipynb",
-    "tests/lib/test_fastdecode.py",
-    "tests/test_formgrader_browser.py",
-    "tests/test_book.py",
-    "tests/lib/test_slips.py",
+    "tests/test_lessons_perturbed.py",  # 671 s
+    "tests/test_jupyterhub.py",  # 653 s, most of it waiting for servers
+    "tests/test_labs.py",  # 575 s
+    "tests/test_grading_hostile.py",  # 453 s
+    "tests/test_class_report.py",  # 173 s
+    "tests/test_browser.py",  # 144 s
+    "tests/test_warm_sandbox_neighbours.py",  # 97 s
+    "lessons/LM10-T6-porting-a-model.ipynb",  # 85 s
+    "tests/lib/test_tinygpt.py",  # 79 s
+    "tests/test_lab_command.py",  # 67 s
+    "lessons/LM10-T5-kv-cache.ipynb",  # 66 s
+    "tests/lib/test_pretrained.py",  # 58 s
+    "tests/test_formgrader_browser.py",  # 48 s
+    "lessons/LM10-T4-rmsnorm-swiglu-moe.ipynb",  # 41 s
+    "tests/test_book.py",  # 41 s
+    "lessons/LM10-T3-grouped-query-attention.ipynb",  # 37 s
+    "tests/test_exchange.py",  # 36 s
+    "tests/lib/test_fastdecode.py",  # 35 s
+    "tests/test_lab_inputs.py",  # 30 s
+    "lessons/LM10-T2-rotary-positions.ipynb",  # 20 s
+    "tests/lib/test_slips.py",  # 20 s
+    "tests/test_formgrader_page.py",  # 17 s
+    "lessons/LM10-T7-architecture-zoo.ipynb",  # 14 s
 )
 
 

@@ -77,3 +77,15 @@ def test_the_fast_set_leaves_out_every_test_of_a_slow_module():
     collected = [line for line in done.stdout.splitlines() if "::" in line]
     assert collected and all(line.startswith(f"tests/{fast}::") for line in collected)
     assert "deselected" in done.stdout
+
+
+def test_every_unit_listed_longest_first_is_a_unit_of_make_test():
+    """`make test` hands its work units out in LONGEST_FIRST's order (tests/conftest.py): a
+    listed path that no longer exists (a module renamed, a lesson renumbered) would leave its
+    unit in collection order without a word, at the end of the session for a lesson."""
+    from conftest import LONGEST_FIRST
+
+    root = TESTS.parent
+    missing = [unit for unit in LONGEST_FIRST if not (root / unit).is_file()]
+    assert not missing, f"LONGEST_FIRST names units that are not files: {missing}"
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST), "a unit is listed twice"
