@@ -1059,3 +1059,105 @@ def test_an_answer_past_the_channels_limit_is_her_error_not_the_submissions(monk
         1
     ].outputs
     assert notes.stopped == ""
+
+
+# Her cells rebind a function of the standard library (plain Python, nothing flagged) that the
+# agent decodes a call or encodes its reply with. Her f calls the test's reference, which is
+# off limits: json.dumps, which the agent called after the guard, on the reply, puts there the
+# value the reference gives with the guard gone, less the names it stopped; a2b_base64, which
+# the agent decoded the call with before the guard, renames the name the test declares.
+REBINDS = {
+    "json.dumps": """
+import json
+import operator
+pending = []
+plain_dumps = json.dumps
+def dumps(value, *args, **kwargs):
+    if type(value) is dict and "value" in value and pending:
+        value.pop("off_limits", None)
+        value["value"] = operator.mul(2, pending.pop())
+    return plain_dumps(value, *args, **kwargs)
+json.dumps = dumps
+def f(x):
+    pending.append(x)
+    try:
+        return operator.mul(2, x)
+    except Exception:
+        return 0
+""",
+    "binascii.a2b_base64": """
+import binascii
+import operator
+plain_a2b = binascii.a2b_base64
+def a2b(data, *args, **kwargs):
+    return plain_a2b(data, *args, **kwargs).replace(b"operator.mul", b"operator.add")
+binascii.a2b_base64 = a2b
+def f(x):
+    return operator.mul(2, x)
+""",
+    # the guard took a declared package's folder by os.path.basename (posixpath's): here the
+    # package json, its reference a function of a module in it
+    "posixpath.basename": """
+import posixpath
+import json.decoder
+plain_basename = posixpath.basename
+posixpath.basename = lambda path: "" if path.endswith("__init__.py") else plain_basename(path)
+def f(x):
+    return json.decoder.JSONDecoder().decode(str(2 * x))
+""",
+}
+
+
+@pytest.mark.parametrize("rebound", sorted(REBINDS))
+def test_no_function_she_rebinds_in_the_standard_library_gets_past_the_guard(monkeypatch, rebound):
+    """The agent encoded its reply with json.dumps after the off-limits guard, and decoded each
+    call with base64's binascii.a2b_base64 before it, as the modules had them when it asked:
+    her cells rebound them, nothing flagged, and her f that called the test's reference passed
+    (the thirty-third hub tester); and the guard read a declared package's folder with
+    os.path.basename, posixpath's, which she rebinds the same way. The agent keeps json's C
+    encoder and binascii's decoder as it found them when the executor imported it, before any
+    cell; her error's text and the traceback module run under the guard too; the guard reads
+    the package's folder with str's own methods."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        reference = "json" if rebound == "posixpath.basename" else "operator.mul"
+        made.cells[1].source = f"# Off limits while graded: {reference}\nassert f(3) == 6"
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=20)
+    graded, _ = grader.preprocess(declared(REBINDS[rebound]), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags  # nothing of it is flagged: the agent holds
+
+
+# Her f reads the message that asked for the test's cell, with the first call's token in its
+# code, from the kernel's context variable (contextvars.copy_context(): nothing flagged), and
+# answers right only where it found the cell's `serve(` there.
+READS_CONTEXT = """
+import contextvars
+def f(x):
+    found = [v for k, v in contextvars.copy_context().items() if k.name == "shell_parent"]
+    code = found[0].get("content", {}).get("code", "") if found else ""
+    return 2 * x if "_agent').serve(" in code else -1
+"""
+
+
+def test_no_context_of_hers_shows_the_test_cells_source(monkeypatch):
+    """ipykernel keeps the message that asked for the running cell in a context variable, and
+    contextvars.copy_context() lists every variable of the context her code runs in: the test
+    cell's source, with the first call's token, was hers to read with nothing flagged, past
+    the linecache fix (the thirty-third hub tester). The agent empties the message's code when
+    its cell starts (the kernel read it before the cell ran)."""
+
+    graded, notes = grade_one(monkeypatch, lab(READS_CONTEXT), timeout=20)
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["AssertionError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags

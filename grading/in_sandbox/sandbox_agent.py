@@ -14,17 +14,47 @@ Nothing here is a defence: the student's code shares this process and can change
 at will. All it can change is its own answers, which the trusted process checks as data.
 """
 
+import _json
 import base64
+import binascii
 import builtins
 import contextlib
 import ctypes
 import io
-import json
 import pickle
 import sys
 import traceback
 
 _objects = {}  # handle number -> object handed to the grader as a handle
+
+# What decodes a call and encodes its reply, as this module found them when it was imported:
+# the executor imports it into the kernel before any cell runs (sandbox_exec.fork_kernel). Her
+# cells share the standard library's modules with this one, and rebinding one of their
+# functions is plain Python (`json.dumps = hers`, `binascii.a2b_base64 = hers`, nothing
+# flagged): her json.dumps ran after the off-limits guard, on the reply, and took out the
+# names it had stopped (and put in a value the reference computed there); her a2b_base64 ran
+# before it, on the call, and renamed the names the test declares (the thirty-third hub
+# tester). json's C encoder and binascii's C decoder, taken here, are no module attribute of
+# hers to rebind.
+_a2b_base64 = binascii.a2b_base64
+_BytesIO = io.BytesIO
+_make_encoder = _json.make_encoder
+_encode_string = _json.encode_basestring_ascii
+
+
+def _not_plain(value):
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def dumps(value):
+    """json.dumps(value) as its defaults write it, by json's C encoder alone."""
+    encoder = _make_encoder({}, _not_plain, _encode_string, None, ": ", ", ", False, False, True)
+    return "".join(encoder(value, 0))
+
+
+def _decoded(text):
+    """The object pickled in the base64 `text` (the grader's: see _Unpickler)."""
+    return _Unpickler(_BytesIO(_a2b_base64(text))).load()
 
 
 def _namespace():
@@ -152,7 +182,7 @@ def enter_room(text=None, helpers=()):
     _in_room = True
     namespace = _namespace()
     if text is not None:
-        values = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
+        values = _decoded(text)
         namespace.update(values)
     for name in helpers:
         namespace[name] = answered(name)
@@ -310,6 +340,12 @@ def serve(token, text):
     # warnings of hers read it (traceback.extract_stack()[-n].line: the thirty-second tester)
     linecache.cache.pop(sys._getframe(1).f_code.co_filename, None)
     kernel = get_ipython().kernel
+    # and out of the message that asked for it, which the kernel keeps in a context variable:
+    # contextvars.copy_context() lists it, nothing flagged (the thirty-third hub tester). The
+    # kernel read the code from it before the cell ran, and replies with its header alone.
+    content = kernel.get_parent("shell").get("content")
+    if isinstance(content, dict):
+        content["code"] = ""
     while True:
         kernel._allow_stdin = False  # what ipykernel's input(), getpass() and raw_input() read
         reply = answer(text)
@@ -335,15 +371,15 @@ def answer(text):
     it, whatever the student's code did with the error."""
     reply = _answer(text)
     try:
-        return json.dumps(reply)
-    except (TypeError, ValueError) as error:
-        return json.dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
+        return dumps(reply)
+    except (TypeError, ValueError, RecursionError) as error:
+        return dumps({"error": "EncodeError", "builtin": False, "message": str(error)})
 
 
 def _answer(text):
     guard = contextlib.nullcontext()
     try:
-        request, off_limits = _Unpickler(io.BytesIO(base64.b64decode(text))).load()
+        request, off_limits = _decoded(text)
         if off_limits and request[0] not in ("names", "stand_in", "stand_down"):  # no call
             guard = _guard(off_limits)
     except GuardUnavailable as error:
@@ -353,7 +389,12 @@ def _answer(text):
     else:
         try:
             with guard:
-                reply = {"value": _run(request)}
+                try:
+                    reply = {"value": _run(request)}
+                except BaseException as error:  # noqa: BLE001 (as above)
+                    # under the guard: her error's __str__ and the traceback module's functions
+                    # (hers to rebind) run here too
+                    reply = _error(error)
         except BaseException as error:  # noqa: BLE001 (as above)
             reply = _error(error)
         if getattr(guard, "fired", None):

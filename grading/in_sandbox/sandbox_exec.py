@@ -266,6 +266,11 @@ def fork_kernel():
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         sys.argv = [sys.executable, "-m", "ipykernel_launcher", "-f", path]
+        # the agent before any cell: it keeps the standard library's functions it decodes and
+        # encodes with as it finds them now (her cells can rebind them: the thirty-third hub
+        # tester)
+        with contextlib.suppress(ImportError):
+            import sandbox_agent  # noqa: F401
         from ipykernel.ipkernel import IPythonKernel
         from ipykernel.kernelapp import IPKernelApp
         from ipykernel.zmqshell import ZMQInteractiveShell

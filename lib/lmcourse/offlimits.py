@@ -223,8 +223,12 @@ class Guard:
                 raise
             if isinstance(target, types.ModuleType):
                 path = getattr(target, "__file__", None) or ""
-                if os.path.basename(path) == "__init__.py":
-                    path = os.path.dirname(path) + os.sep  # a package: every file under it
+                # a package: every file under it (by str's own methods: os.path's functions are
+                # posixpath's, which her cells can rebind: her posixpath.basename left a declared
+                # package's __init__.py guarded and every other file of it free, nothing flagged:
+                # the thirty-third hub tester)
+                if path.endswith(os.sep + "__init__.py"):
+                    path = path.removesuffix("__init__.py")
                 if path:
                     self.files[path] = name
             elif isinstance(target, types.BuiltinFunctionType):
