@@ -1095,6 +1095,50 @@ binascii.a2b_base64 = a2b
 def f(x):
     return operator.mul(2, x)
 """,
+    # the kernel's session packed the agent's input request with json.dumps: her dumps put the
+    # reference's value in the reply it carried, the call's token kept
+    "json.dumps, in the session": """
+import json
+import operator
+pending = []
+plain_dumps = json.dumps
+def dumps(value, *args, **kwargs):
+    if type(value) is dict and type(value.get("prompt")) is str and pending:
+        token, _, reply = value["prompt"].partition(" ")
+        value["prompt"] = token + ' {"value": ' + str(operator.mul(2, pending.pop())) + "}"
+    return plain_dumps(value, *args, **kwargs)
+json.dumps = dumps
+def f(x):
+    pending.append(x)
+    try:
+        return operator.mul(2, x)
+    except Exception:
+        return 0
+""",
+    # and unpacked the executor's messages with json.loads: her loads renamed the declared name
+    # in each call (the first in the test cell's code, the later ones in input replies)
+    "json.loads, in the session": """
+import binascii
+import json
+import operator
+plain_loads = json.loads
+def renamed(text):
+    data = binascii.a2b_base64(text).replace(b"operator.mul", b"operator.add")
+    return binascii.b2a_base64(data, newline=False).decode()
+def loads(text, *args, **kwargs):
+    value = plain_loads(text, *args, **kwargs)
+    if type(value) is dict and type(value.get("code")) is str and "serve(" in value["code"]:
+        head, _, rest = value["code"].partition(", '")
+        call, _, tail = rest.partition("'")
+        value["code"] = head + ", '" + renamed(call) + "'" + tail
+    if type(value) is dict and type(value.get("value")) is str and " " in value["value"]:
+        token, _, call = value["value"].partition(" ")
+        value["value"] = token + " " + renamed(call)
+    return value
+json.loads = loads
+def f(x):
+    return operator.mul(2, x)
+""",
     # the guard took a declared package's folder by os.path.basename (posixpath's): here the
     # package json, its reference a function of a module in it
     "posixpath.basename": """

@@ -52,6 +52,62 @@ def dumps(value):
     return "".join(encoder(value, 0))
 
 
+# The kernel's session packs and unpacks every message with json's module functions, which her
+# cells can rebind too: her json.dumps rewrote the agent's reply in the input request the
+# session packed (the call's token kept), her json.loads the call in the input reply it
+# unpacked (the thirty-third hub tester). The executor has the kernel's session use these
+# (`--Session.packer`), jupyter_client's json_packer and json_unpacker by json's C encoder and
+# scanner alone.
+_encode_text = _json.encode_basestring
+
+
+class _Scanning:
+    """What json's C scanner reads of its decoder, as json.loads has it."""
+
+    strict, object_hook, object_pairs_hook = True, None, None
+    parse_float, parse_int = float, int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+    parse_constant = parse_constant.__getitem__
+
+
+_scan = _json.make_scanner(_Scanning())
+_BLANK = " \t\n\r"
+try:
+    from jupyter_client.jsonutil import json_clean as _json_clean
+    from jupyter_client.jsonutil import json_default as _json_default
+except ImportError:  # not in a kernel: session_pack is not used
+    _json_clean = _json_default = _not_plain
+
+
+def session_pack(value):
+    """jupyter_client.session.json_packer(value), by json's C encoder alone."""
+
+    def packed(value):
+        encoder = _make_encoder(
+            {}, _json_default, _encode_text, None, ": ", ", ", False, False, False
+        )
+        return "".join(encoder(value, 0)).encode("utf8", errors="surrogateescape")
+
+    try:
+        return packed(value)
+    except (TypeError, ValueError):  # as json_packer: the value made plain first
+        return packed(_json_clean(value))
+
+
+def session_unpack(text):
+    """jupyter_client.session.json_unpacker(text), by json's C scanner alone."""
+    if not isinstance(text, str):
+        text = bytes(text).decode("utf8", "replace")
+    start = len(text) - len(text.lstrip(_BLANK))
+    try:
+        value, end = _scan(text, start)
+    except StopIteration:
+        raise ValueError("Expecting value") from None
+    if text[end:].strip(_BLANK):
+        raise ValueError("Extra data")
+    return value
+
+
 def _decoded(text):
     """The object pickled in the base64 `text` (the grader's: see _Unpickler)."""
     return _Unpickler(_BytesIO(_a2b_base64(text))).load()

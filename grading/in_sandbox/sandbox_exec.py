@@ -269,8 +269,14 @@ def fork_kernel():
         # the agent before any cell: it keeps the standard library's functions it decodes and
         # encodes with as it finds them now (her cells can rebind them: the thirty-third hub
         # tester)
+        sealed = []  # and the kernel's session packs messages with the agent's json, not hers
         with contextlib.suppress(ImportError):
             import sandbox_agent  # noqa: F401
+
+            sealed = [
+                "--Session.packer=sandbox_agent.session_pack",
+                "--Session.unpacker=sandbox_agent.session_unpack",
+            ]
         from ipykernel.ipkernel import IPythonKernel
         from ipykernel.kernelapp import IPKernelApp
         from ipykernel.zmqshell import ZMQInteractiveShell
@@ -308,7 +314,7 @@ def fork_kernel():
                 file the student's code wrote under an installed module's name (tqdm.py)
                 would be imported in its place, by the grader's own code among others."""
 
-        Kernel.launch_instance(sys.argv[3:])
+        Kernel.launch_instance([*sys.argv[3:], *sealed])
     finally:
         os._exit(0)
 
