@@ -1139,6 +1139,19 @@ json.loads = loads
 def f(x):
     return operator.mul(2, x)
 """,
+    # not a rebinding: her f recursed to Python's limit, where calling the guard's hook raised,
+    # and CPython unset the hook
+    "the recursion limit": """
+import operator
+def dive():
+    try:
+        dive()
+    except RecursionError:
+        pass
+def f(x):
+    dive()
+    return operator.mul(2, x)
+""",
     # the guard took a declared package's folder by os.path.basename (posixpath's): here the
     # package json, its reference a function of a module in it
     "posixpath.basename": """
@@ -1161,7 +1174,9 @@ def test_no_function_she_rebinds_in_the_standard_library_gets_past_the_guard(mon
     os.path.basename, posixpath's, which she rebinds the same way. The agent keeps json's C
     encoder and binascii's decoder as it found them when the executor imported it, before any
     cell; her error's text and the traceback module run under the guard too; the guard reads
-    the package's folder with str's own methods."""
+    the package's folder with str's own methods. And her f that recursed to Python's limit
+    (caught) before it called the reference passed: calling the guard's hook raised there, and
+    CPython unset it; a value answered after the hook was lost is off limits now."""
     from grading.host import course_preprocessors
 
     def declared(answer):

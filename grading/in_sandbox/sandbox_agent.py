@@ -453,6 +453,11 @@ def _answer(text):
                     reply = _error(error)
         except BaseException as error:  # noqa: BLE001 (as above)
             reply = _error(error)
+        if getattr(guard, "lost", False) and not guard.fired and "value" in reply:
+            # her code ran on without the guard (it recursed to Python's limit, which unset the
+            # guard's hook: the thirty-third hub tester); an error of hers, an honest recursion's
+            # among them, fails the test anyway, and says so
+            guard.fired.append("sys.setprofile")
         if getattr(guard, "fired", None):
             reply["off_limits"] = list(guard.fired)
     return reply
