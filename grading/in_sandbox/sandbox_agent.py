@@ -46,10 +46,16 @@ def _not_plain(value):
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+def _encoded(value, default, encode_string, allow_nan):
+    """json.dumps(value, default=..., allow_nan=...) with no indent, keys unsorted, by json's
+    C encoder alone; `encode_string` is its ensure_ascii (the C function for str values)."""
+    encoder = _make_encoder({}, default, encode_string, None, ": ", ", ", False, False, allow_nan)
+    return "".join(encoder(value, 0))
+
+
 def dumps(value):
     """json.dumps(value) as its defaults write it, by json's C encoder alone."""
-    encoder = _make_encoder({}, _not_plain, _encode_string, None, ": ", ", ", False, False, True)
-    return "".join(encoder(value, 0))
+    return _encoded(value, _not_plain, _encode_string, True)
 
 
 # The kernel's session packs and unpacks every message with json's module functions, which her
@@ -81,17 +87,11 @@ except ImportError:  # not in a kernel: session_pack is not used
 
 def session_pack(value):
     """jupyter_client.session.json_packer(value), by json's C encoder alone."""
-
-    def packed(value):
-        encoder = _make_encoder(
-            {}, _json_default, _encode_text, None, ": ", ", ", False, False, False
-        )
-        return "".join(encoder(value, 0)).encode("utf8", errors="surrogateescape")
-
     try:
-        return packed(value)
+        text = _encoded(value, _json_default, _encode_text, False)
     except (TypeError, ValueError):  # as json_packer: the value made plain first
-        return packed(_json_clean(value))
+        text = _encoded(_json_clean(value), _json_default, _encode_text, False)
+    return text.encode("utf8", errors="surrogateescape")
 
 
 def session_unpack(text):
