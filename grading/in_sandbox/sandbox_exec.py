@@ -634,6 +634,11 @@ def stop_of(error, index, cell_timeout):
     return None
 
 
+def ignored(index, cell_timeout):
+    """(index, reason) for a cell that ran past its time and went on after the interrupt."""
+    return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+
+
 def run_cell(client, cell, index, cell_timeout):
     """Run one cell; (index, reason) when the kernel can no longer be used, else None."""
     from jupyter_core.utils import run_sync
@@ -647,7 +652,7 @@ def run_cell(client, cell, index, cell_timeout):
     # nbclient's stop, not an error output of that name: the student's code can show one
     timed_out = getattr(client, "lm10_timed_out", False) is True
     if timed_out and not run_sync(answers)(client.kc, INTERRUPT_GRACE):
-        return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+        return ignored(index, cell_timeout)
     return None
 
 
@@ -740,10 +745,11 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
             limit = max(deadline, time.monotonic() + 1)
             prompt = await next_request(kc, running, limit)
             own = True  # the reply is this executor's, not the kernel's (its error's name is ours)
+            in_time = prompt is not None and time.monotonic() < limit
             mark, _, reply = (prompt or "").partition(" ")
-            if prompt is not None and time.monotonic() < limit and mark == token:
+            if in_time and mark == token:
                 own = False
-            elif prompt is not None and time.monotonic() < limit:
+            elif in_time:
                 # an input request that is not the agent's: her code sent it through the
                 # kernel's session or stdin socket (flagged constructs reach them); the kernel
                 # is hers from here on, and the instructor is told
@@ -753,7 +759,7 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
                     "token, not from the grader's agent"
                 )
                 if not await finished(client, running, interrupt=True):
-                    stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+                    stopped = ignored(index, cell_timeout)
                 reply, running = reply_error("NotRun", f"the grader stopped: {stopped[1]}"), None
             elif prompt is not None or not running.done():  # the test's time ran out in a call
                 client.lm10_timed_out_cells.append(index)
@@ -768,7 +774,7 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
                 if await finished(client, running, interrupt=prompt is None):
                     stopped = cell_stop(client, running, index, cell_timeout)
                 else:
-                    stopped = (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+                    stopped = ignored(index, cell_timeout)
                 running = None
             else:  # the cell ended without a reply: her code stopped the agent, or the kernel
                 stopped = cell_stop(client, running, index, cell_timeout)
@@ -796,7 +802,7 @@ async def serve_calls(client, index, channel, cell_timeout, deadline, room):
     if running is not None:  # the test is over: the end of input ends the agent's cell
         kc.input(END_OF_INPUT)
         if not await finished(client, running, interrupt=False):
-            return (index, f"it ran past {cell_timeout} s and ignored the interrupt")
+            return ignored(index, cell_timeout)
         stopped = cell_stop(client, running, index, cell_timeout)
     return stopped
 
