@@ -1220,3 +1220,96 @@ def test_no_context_of_hers_shows_the_test_cells_source(monkeypatch):
         1
     ].outputs
     assert notes.flags == [], notes.flags
+
+
+# Her f hangs torch's own layer_norm (a partial of it) on a tensor as a hook and calls backward:
+# torch runs the hook beneath the call the guard's function mode passed on (Tensor.backward),
+# from no notebook frame; the gradient it leaves is layer_norm of her input.
+BENEATH_THE_MODE = """
+import functools
+import torch
+import torch.nn.functional as F
+def f(values):
+    x = torch.tensor(values)
+    leaf = torch.zeros(x.shape[-1], requires_grad=True)
+    leaf.register_hook(functools.partial(F.layer_norm, normalized_shape=x.shape[-1:]))
+    (leaf * x).sum().backward()
+    return leaf.grad.tolist()
+"""
+
+
+def test_a_reference_torch_runs_for_her_beneath_the_guards_mode_is_off_limits(monkeypatch):
+    """The guard's function mode passes each torch call on from a frame of the guard's file, and
+    the guard took whatever ran beneath such a frame for its own: a tensor's hook that backward
+    ran, torch's layer_norm itself, computed the declared family's value for her, the test
+    passed and nothing was flagged (the thirty-fourth hub tester). Beneath a call the modes
+    passed on, only torch's own code of the family's routes passes now."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = (
+            "# Off limits while graded: torch normalisation layers\n"
+            "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])]"
+            " == [-1.183, -0.507, 0.169, 1.521]"
+        )
+        return made
+
+    release = declared("def f(values):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(declared(BENEATH_THE_MODE), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+
+
+# Her answer cell starts tqdm's monitor thread (a progress bar of a subclass of hers, whose
+# get_lock the monitor calls every monitor_interval seconds): nothing flagged, no Thread of hers.
+# Her f hands its input to that thread, which calls the declared reference, and waits for it.
+EARLIER_THREAD = """
+import operator
+import time
+import tqdm
+jobs, done = [], {}
+class Bar(tqdm.tqdm):
+    monitor_interval = 0.01
+    @classmethod
+    def get_lock(cls):
+        while jobs:
+            x = jobs.pop()
+            done[x] = operator.mul(2, x)
+        return super().get_lock()
+bar = Bar(total=1, disable=True)
+def f(x):
+    jobs.append(x)
+    while x not in done:
+        time.sleep(0.005)
+    return done.pop(x)
+"""
+
+
+def test_a_thread_a_library_started_before_the_call_is_guarded_too(monkeypatch):
+    """The guard's profile hook was set on the thread of the call and on threads started during
+    it: a thread started earlier, by a library her answer cell used (tqdm's monitor, nothing
+    flagged), ran her code with no hook at all, and the declared reference it called for her f
+    went unseen, the test passed (the thirty-fourth hub tester). The guard hooks every thread
+    of the interpreter while it is armed now."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = "# Off limits while graded: operator.mul\nassert f(3) == 6"
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(declared(EARLIER_THREAD), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds

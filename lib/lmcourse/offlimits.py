@@ -211,6 +211,7 @@ class Guard:
         self.outer = frozenset()  # ids of the agent's frames that armed it (__enter__)
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
         self.exempt = set()  # files under an off-limits folder that are not off limits
+        self.named = set()  # a family's own functions (its routes' files are torch's)
         for name in self.names + [n for n in ALWAYS if n not in self.names]:
             if name in FAMILIES:
                 self._family(name)
@@ -240,6 +241,7 @@ class Guard:
                 self.codes.update((code, name) for code in codes)
         self.cell_prefixes = _cell_prefixes()
         self.previous, self.previous_threads, self.modes = None, None, []
+        self.others = ()  # the other threads' hooks (_hook_other_threads)
         # Whether anything declared is here to guard (in a graded room, grading/host/room.py, the
         # references are not): without it the hook would only slow honest code down.
         always = {n for n in ALWAYS if n not in self.names}
@@ -261,6 +263,7 @@ class Guard:
                     self.builtins[id(target)] = family
                 elif isinstance(target, types.FunctionType):
                     self.codes.update((code, family) for code in _codes(target))
+                    self.named.update(_codes(target))
 
     def stop(self, name):
         if name not in self.fired:
@@ -281,33 +284,42 @@ class Guard:
         self.codes[code] = name
         return name
 
-    def _students(self, frame):
+    def _students(self, frame, internal=False):
         """Whether the nearest notebook code above `frame` (off-limits code skipped) is any
         but the running test's; reaching the frames that armed the guard first, whether the
         agent armed it (then the call is the student's code's, see `boundary`). A stack with
         neither (a thread started during the call) is the student's where the agent armed
-        the guard: under it, nothing runs on the test's behalf."""
+        the guard: under it, nothing runs on the test's behalf. `internal`: a file of a
+        family's routes (torch's own code), which passes beneath a call the modes passed on;
+        anything else beneath one is judged by who made that call: torch runs her callables
+        there too (a tensor's hook, by backward; Tensor.apply_'s function), a reference or a
+        partial of one among them (the thirty-fourth hub tester)."""
         while frame is not None:
             if id(frame) in self.outer:
                 return True
             code = frame.f_code
             if code.co_filename == __file__:  # the guard's own calls (its modes pass func on)
-                return False
+                if internal or code.co_name not in _PASSING:
+                    return False
+                frame = frame.f_back
+                continue
             if self._reference(code) is None and code.co_filename.startswith(self.cell_prefixes):
                 return code.co_filename != self.test_file
             frame = frame.f_back
         return self.for_agent
 
     def hook(self, frame, event, arg):
+        internal = False
         if event == "call":
             name = self._reference(frame.f_code)
             caller = frame.f_back
+            internal = name in FAMILIES and frame.f_code not in self.named
         elif event == "c_call":
             name = self.builtins.get(id(arg))
             caller = frame
         else:
             return
-        if name is not None and self._students(caller):
+        if name is not None and self._students(caller, internal):
             self.stop(name)  # CPython unsets the hook of this thread: it fired once
 
     def operator(self, name, frame):
@@ -330,6 +342,7 @@ class Guard:
         threading.setprofile(self.hook)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
         sys.setprofile(self.hook)
+        self.others = _hook_other_threads(self)
         if self.ops:
             self.modes = _torch_modes(self)
             for mode in self.modes:
@@ -345,10 +358,98 @@ class Guard:
         self.lost = sys.getprofile() != self.hook
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)
+        _unhook_other_threads(self.others)
+        self.others = ()
         for mode in reversed(self.modes):
             mode.__exit__(None, None, None)
         self.modes = []
         return False
+
+
+# Threads that were running when the guard was armed: `threading.setprofile` reaches only
+# threads started later, and sys.setprofile only the calling thread, so a thread a library had
+# started for her earlier (tqdm's monitor, which calls her subclass's get_lock every
+# monitor_interval) ran her code with no hook at all, nothing flagged (the thirty-fourth hub
+# tester). CPython 3.11 has no Python function that hooks another thread (3.12's
+# threading.setprofile_all_threads): the guard sets each one's hook through the C API, as that
+# function does, with a C trampoline that passes the events on to the guard's hook. An error the
+# hook raises there is recorded in `fired` (the agent reads it) and not raised in that thread.
+_EVENTS = {0: "call", 4: "c_call"}  # PyTrace_CALL, PyTrace_C_CALL
+
+
+def _c_api():
+    import ctypes
+
+    api = ctypes.pythonapi
+    tracefunc = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.py_object, ctypes.c_int, ctypes.c_void_p
+    )
+    api.PyInterpreterState_Get.restype = ctypes.c_void_p
+    api.PyInterpreterState_ThreadHead.restype = ctypes.c_void_p
+    api.PyInterpreterState_ThreadHead.argtypes = [ctypes.c_void_p]
+    api.PyThreadState_Next.restype = ctypes.c_void_p
+    api.PyThreadState_Next.argtypes = [ctypes.c_void_p]
+    api.PyThreadState_Get.restype = ctypes.c_void_p
+    api._PyEval_SetProfile.restype = ctypes.c_int
+    api._PyEval_SetProfile.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    return ctypes, api, tracefunc
+
+
+try:
+    _CTYPES, _API, _TRACEFUNC = _c_api()
+except (ImportError, AttributeError):  # not CPython: other threads stay as they are
+    _CTYPES = _API = _TRACEFUNC = None
+
+
+def _each_thread(action, only=None):
+    """action(state) for the C thread state of each thread of the interpreter but the calling
+    one (of those in `only`, where given); the states read. A thread that ends frees its state,
+    with the GIL: the interval is stretched so that none is handed over between reading a
+    state and using it."""
+    interval, done = sys.getswitchinterval(), []
+    sys.setswitchinterval(1000.0)
+    try:
+        own = _API.PyThreadState_Get()
+        state = _API.PyInterpreterState_ThreadHead(_API.PyInterpreterState_Get())
+        while state:
+            if state != own and (only is None or state in only):
+                action(state)
+                done.append(state)
+            state = _API.PyThreadState_Next(state)
+    finally:
+        sys.setswitchinterval(interval)
+    return done
+
+
+def _hook_other_threads(guard):
+    """Set `guard`'s hook on every other thread of the interpreter; (trampoline, states)."""
+    if _API is None:
+        return ()
+    from contextlib import suppress
+
+    cast, py_object = _CTYPES.cast, _CTYPES.py_object
+
+    def trampoline(_, frame, what, arg):
+        event = _EVENTS.get(what)
+        if event is not None:
+            with suppress(Exception):  # OffLimitsError: recorded in guard.fired
+                guard.hook(frame, event, cast(arg, py_object).value if arg else None)
+        return 0
+
+    made = _TRACEFUNC(trampoline)
+    address = _CTYPES.cast(made, _CTYPES.c_void_p)
+    return made, _each_thread(lambda state: _API._PyEval_SetProfile(state, address, None))
+
+
+def _unhook_other_threads(others):
+    """Unset the hooks `_hook_other_threads` set, on those of its threads still running."""
+    if not others:
+        return
+    _each_thread(lambda state: _API._PyEval_SetProfile(state, None, None), set(others[1]))
+
+
+# The modes' frames that pass a torch call on (`func(*args)`), as `Guard._students` knows them.
+_PASSING = ("__torch_function__", "__torch_dispatch__")
 
 
 def _torch_modes(guard):

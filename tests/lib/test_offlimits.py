@@ -272,3 +272,75 @@ def test_under_the_agent_nothing_beneath_it_passes_for_the_tests_side(tmp_path):
     guard = offlimits.Guard(["torch normalisation layers"], namespace, boundary=(agent_file,))
     agent["answer"](guard, namespace["by_hand"], (x,))
     assert guard.fired == []
+
+
+# Her callables that torch runs beneath a call its function mode passed on (a tensor's hook,
+# run by backward; a function Tensor.apply_ maps): the reference itself, or a partial of it,
+# with no notebook frame between it and the mode's own frame (the thirty-fourth hub tester).
+BENEATH = {
+    "hook_functional": "leaf.register_hook(functools.partial(F.layer_norm, normalized_shape=(4,)))",
+    "hook_builtin": "leaf.register_hook(functools.partial(torch.layer_norm, normalized_shape=[4]))",
+    "hook_reference": "leaf.register_hook(reference)",
+}
+
+
+@pytest.mark.parametrize("route", sorted(BENEATH) + ["apply"])
+def test_what_torch_runs_for_her_beneath_the_guards_mode_is_still_hers(tmp_path, route):
+    """The guard's function mode passes each torch call on from a frame of its own file, and the
+    guard took every call beneath such a frame for the guard's own: her f that hung a
+    reference (or a partial of one) on a tensor as a hook and called backward, or mapped one
+    with Tensor.apply_, ran it unguarded, nothing flagged (the thirty-fourth hub tester)."""
+    import functools
+
+    agent_file = str(tmp_path / "agent.py")
+    agent = cell(AGENT, agent_file, {})
+    namespace = cell(
+        "def reference(x):\n    return 2 * x\n", CELL + "beneath_setup.py", {"torch": torch}
+    )
+    body = (
+        "    return torch.tensor([1.0, 2.0]).apply_(reference)\n"
+        if route == "apply"
+        else "    leaf = torch.zeros(4, requires_grad=True)\n"
+        f"    {BENEATH[route]}\n"
+        "    (leaf * x).sum().backward()\n"
+        "    return leaf.grad\n"
+    )
+    namespace.update(functools=functools, F=F)
+    cell(f"def f(x):\n{body}", CELL + "beneath_answer.py", namespace)
+    guard = offlimits.Guard(
+        ["torch normalisation layers", "reference"], namespace, boundary=(agent_file,)
+    )
+    with pytest.raises(offlimits.OffLimitsError):
+        agent["answer"](guard, namespace["f"], (torch.tensor([1.0, 2.0, 3.0, 5.0]),))
+    assert guard.fired in (["torch normalisation layers"], ["reference"]), guard.fired
+
+
+def test_a_thread_started_before_the_guard_runs_under_it_too():
+    """threading.setprofile reaches threads started later only: a thread already running (a
+    library's, tqdm's monitor, which runs her code) called a reference unseen (the
+    thirty-fourth hub tester). The guard hooks every thread while it is armed, and no longer
+    after; a thread that ends meanwhile is no trouble."""
+    namespace = cell(
+        "import operator, threading\n"
+        "jobs, done, go = [], [], threading.Event()\n"
+        "def work():\n"
+        "    go.wait()\n"
+        "    done.append(operator.mul(2, jobs.pop()))\n"
+        "def f(x):\n"
+        "    jobs.append(x)\n"
+        "    go.set()\n"
+        "    worker.join()\n"
+        "    return done.pop()\n"
+        "worker = threading.Thread(target=work)\n"
+        "brief = threading.Thread(target=go.wait)\n",
+        CELL + "earlier_thread.py",
+        {},
+    )
+    namespace["worker"].start()
+    namespace["brief"].start()  # ends while the guard is armed
+    guard = offlimits.Guard(["operator.mul"], namespace)
+    with guard:
+        assert namespace["f"](3) == 6  # the thread's own error is not raised there: recorded
+    assert guard.fired == ["operator.mul"]
+    namespace["brief"].join()
+    assert guard.others == ()
