@@ -170,6 +170,9 @@ REACHES = {
     "ops-alias": ("T = torch\nT.ops.aten.add", "torch's ops"),
     "F.torch.ops": ("F.torch.ops.aten.add", "torch.ops"),
     "torch.overrides": ("torch.overrides.TorchFunctionMode", "torch's overrides"),
+    "torch.jit": ("cu = torch.jit.CompilationUnit(SCRIPT)", "torch.jit"),
+    "jit-alias": ("T = torch\nT.jit.script(f)", "torch's jit"),
+    "jit-import": ("from torch.jit import CompilationUnit", "torch.jit"),
     "python-dispatch": (
         "from torch.utils._python_dispatch import TorchDispatchMode",
         "torch.utils._python_dispatch",

@@ -463,6 +463,14 @@ def _torch_modes(guard):
             return func(*args, **(kwargs or {}))
 
     class DispatchGuard(TorchDispatchMode):
+        # torch wraps a dispatch mode's __torch_dispatch__ in its lazy `_disable_dynamo`,
+        # whose first call (each new mode's) runs torch._dynamo's `disable`, a family's route:
+        # from her frame (an honest torch.manual_seed) it stopped her answer (the thirty-fourth
+        # hub tester). Nothing is compiled while the guard is armed.
+        @classmethod
+        def _should_skip_dynamo(cls):
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             guard.operator(str(func.overloadpacket.__name__), sys._getframe(1))
             return func(*args, **(kwargs or {}))

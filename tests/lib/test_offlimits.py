@@ -344,3 +344,22 @@ def test_a_thread_started_before_the_guard_runs_under_it_too():
     assert guard.fired == ["operator.mul"]
     namespace["brief"].join()
     assert guard.others == ()
+
+
+def test_an_honest_call_that_reaches_torchs_dispatch_alone_is_not_stopped(tmp_path):
+    """torch wraps a dispatch mode's __torch_dispatch__ in its lazy `_disable_dynamo`, which runs
+    torch._dynamo's `disable` (a family's route) at the first operator each new mode sees: from
+    her frame where no function-mode call was between (torch.manual_seed), her honest answer
+    was stopped, 0 for the part (the thirty-fourth hub tester). The guard's own dispatch mode
+    is not wrapped."""
+    agent_file = str(tmp_path / "agent.py")
+    agent = cell(AGENT, agent_file, {})
+    namespace = cell(
+        "def seeded(x):\n    torch.manual_seed(0)\n    return x * 2\n",
+        CELL + "seeded.py",
+        {"torch": torch},
+    )
+    for _ in range(3):
+        guard = offlimits.Guard(["torch normalisation layers"], namespace, boundary=(agent_file,))
+        agent["answer"](guard, namespace["seeded"], (torch.ones(2),))
+        assert guard.fired == []
