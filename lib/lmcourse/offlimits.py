@@ -212,6 +212,7 @@ class Guard:
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
         self.exempt = set()  # files under an off-limits folder that are not off limits
         self.named = set()  # a family's own functions (its routes' files are torch's)
+        self.disabling = None  # torch's lazy `_disable_dynamo` wrapper's code (_family)
         for name in self.names + [n for n in ALWAYS if n not in self.names]:
             if name in FAMILIES:
                 self._family(name)
@@ -251,7 +252,11 @@ class Guard:
 
     def _family(self, family):
         """A family's operators (for torch's modes) and their Python forms (for the hook)."""
-        torch_folder = os.path.dirname(importlib.import_module("torch").__file__)
+        torch = importlib.import_module("torch")
+        torch_folder = os.path.dirname(torch.__file__)
+        wrapper = getattr(getattr(torch, "_compile", None), "_disable_dynamo", None)
+        if wrapper is not None:  # every function it wraps runs this one code object
+            self.disabling = getattr(wrapper(_unwrapped), "__code__", None)
         for route in FAMILY_ROUTES:
             self.files[os.path.join(torch_folder, route) + os.sep] = family
         self.exempt.update(os.path.join(torch_folder, path) for path in FAMILY_ROUTE_EXCEPTIONS)
@@ -308,12 +313,34 @@ class Guard:
             frame = frame.f_back
         return self.for_agent
 
+    def _disabling(self, frame):
+        """Whether `frame`, torch's own code of a family's routes, only runs a function with the
+        compiler off for torch: beneath its lazy `_disable_dynamo` wrapper (torch.manual_seed
+        once torch._dynamo is imported, as the sandbox's warm start imports it), with nothing
+        but the routes' frames (and the import of torch._dynamo) between,
+        around a Python function of no route. Such a wrapper computes nothing: an honest
+        torch.manual_seed in her answer was stopped, 0 for the part. What the wrapped function
+        calls is judged as any call; a wrapped function of a route (a compiled one) or another
+        callable (a partial of a reference) is not passed."""
+        while frame is not None and (
+            frame.f_code.co_filename.startswith("<frozen importlib")
+            or self._reference(frame.f_code) in FAMILIES
+            and frame.f_code not in self.named
+        ):
+            frame = frame.f_back
+        if frame is None or self.disabling is None or frame.f_code is not self.disabling:
+            return False
+        wrapped = getattr(frame.f_locals.get("fn"), "__code__", None)
+        return isinstance(wrapped, types.CodeType) and self._reference(wrapped) is None
+
     def hook(self, frame, event, arg):
         internal = False
         if event == "call":
             name = self._reference(frame.f_code)
             caller = frame.f_back
             internal = name in FAMILIES and frame.f_code not in self.named
+            if internal and self._disabling(frame):
+                return
         elif event == "c_call":
             name = self.builtins.get(id(arg))
             caller = frame
@@ -446,6 +473,10 @@ def _unhook_other_threads(others):
     if not others:
         return
     _each_thread(lambda state: _API._PyEval_SetProfile(state, None, None), set(others[1]))
+
+
+def _unwrapped():
+    """What the guard wraps in torch's `_disable_dynamo` to learn its wrapper's code."""
 
 
 # The modes' frames that pass a torch call on (`func(*args)`), as `Guard._students` knows them.

@@ -363,3 +363,58 @@ def test_an_honest_call_that_reaches_torchs_dispatch_alone_is_not_stopped(tmp_pa
         guard = offlimits.Guard(["torch normalisation layers"], namespace, boundary=(agent_file,))
         agent["answer"](guard, namespace["seeded"], (torch.ones(2),))
         assert guard.fired == []
+
+
+# Once torch._dynamo is imported (the sandbox's warm start imports it; here, any test before that
+# compiled), torch.manual_seed is wrapped in torch's lazy `_disable_dynamo`, whose every call runs
+# torch._dynamo's code, a family's route: an honest seed in her answer was stopped there, and the
+# test above passed or failed by which tests ran before it in the process.
+DISABLED = {
+    "an honest seed": ("torch.manual_seed(0)\nreturn x * 2", []),
+    "a reference wrapped": (
+        "return torch._disable_dynamo(torch.nn.functional.layer_norm)(x, (2,))",
+        ["torch normalisation layers"],
+    ),
+    "a partial of a reference wrapped": (
+        "import functools\n"
+        "f = functools.partial(torch.nn.functional.layer_norm, normalized_shape=(2,))\n"
+        "return torch._disable_dynamo(f)(x)",
+        ["torch normalisation layers"],
+    ),
+    "her function wrapped": (
+        "def mine(y):\n    return torch.nn.functional.layer_norm(y, (2,))\n"
+        "return torch._disable_dynamo(mine)(x)",
+        ["torch normalisation layers"],
+    ),
+    "a compiled reference wrapped": (
+        "return torch._disable_dynamo(torch.compile(torch.nn.functional.layer_norm))(x, (2,))",
+        ["torch normalisation layers"],
+    ),
+    # TorchScript runs rms_norm past both modes: only the wrapped function's check stops it
+    "a TorchScript reference wrapped": (
+        "return torch._disable_dynamo(script.g)(x)",
+        ["torch normalisation layers"],
+    ),
+}
+TORCHSCRIPT = (
+    "script = torch.jit.CompilationUnit('def g(x):\\n    return torch.rms_norm(x, [2])\\n')\n"
+)
+
+
+@pytest.mark.parametrize("body", DISABLED, ids=list(DISABLED))
+def test_torchs_disable_wrapper_passes_what_it_wraps_and_nothing_more(tmp_path, body):
+    import torch._dynamo  # noqa: F401 (as the sandbox's warm start does)
+
+    source, fired = DISABLED[body]
+    agent_file = str(tmp_path / "agent.py")
+    agent = cell(AGENT, agent_file, {})
+    indented = "".join(f"    {line}\n" for line in source.splitlines())
+    namespace = cell(f"{TORCHSCRIPT}def f(x):\n{indented}", CELL + "disabled.py", {"torch": torch})
+    for _ in range(2):  # the wrapper's first call (it builds torch's disable) and a later one
+        guard = offlimits.Guard(["torch normalisation layers"], namespace, boundary=(agent_file,))
+        if fired:
+            with pytest.raises(offlimits.OffLimitsError):
+                agent["answer"](guard, namespace["f"], (torch.ones(2),))
+        else:
+            agent["answer"](guard, namespace["f"], (torch.ones(2),))
+        assert guard.fired == fired
