@@ -23,8 +23,10 @@ def correct(nb):
 
 def alternatives(nb):
     """Correct answers written unlike the model solution: the one-pass variance E[x^2] - E[x]^2,
-    a sum and rsqrt for the root mean square, the mean fraction from sums, and the norm inputs
-    concatenated along the batch dimension instead of stacked. Full marks."""
+    a sum and rsqrt for the root mean square (after a torch.manual_seed, which torch._dynamo,
+    imported in the sandbox, wraps in its own code: it once cost the part), the mean fraction
+    from sums, and the norm inputs concatenated along the batch dimension instead of stacked.
+    Full marks."""
     return fill(
         nb,
         {
@@ -39,6 +41,7 @@ def alternatives(nb):
             ),
             "l3_rms_norm": (
                 "def rms_norm(x, weight=None, eps=1e-6):\n"
+                "    torch.manual_seed(0)\n"
                 "    n = x.shape[-1]\n"
                 "    y = x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) / n + eps)\n"
                 "    return y if weight is None else weight * y\n"
