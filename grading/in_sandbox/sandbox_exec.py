@@ -22,6 +22,7 @@ of it (the kernel shares these descriptors); only RESULTS_FD carries results.
 import contextlib
 import ctypes
 import errno
+import gc
 import json
 import os
 import queue
@@ -542,6 +543,9 @@ def serve(requests_fd, results_fd, isolated=True):
             os._exit(0)
         if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
             sys.exit(1)
+    # What the warm imports made is left out of every executor's and kernel's garbage
+    # collections, forked from here (the trusted host does the same before each session).
+    gc.freeze()
     write_all(results, b"READY\n")
     # Only each request's length is read here: its notebook is read by the executor forked
     # for it, after that has forked the kernel. Every kernel is a copy of this process's
