@@ -1313,3 +1313,47 @@ def test_a_thread_a_library_started_before_the_call_is_guarded_too(monkeypatch):
         1
     ].outputs
     assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+
+
+# Her answer cell takes torch's own decomposition of the fused rms_norm from the public
+# torch.export.default_decompositions() and sets it as torch.random.manual_seed's
+# `__dynamo_disable`, the attribute torch's lazy `_disable_dynamo` wrapper (torch.manual_seed,
+# once torch._dynamo is imported: torch.compiler.disable imports it) calls in its place; her f calls
+# torch.manual_seed with the norm's arguments. Nothing of it is flagged.
+FORGED_DISABLE = """
+import torch
+torch.compiler.disable(print)  # imports torch._dynamo where the kernel has not yet
+table = torch.export.default_decompositions()
+dec = [v for k, v in table.items() if str(k) == "aten._fused_rms_norm.default"][0]
+seed = torch.random.manual_seed
+seed.__dynamo_disable = dec
+def f(values):
+    return torch.manual_seed(torch.tensor(values), [4], None, 1e-6)[0].tolist()
+"""
+
+
+def test_a_disable_wrapper_she_set_on_torchs_seed_does_not_pass_for_torchs(monkeypatch):
+    """The guard passed torch's own code of a family's routes beneath torch's `_disable_dynamo`
+    wrapper around a function of no route, and what that wrapper runs is the function's
+    attribute `__dynamo_disable`, hers to set: a decomposition of rms_norm set there computed
+    the family's value for her, the test passed and nothing was flagged (the thirty-fifth hub
+    tester). Only torch._dynamo's own disable wrapper of that very function passes now."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = (
+            "# Off limits while graded: torch normalisation layers\n"
+            "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])] == [0.32, 0.641, 0.961, 1.601]"
+        )
+        return made
+
+    release = declared("def f(values):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(declared(FORGED_DISABLE), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds

@@ -330,8 +330,27 @@ class Guard:
             frame = frame.f_back
         if frame is None or self.disabling is None or frame.f_code is not self.disabling:
             return False
-        wrapped = getattr(frame.f_locals.get("fn"), "__code__", None)
-        return isinstance(wrapped, types.CodeType) and self._reference(wrapped) is None
+        fn = frame.f_locals.get("fn")
+        wrapped = getattr(fn, "__code__", None)
+        if not isinstance(wrapped, types.CodeType) or self._reference(wrapped) is not None:
+            return False
+        # What `inner` calls is the function's attribute `__dynamo_disable`, which anyone can
+        # set: torch.random.manual_seed's, set to a decomposition of torch's (from the public
+        # torch.export.default_decompositions()), computed rms_norm beneath torch.manual_seed
+        # unseen, nothing flagged (the thirty-fifth hub tester). Only torch._dynamo's own
+        # disable wrapper around that very function passes (or none yet: its first call).
+        disable_fn = frame.f_locals.get("disable_fn")
+        if disable_fn is None:
+            return True
+        code = getattr(disable_fn, "__code__", None)
+        if code is None or code not in _dynamo_disable_codes():
+            return False
+        closure = getattr(disable_fn, "__closure__", None) or ()
+        cells = dict(zip(code.co_freevars, closure, strict=False))
+        try:
+            return "fn" in cells and cells["fn"].cell_contents is fn
+        except ValueError:  # an empty cell
+            return False
 
     def hook(self, frame, event, arg):
         internal = False
@@ -477,6 +496,24 @@ def _unhook_other_threads(others):
 
 def _unwrapped():
     """What the guard wraps in torch's `_disable_dynamo` to learn its wrapper's code."""
+
+
+def _dynamo_disable_codes():
+    """The code objects of torch._dynamo's disable wrappers (recursive and not), once it is
+    imported: what torch's lazy `_disable_dynamo` calls around the function it wraps."""
+    codes = set()
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    context = getattr(eval_frame, "DisableContext", None)
+    call = getattr(vars(context).get("__call__") if context else None, "__code__", None)
+    if call is not None:
+        codes.update(
+            c for c in call.co_consts if isinstance(c, types.CodeType) and c.co_name == "_fn"
+        )
+    decorators = sys.modules.get("torch._dynamo.decorators")
+    nonrecursive = getattr(decorators, "_nonrecursive_disable_wrapper_code", None)
+    if isinstance(nonrecursive, types.CodeType):
+        codes.add(nonrecursive)
+    return codes
 
 
 # The modes' frames that pass a torch call on (`func(*args)`), as `Guard._students` knows them.

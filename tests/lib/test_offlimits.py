@@ -418,3 +418,54 @@ def test_torchs_disable_wrapper_passes_what_it_wraps_and_nothing_more(tmp_path, 
         else:
             agent["answer"](guard, namespace["f"], (torch.ones(2),))
         assert guard.fired == fired
+
+
+# What torch's lazy `_disable_dynamo` wrapper calls is its function's `__dynamo_disable`
+# attribute, hers to set: a decomposition of torch's (the public
+# torch.export.default_decompositions() holds them), set on torch.random.manual_seed, computed
+# rms_norm beneath torch.manual_seed, passed as the wrapper's own work, nothing flagged (the
+# thirty-fifth hub tester). Set by the answer cell, before the call; each is run twice.
+FORGED_DISABLE = {
+    "a decomposition": "dec",
+    "torch's disable of a decomposition": "torch.compiler.disable(dec)",
+    "her function pointing at one": "mine",
+}
+
+
+FAMILY = ["torch normalisation layers"]
+
+
+@pytest.mark.parametrize("value", FORGED_DISABLE, ids=list(FORGED_DISABLE))
+def test_a_disable_wrapper_she_set_on_torchs_function_is_not_passed(tmp_path, value):
+    import torch._dynamo  # noqa: F401 (as the sandbox's warm start does)
+
+    agent_file = str(tmp_path / "agent.py")
+    agent = cell(AGENT, agent_file, {})
+    seed = torch.random.manual_seed
+    before = seed.__dict__.get("__dynamo_disable")
+    try:
+        namespace = cell(
+            "table = torch.export.default_decompositions()\n"
+            "dec = [v for k, v in table.items() if str(k) == 'aten._fused_rms_norm.default'][0]\n"
+            "def mine(*args):\n    return dec(*args)\n"
+            "mine._torchdynamo_orig_callable = dec\n"
+            "seed = torch.random.manual_seed\n"
+            f"seed.__dynamo_disable = {FORGED_DISABLE[value]}\n"
+            "def f(x):\n    return torch.manual_seed(x, [2], None, 1e-6)[0]\n",
+            CELL + "forged_disable.py",
+            {"torch": torch},
+        )
+        for _ in range(2):
+            guard = offlimits.Guard(FAMILY, namespace, boundary=(agent_file,))
+            with pytest.raises(offlimits.OffLimitsError):
+                agent["answer"](guard, namespace["f"], (torch.tensor([1.0, 3.0]),))
+            assert guard.fired == ["torch normalisation layers"]
+    finally:
+        if before is None:
+            seed.__dict__.pop("__dynamo_disable", None)
+        else:
+            seed.__dict__["__dynamo_disable"] = before
+    guard = offlimits.Guard(FAMILY, namespace, boundary=(agent_file,))
+    honest = cell("def g(x):\n    torch.manual_seed(0)\n    return x\n", CELL + "g.py", namespace)
+    agent["answer"](guard, honest["g"], (torch.ones(2),))
+    assert guard.fired == []
