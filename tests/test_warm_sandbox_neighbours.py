@@ -1357,3 +1357,49 @@ def test_a_disable_wrapper_she_set_on_torchs_seed_does_not_pass_for_torchs(monke
         1
     ].outputs
     assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+
+
+# Her f hangs torch's own decomposition of the fused rms_norm (torch/_decomp, a file of the
+# family's routes; from the public torch.export.default_decompositions()) on a grad_fn of two
+# outputs as its pre-hook and calls backward: the norm and its rstd come back as the gradients.
+ROUTE_AS_HOOK = """
+import functools
+import torch
+table = torch.export.default_decompositions()
+dec = [v for k, v in table.items() if str(k) == "aten._fused_rms_norm.default"][0]
+def f(values):
+    x = torch.tensor(values)
+    n = x.shape[-1]
+    rows = x.reshape(-1, 1, n)
+    leaf = torch.zeros(rows.shape[0], 1, n + 1, requires_grad=True)
+    a, b = leaf.split([n, 1], dim=-1)
+    a.grad_fn.register_prehook(functools.partial(dec, rows, weight=None, eps=1e-6))
+    (a.sum() + b.sum()).backward()
+    return leaf.grad[..., :n].reshape(x.shape).tolist()
+"""
+
+
+def test_torchs_route_code_she_hangs_beneath_the_guards_mode_is_off_limits(monkeypatch):
+    """Beneath a call the guard's modes passed on (backward), torch's own code of a family's
+    routes passed whoever chose to run it there: a decomposition of rms_norm hung as a
+    grad_fn's pre-hook computed the norm for her, the test passed and nothing was flagged
+    (the thirty-fifth hub tester). Beneath such a call everything is judged by who made it."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = (
+            "# Off limits while graded: torch normalisation layers\n"
+            "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])] == [0.32, 0.641, 0.961, 1.601]"
+        )
+        return made
+
+    release = declared("def f(values):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(declared(ROUTE_AS_HOOK), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds

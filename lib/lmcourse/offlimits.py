@@ -289,22 +289,25 @@ class Guard:
         self.codes[code] = name
         return name
 
-    def _students(self, frame, internal=False):
+    def _students(self, frame):
         """Whether the nearest notebook code above `frame` (off-limits code skipped) is any
         but the running test's; reaching the frames that armed the guard first, whether the
         agent armed it (then the call is the student's code's, see `boundary`). A stack with
         neither (a thread started during the call) is the student's where the agent armed
-        the guard: under it, nothing runs on the test's behalf. `internal`: a file of a
-        family's routes (torch's own code), which passes beneath a call the modes passed on;
-        anything else beneath one is judged by who made that call: torch runs her callables
-        there too (a tensor's hook, by backward; Tensor.apply_'s function), a reference or a
-        partial of one among them (the thirty-fourth hub tester)."""
+        the guard: under it, nothing runs on the test's behalf. Beneath a call the modes
+        passed on, everything is judged by who made that call: torch runs her callables there
+        (a tensor's or a grad_fn's hook, by backward; Tensor.apply_'s function), a reference
+        or a partial of one among them (the thirty-fourth hub tester), and torch's own code
+        of a family's routes among them too: a decomposition of rms_norm from
+        torch.export.default_decompositions() hung as a grad_fn's pre-hook computed the norm
+        for her (the thirty-fifth hub tester). torch's own calls of its routes' code pass
+        where `_disabling` says so."""
         while frame is not None:
             if id(frame) in self.outer:
                 return True
             code = frame.f_code
             if code.co_filename == __file__:  # the guard's own calls (its modes pass func on)
-                if internal or code.co_name not in _PASSING:
+                if code.co_name not in _PASSING:
                     return False
                 frame = frame.f_back
                 continue
@@ -353,7 +356,6 @@ class Guard:
             return False
 
     def hook(self, frame, event, arg):
-        internal = False
         if event == "call":
             name = self._reference(frame.f_code)
             caller = frame.f_back
@@ -365,7 +367,7 @@ class Guard:
             caller = frame
         else:
             return
-        if name is not None and self._students(caller, internal):
+        if name is not None and self._students(caller):
             self.stop(name)  # CPython unsets the hook of this thread: it fired once
 
     def operator(self, name, frame):

@@ -469,3 +469,39 @@ def test_a_disable_wrapper_she_set_on_torchs_function_is_not_passed(tmp_path, va
     honest = cell("def g(x):\n    torch.manual_seed(0)\n    return x\n", CELL + "g.py", namespace)
     agent["answer"](guard, honest["g"], (torch.ones(2),))
     assert guard.fired == []
+
+
+# torch's own decomposition of the fused rms_norm (a file of the family's routes), hung on a
+# grad_fn of two outputs as its pre-hook: backward, a call the guard's mode passed on, runs it
+# on her rows and hands its two values (the norm and its rstd) on as the node's gradients.
+ROUTE_AS_HOOK = (
+    "table = torch.export.default_decompositions()\n"
+    "dec = [v for k, v in table.items() if str(k) == 'aten._fused_rms_norm.default'][0]\n"
+    "def f(x):\n"
+    "    n = x.shape[-1]\n"
+    "    rows = x.reshape(-1, 1, n)\n"
+    "    leaf = torch.zeros(rows.shape[0], 1, n + 1, requires_grad=True)\n"
+    "    a, b = leaf.split([n, 1], dim=-1)\n"
+    "    a.grad_fn.register_prehook(functools.partial(dec, rows, weight=None, eps=1e-6))\n"
+    "    (a.sum() + b.sum()).backward()\n"
+    "    return leaf.grad[..., :n].reshape(x.shape)\n"
+)
+
+
+def test_torchs_own_route_code_hung_as_her_hook_is_hers(tmp_path):
+    """Beneath a call the guard's modes passed on, torch's own code of a family's routes
+    passed, whoever chose to run it there: a decomposition of rms_norm hung as a grad_fn's
+    pre-hook computed the norm for her, nothing fired (the thirty-fifth hub tester)."""
+    import functools
+
+    import torch._dynamo  # noqa: F401 (as the sandbox's warm start does)
+
+    agent_file = str(tmp_path / "agent.py")
+    agent = cell(AGENT, agent_file, {})
+    namespace = cell(ROUTE_AS_HOOK, CELL + "hook.py", {"torch": torch, "functools": functools})
+    x = torch.tensor([1.0, 2.0, 3.0, 5.0])
+    guard = offlimits.Guard(FAMILY, namespace, boundary=(agent_file,))
+    with pytest.raises(offlimits.OffLimitsError):
+        agent["answer"](guard, namespace["f"], (x,))
+    assert guard.fired == FAMILY
+    assert torch.allclose(namespace["f"](x), torch.rms_norm(x, [4], eps=1e-6))  # unguarded
