@@ -1403,3 +1403,63 @@ def test_torchs_route_code_she_hangs_beneath_the_guards_mode_is_off_limits(monke
         1
     ].outputs
     assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+
+
+# EARLIER_THREAD's monitor thread (tqdm's, started by her answer cell) recurses to the limit
+# before it calls the reference, and calls it on the way back up: near the limit the guard's
+# hook in that thread cannot run, and the call goes through unseen.
+DEEP_IN_A_THREAD = """
+import operator
+import time
+import tqdm
+jobs, done = [], {}
+def deep(x):
+    try:
+        r = deep(x)
+    except BaseException:
+        r = None
+    if r is None:
+        try:
+            r = operator.mul(2, x)
+        except BaseException:
+            r = None
+    return r
+class Bar(tqdm.tqdm):
+    monitor_interval = 0.01
+    @classmethod
+    def get_lock(cls):
+        while jobs:
+            x = jobs.pop()
+            done[x] = deep(x)
+        return super().get_lock()
+bar = Bar(total=1, disable=True)
+def f(x):
+    jobs.append(x)
+    while x not in done:
+        time.sleep(0.005)
+    return done.pop(x)
+"""
+
+
+def test_a_thread_that_recursed_to_the_limit_counts_as_the_guard_lost(monkeypatch):
+    """In a thread the guard hooks through the C API (one a library started before the call),
+    an event its hook could not judge (near the recursion limit the hook's own calls raise)
+    went through unseen, the hook left set: the declared reference called there, nothing fired,
+    `lost` False, the test passed (the thirty-fifth hub tester). Such an event counts as the
+    guard lost now (a value answered after it: sys.setprofile, OffLimitsError)."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = "# Off limits while graded: operator.mul\nassert f(3) == 6"
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(declared(DEEP_IN_A_THREAD), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
+        1
+    ].outputs
+    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds

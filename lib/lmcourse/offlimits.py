@@ -243,6 +243,7 @@ class Guard:
         self.cell_prefixes = _cell_prefixes()
         self.previous, self.previous_threads, self.modes = None, None, []
         self.others = ()  # the other threads' hooks (_hook_other_threads)
+        self.missed = False  # an event another thread's hook could not judge (trampoline)
         # Whether anything declared is here to guard (in a graded room, grading/host/room.py, the
         # references are not): without it the hook would only slow honest code down.
         always = {n for n in ALWAYS if n not in self.names}
@@ -370,6 +371,17 @@ class Guard:
         if name is not None and self._students(caller):
             self.stop(name)  # CPython unsets the hook of this thread: it fired once
 
+    def _in_thread(self, frame, event, arg):
+        """The hook in a thread started while the guard is armed: CPython unsets it there when
+        it raises, so a hook that could not judge an event (the recursion limit) is `missed`."""
+        try:
+            return self.hook(frame, event, arg)
+        except OffLimitsError:
+            raise
+        except BaseException:
+            self.missed = True
+            raise
+
     def operator(self, name, frame):
         """torch's modes ask about each operator they see, `frame` the Python caller."""
         family = self.ops.get(name.split(".")[0])
@@ -387,7 +399,7 @@ class Guard:
             frame = frame.f_back
         self.outer = frozenset(outer)
         self.previous_threads = threading.getprofile()
-        threading.setprofile(self.hook)  # threads started while it is armed run under it
+        threading.setprofile(self._in_thread)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
         sys.setprofile(self.hook)
         self.others = _hook_other_threads(self)
@@ -403,7 +415,7 @@ class Guard:
         # CPython unsets a thread's profile hook whenever the hook raises, and calling the hook
         # raises RecursionError near the recursion limit: code that recursed that far (caught)
         # ran on unguarded (the thirty-third hub tester). `lost` says so, for the agent.
-        self.lost = sys.getprofile() != self.hook
+        self.lost = self.missed or sys.getprofile() != self.hook
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)
         _unhook_other_threads(self.others)
@@ -473,15 +485,21 @@ def _hook_other_threads(guard):
     """Set `guard`'s hook on every other thread of the interpreter; (trampoline, states)."""
     if _API is None:
         return ()
-    from contextlib import suppress
-
     cast, py_object = _CTYPES.cast, _CTYPES.py_object
 
+    # An event the hook could not judge (near the recursion limit its calls raise
+    # RecursionError) was let through unseen, the hook left set: her code in a library's
+    # thread recursed to the limit and called a reference there, nothing fired and nothing
+    # lost (the thirty-fifth hub tester). Such a thread counts as the guard lost (`missed`).
     def trampoline(_, frame, what, arg):
-        event = _EVENTS.get(what)
-        if event is not None:
-            with suppress(Exception):  # OffLimitsError: recorded in guard.fired
+        try:
+            event = _EVENTS.get(what)
+            if event is not None:
                 guard.hook(frame, event, cast(arg, py_object).value if arg else None)
+        except OffLimitsError:  # recorded in guard.fired
+            pass
+        except BaseException:  # noqa: BLE001 (whatever stopped the hook, the event went unseen)
+            guard.missed = True
         return 0
 
     made = _TRACEFUNC(trampoline)
