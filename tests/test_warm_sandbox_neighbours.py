@@ -680,6 +680,39 @@ def lab(answer):
     return new_notebook(cells=cells)
 
 
+# The test cells of the guard's real-sandbox cases below: a declaration, then asserts alone.
+MUL_TEST = "# Off limits while graded: operator.mul\nassert f(3) == 6"
+NORM_TEST_LAYER = (
+    "# Off limits while graded: torch normalisation layers\n"
+    "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])] == [-1.183, -0.507, 0.169, 1.521]"
+)
+NORM_TEST_RMS = (
+    "# Off limits while graded: torch normalisation layers\n"
+    "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])] == [0.32, 0.641, 0.961, 1.601]"
+)
+
+
+def stopped_unflagged(monkeypatch, test, answer, timeout=30):
+    """Grade her `answer` cell (which defines f) in a real sandbox against a lab() whose test
+    cell is `test`: the test's one error is OffLimitsError and nothing of her answer is
+    flagged (the guard and the agent hold by themselves)."""
+    from grading.host import course_preprocessors
+
+    def declared(source):
+        made = lab(source)
+        made.cells[1].source = test
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=timeout)
+    graded, _ = grader.preprocess(declared(answer), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    errors = [o.get("ename") for o in graded.cells[1].outputs]
+    assert errors == ["OffLimitsError"], graded.cells[1].outputs
+    assert notes.flags == [], notes.flags
+
+
 def grade_one(monkeypatch, submitted, timeout):
     """(graded notebook, notes) of `submitted` (a lab() notebook), graded by SandboxedExecute in
     a real sandbox against a release whose f is a stub, with `timeout` s a cell."""
@@ -1177,23 +1210,9 @@ def test_no_function_she_rebinds_in_the_standard_library_gets_past_the_guard(mon
     the package's folder with str's own methods. And her f that recursed to Python's limit
     (caught) before it called the reference passed: calling the guard's hook raised there, and
     CPython unset it; a value answered after the hook was lost is off limits now."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        reference = "json" if rebound == "posixpath.basename" else "operator.mul"
-        made.cells[1].source = f"# Off limits while graded: {reference}\nassert f(3) == 6"
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=20)
-    graded, _ = grader.preprocess(declared(REBINDS[rebound]), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
-    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
-        1
-    ].outputs
-    assert notes.flags == [], notes.flags  # nothing of it is flagged: the agent holds
+    reference = "json" if rebound == "posixpath.basename" else "operator.mul"
+    test = f"# Off limits while graded: {reference}\nassert f(3) == 6"
+    stopped_unflagged(monkeypatch, test, REBINDS[rebound], timeout=20)
 
 
 # Her f reads the message that asked for the test's cell, with the first call's token in its
@@ -1244,26 +1263,7 @@ def test_a_reference_torch_runs_for_her_beneath_the_guards_mode_is_off_limits(mo
     ran, torch's layer_norm itself, computed the declared family's value for her, the test
     passed and nothing was flagged (the thirty-fourth hub tester). Beneath a call the modes
     passed on, only torch's own code of the family's routes passes now."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = (
-            "# Off limits while graded: torch normalisation layers\n"
-            "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])]"
-            " == [-1.183, -0.507, 0.169, 1.521]"
-        )
-        return made
-
-    release = declared("def f(values):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
-    graded, _ = grader.preprocess(declared(BENEATH_THE_MODE), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
-    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
-        1
-    ].outputs
-    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+    stopped_unflagged(monkeypatch, NORM_TEST_LAYER, BENEATH_THE_MODE)
 
 
 # Her answer cell starts tqdm's monitor thread (a progress bar of a subclass of hers, whose
@@ -1297,22 +1297,7 @@ def test_a_thread_a_library_started_before_the_call_is_guarded_too(monkeypatch):
     flagged), ran her code with no hook at all, and the declared reference it called for her f
     went unseen, the test passed (the thirty-fourth hub tester). The guard hooks every thread
     of the interpreter while it is armed now."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = "# Off limits while graded: operator.mul\nassert f(3) == 6"
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
-    graded, _ = grader.preprocess(declared(EARLIER_THREAD), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
-    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
-        1
-    ].outputs
-    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+    stopped_unflagged(monkeypatch, MUL_TEST, EARLIER_THREAD)
 
 
 # Her answer cell takes torch's own decomposition of the fused rms_norm from the public
@@ -1338,25 +1323,7 @@ def test_a_disable_wrapper_she_set_on_torchs_seed_does_not_pass_for_torchs(monke
     attribute `__dynamo_disable`, hers to set: a decomposition of rms_norm set there computed
     the family's value for her, the test passed and nothing was flagged (the thirty-fifth hub
     tester). Only torch._dynamo's own disable wrapper of that very function passes now."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = (
-            "# Off limits while graded: torch normalisation layers\n"
-            "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])] == [0.32, 0.641, 0.961, 1.601]"
-        )
-        return made
-
-    release = declared("def f(values):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
-    graded, _ = grader.preprocess(declared(FORGED_DISABLE), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
-    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
-        1
-    ].outputs
-    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+    stopped_unflagged(monkeypatch, NORM_TEST_RMS, FORGED_DISABLE)
 
 
 # Her f hangs torch's own decomposition of the fused rms_norm (torch/_decomp, a file of the
@@ -1384,25 +1351,7 @@ def test_torchs_route_code_she_hangs_beneath_the_guards_mode_is_off_limits(monke
     routes passed whoever chose to run it there: a decomposition of rms_norm hung as a
     grad_fn's pre-hook computed the norm for her, the test passed and nothing was flagged
     (the thirty-fifth hub tester). Beneath such a call everything is judged by who made it."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = (
-            "# Off limits while graded: torch normalisation layers\n"
-            "assert [round(v, 3) for v in f([1.0, 2.0, 3.0, 5.0])] == [0.32, 0.641, 0.961, 1.601]"
-        )
-        return made
-
-    release = declared("def f(values):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
-    graded, _ = grader.preprocess(declared(ROUTE_AS_HOOK), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
-    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
-        1
-    ].outputs
-    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+    stopped_unflagged(monkeypatch, NORM_TEST_RMS, ROUTE_AS_HOOK)
 
 
 # EARLIER_THREAD's monitor thread (tqdm's, started by her answer cell) recurses to the limit
@@ -1447,19 +1396,4 @@ def test_a_thread_that_recursed_to_the_limit_counts_as_the_guard_lost(monkeypatc
     went through unseen, the hook left set: the declared reference called there, nothing fired,
     `lost` False, the test passed (the thirty-fifth hub tester). Such an event counts as the
     guard lost now (a value answered after it: sys.setprofile, OffLimitsError)."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = "# Off limits while graded: operator.mul\nassert f(3) == 6"
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
-    graded, _ = grader.preprocess(declared(DEEP_IN_A_THREAD), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
-    assert [o.get("ename") for o in graded.cells[1].outputs] == ["OffLimitsError"], graded.cells[
-        1
-    ].outputs
-    assert notes.flags == [], notes.flags  # nothing of it is flagged: the guard holds
+    stopped_unflagged(monkeypatch, MUL_TEST, DEEP_IN_A_THREAD)

@@ -507,25 +507,29 @@ def test_torchs_own_route_code_hung_as_her_hook_is_hers(tmp_path):
     assert torch.allclose(namespace["f"](x), torch.rms_norm(x, [4], eps=1e-6))  # unguarded
 
 
+# Her code recurses to Python's limit, then calls the reference on the way back up.
+DEEP = (
+    "def deep(x):\n"
+    "    try:\n"
+    "        r = deep(x)\n"
+    "    except BaseException:\n"
+    "        r = None\n"
+    "    if r is None:\n"
+    "        try:\n"
+    "            r = operator.mul(2, x)\n"
+    "        except BaseException:\n"
+    "            r = None\n"
+    "    return r\n"
+)
+
+
 def test_a_thread_whose_hook_could_not_run_counts_as_the_guard_lost():
     """A thread hooked through the C API that recursed to the limit let the call of a
     reference through unseen, nothing fired, `lost` False (the thirty-fifth hub tester): an
     event its hook could not judge counts as the guard lost now."""
     namespace = cell(
         "import operator, threading\n"
-        "done, go = [], threading.Event()\n"
-        "def deep(x):\n"
-        "    try:\n"
-        "        r = deep(x)\n"
-        "    except BaseException:\n"
-        "        r = None\n"
-        "    if r is None:\n"
-        "        try:\n"
-        "            r = operator.mul(2, x)\n"
-        "        except BaseException:\n"
-        "            r = None\n"
-        "    return r\n"
-        "def work():\n"
+        "done, go = [], threading.Event()\n" + DEEP + "def work():\n"
         "    go.wait()\n"
         "    done.append(deep(3))\n"
         "def f():\n"
@@ -548,19 +552,7 @@ def test_a_thread_started_during_the_call_whose_hook_could_not_run_counts_as_los
     unset the hook there when it raised at the recursion limit, and the guard never knew."""
     namespace = cell(
         "import operator, threading\n"
-        "done = []\n"
-        "def deep(x):\n"
-        "    try:\n"
-        "        r = deep(x)\n"
-        "    except BaseException:\n"
-        "        r = None\n"
-        "    if r is None:\n"
-        "        try:\n"
-        "            r = operator.mul(2, x)\n"
-        "        except BaseException:\n"
-        "            r = None\n"
-        "    return r\n"
-        "def f():\n"
+        "done = []\n" + DEEP + "def f():\n"
         "    worker = threading.Thread(target=lambda: done.append(deep(3)))\n"
         "    worker.start()\n"
         "    worker.join()\n"
