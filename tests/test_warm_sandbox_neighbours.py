@@ -1357,37 +1357,21 @@ def test_torchs_route_code_she_hangs_beneath_the_guards_mode_is_off_limits(monke
 # EARLIER_THREAD's monitor thread (tqdm's, started by her answer cell) recurses to the limit
 # before it calls the reference, and calls it on the way back up: near the limit the guard's
 # hook in that thread cannot run, and the call goes through unseen.
-DEEP_IN_A_THREAD = """
-import operator
-import time
-import tqdm
-jobs, done = [], {}
-def deep(x):
-    try:
-        r = deep(x)
-    except BaseException:
-        r = None
-    if r is None:
-        try:
-            r = operator.mul(2, x)
-        except BaseException:
-            r = None
-    return r
-class Bar(tqdm.tqdm):
-    monitor_interval = 0.01
-    @classmethod
-    def get_lock(cls):
-        while jobs:
-            x = jobs.pop()
-            done[x] = deep(x)
-        return super().get_lock()
-bar = Bar(total=1, disable=True)
-def f(x):
-    jobs.append(x)
-    while x not in done:
-        time.sleep(0.005)
-    return done.pop(x)
-"""
+DEEP_IN_A_THREAD = EARLIER_THREAD.replace("operator.mul(2, x)", "deep(x)").replace(
+    "class Bar(",
+    "def deep(x):\n"
+    "    try:\n"
+    "        r = deep(x)\n"
+    "    except BaseException:\n"
+    "        r = None\n"
+    "    if r is None:\n"
+    "        try:\n"
+    "            r = operator.mul(2, x)\n"
+    "        except BaseException:\n"
+    "            r = None\n"
+    "    return r\n"
+    "class Bar(",
+)
 
 
 def test_a_thread_that_recursed_to_the_limit_counts_as_the_guard_lost(monkeypatch):
