@@ -317,6 +317,11 @@ class Guard:
             frame = frame.f_back
         return self.for_agent
 
+    def _route(self, code):
+        """Whether `code` is torch's own code of a family's routes (a file there, none of the
+        family's named functions)."""
+        return self._reference(code) in FAMILIES and code not in self.named
+
     def _disabling(self, frame):
         """Whether `frame`, torch's own code of a family's routes, only runs a function with the
         compiler off for torch: beneath its lazy `_disable_dynamo` wrapper (torch.manual_seed
@@ -327,9 +332,7 @@ class Guard:
         calls is judged as any call; a wrapped function of a route (a compiled one) or another
         callable (a partial of a reference) is not passed."""
         while frame is not None and (
-            frame.f_code.co_filename.startswith("<frozen importlib")
-            or self._reference(frame.f_code) in FAMILIES
-            and frame.f_code not in self.named
+            frame.f_code.co_filename.startswith("<frozen importlib") or self._route(frame.f_code)
         ):
             frame = frame.f_back
         if frame is None or self.disabling is None or frame.f_code is not self.disabling:
@@ -360,8 +363,7 @@ class Guard:
         if event == "call":
             name = self._reference(frame.f_code)
             caller = frame.f_back
-            internal = name in FAMILIES and frame.f_code not in self.named
-            if internal and self._disabling(frame):
+            if self._route(frame.f_code) and self._disabling(frame):
                 return
         elif event == "c_call":
             name = self.builtins.get(id(arg))
