@@ -70,6 +70,36 @@ def _progress(message: str) -> None:
     print(f"[lmcourse] {message}", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def _gguf_built_once():
+    """While converting, build each of gguf's read-only objects once.
+
+    transformers' GGUF loader opens the file afresh for the config, the weights and the
+    tokenizer (each `GGUFReader` parses the 49,152-token vocabulary into numpy views: about
+    5 s), and builds gguf's tensor-name table once per module of the model (397 times, about
+    20 ms each). Both are pure functions of their arguments and transformers only reads what
+    they return, so here each is built once for the same arguments; the checkpoint written is
+    the same, byte for byte (tests/lib/test_pretrained.py).
+    """
+    import gguf
+
+    real_reader, real_name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers = {}
+
+    def reader(path, mode="r"):
+        key = (os.path.realpath(path), mode)
+        if key not in readers:
+            readers[key] = real_reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.cache(real_name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = real_reader, real_name_map
+        readers.clear()
+
+
 def _load_gguf():
     """(LlamaForCausalLM in float32, tokenizer) read and dequantised from the GGUF file."""
     import torch
@@ -77,10 +107,11 @@ def _load_gguf():
 
     path = gguf_path()
     kwargs = dict(gguf_file=path.name, local_files_only=True)
-    # transformers draws its own progress bar while it dequantises the 272 tensors.
-    model = LlamaForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **kwargs)
-    _progress("reading the tokenizer from the GGUF file (about 10 s) ...")
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, **kwargs)
+    with _gguf_built_once():
+        # transformers draws its own progress bar while it dequantises the 272 tensors.
+        model = LlamaForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **kwargs)
+        _progress("reading the tokenizer from the GGUF file ...")
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, **kwargs)
     return model.eval(), tokenizer
 
 

@@ -22,14 +22,25 @@ def test_loaded_models_have_the_published_parameter_count(smollm2_hf, smollm2):
     assert "quantization_config" not in smollm2_hf.config.to_dict()
 
 
-@pytest.mark.slow  # 15-20 s on 2 cores: left to `make test`, not `make test-lib`
+@pytest.mark.slow  # about 30 s on 2 cores: left to `make test`, not `make test-lib`
 def test_cached_checkpoint_equals_the_gguf_weights_and_tokenizer(smollm2_hf, smollm2_tokenizer):
-    gguf_model, gguf_tokenizer = pretrained._load_gguf()
+    # Read by transformers' own loader, without the conversion's build-once of gguf's objects
+    # (pretrained._gguf_built_once), so that this also checks that shortcut changes nothing.
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    path = pretrained.gguf_path()
+    kwargs = dict(gguf_file=path.name, local_files_only=True)
+    gguf_model = LlamaForCausalLM.from_pretrained(path.parent, dtype=torch.float32, **kwargs)
+    gguf_tokenizer = AutoTokenizer.from_pretrained(path.parent, **kwargs)
     ours, theirs = smollm2_hf.state_dict(), gguf_model.state_dict()
     assert ours.keys() == theirs.keys()
     differ = [name for name in ours if not torch.equal(ours[name], theirs[name])]
     assert not differ, f"{len(differ)} cached tensors differ from the GGUF file, e.g. {differ[:3]}"
     assert smollm2_hf.lm_head.weight is smollm2_hf.model.embed_tokens.weight, "head not tied"
+    ours, theirs = smollm2_hf.config.to_dict(), gguf_model.config.to_dict()
+    differ = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
+    assert differ == {"_name_or_path", "quantization_config"}, f"the configs differ in {differ}"
+    assert smollm2_hf.generation_config.to_dict() == gguf_model.generation_config.to_dict()
     sample = text.load()[:20_000]
     assert smollm2_tokenizer.encode(sample) == gguf_tokenizer.encode(sample)
 
