@@ -45,6 +45,8 @@ Site settings, from the hub's environment:
     LM10_NGSHARE_QUOTA_MIB    128                     what a student's submissions may take there
                                                       (content, names, and 4 KiB per file)
     LM10_NGSHARE_MAX_FILES    500                     most files in one request
+    LM10_NGSHARE_MIB_PER_MINUTE  64                   most MiB of request bodies the exchange
+                                                      reads from one student in any minute
     LM10_EXCHANGE_AUTH_CACHE_SECONDS  5               how long the exchange trusts the hub's
                                                       last answer about a token
     LM10_HUB_URL              http://localhost:8000   the hub's public address; each server is
@@ -103,6 +105,7 @@ STATE = Path(os.environ.get("LM10_HUB_STATE", "/srv/lm10"))
 MAX_REQUEST_MIB = os.environ.get("LM10_NGSHARE_MAX_REQUEST_MIB", "16")
 QUOTA_MIB = os.environ.get("LM10_NGSHARE_QUOTA_MIB", "128")
 MAX_FILES = os.environ.get("LM10_NGSHARE_MAX_FILES", "500")
+MIB_PER_MINUTE = os.environ.get("LM10_NGSHARE_MIB_PER_MINUTE", "64")
 AUTH_CACHE_SECONDS = os.environ.get("LM10_EXCHANGE_AUTH_CACHE_SECONDS", "5")
 HUB_URL = os.environ.get("LM10_HUB_URL", "http://localhost:8000")  # servers: <user>.<its host>
 TMPFS_MIB = int(os.environ.get("LM10_SANDBOX_TMPFS_MIB", "1024"))
@@ -358,6 +361,8 @@ c.JupyterHub.services = [
             QUOTA_MIB,
             "--max-files",
             MAX_FILES,
+            "--mib-per-minute",
+            MIB_PER_MINUTE,
             "--auth-cache-seconds",
             AUTH_CACHE_SECONDS,
         ],

@@ -4,7 +4,7 @@
                                           --instructors NAME[,NAME] [--prefix /services/ngshare/]
                                           [--max-request-mib 16] [--quota-mib 128]
                                           [--max-files 500] [--auth-cache-seconds 5]
-                                          [--connections-per-user 16]
+                                          [--mib-per-minute 64] [--connections-per-user 16]
 
 ngshare (PyPI `ngshare`) keeps nbgrader's releases, submissions and feedback in a database and a
 folder of its own and hands them out over a REST API to whoever JupyterHub says is calling, so
@@ -32,6 +32,12 @@ does not do:
   MiB, where each file costs its content, its name and FILE_OVERHEAD bytes (what the file
   system and the database spend on it even when it is empty): past that, a submission is
   refused with a 413 that says so (ngshare keeps every submission).
+- Time: a request with a body is answered before any of it is read unless it carries a
+  valid token as above (403) and its length (411: no chunked bodies), and the student's bodies
+  of the last minute leave room for it under --mib-per-minute (429, with Retry-After; the
+  instructors are not counted). Tornado reads and decodes a whole body before any handler
+  runs: without this, anyone kept the exchange's one thread busy with bodies it decoded only
+  to refuse (about 0.3 s per 16 MiB request).
 - The course exists with exactly its instructors before the first request: created at start if
   missing, its instructors set to --instructors (the hub passes its instructors' group).
   ngshare creates courses only for its admins, and this service has none. Students are enrolled
@@ -65,13 +71,15 @@ import binascii
 import contextlib
 import json
 import os
+import re
 import resource
 import socket
 import stat
 import struct
 import sys
+import time
 import unicodedata
-from collections import Counter, namedtuple
+from collections import Counter, deque, namedtuple
 from pathlib import Path
 
 from jupyterhub.services.auth import HubAuth
@@ -80,8 +88,10 @@ from ngshare.database import Assignment, Course, Submission, User
 from ngshare.ngshare import MyApplication, MyRequestHandler, SubmitAssignment
 from sqlalchemy import event
 from sqlalchemy.orm import configure_mappers, object_session
+from tornado import httputil
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import IOLoop
+from tornado.iostream import StreamClosedError
 from tornado.log import enable_pretty_logging
 from tornado.netutil import bind_unix_socket
 
@@ -148,6 +158,20 @@ def cost(name, size):
     return size + len(name.encode("utf-8", "surrogatepass")) + FILE_OVERHEAD
 
 
+async def hub_user(auth, headers):
+    """(the hub's model of the caller, None) when the Authorization header in `headers` holds
+    a token of a hub *user* with this service's access scope; else (None, why not)."""
+    found = auth.auth_header_pat.fullmatch(headers.get("Authorization", "").strip())
+    model = await auth.user_for_token(found[1], sync=False) if found else None
+    if not model:
+        return None, "Permission denied: a JupyterHub token in the Authorization header"
+    if model.get("kind") != "user":
+        return None, "Permission denied: only JupyterHub users use the exchange"
+    if not auth.check_scopes(auth.access_scopes, model):
+        return None, f"Permission denied: the token lacks {' or '.join(sorted(auth.access_scopes))}"
+    return model, None
+
+
 class CourseRules:
     """Mixed in front of every ngshare handler: the caller is a hub user, through a token with
     this service's access scope, or the request ends with 403; a submission past the student's
@@ -156,20 +180,9 @@ class CourseRules:
     async def prepare(self):
         self.db = self.application.db_session()  # ngshare's handlers use these two
         self.user = None
-        auth = self.settings["lm10_hub_auth"]
-        header = self.request.headers.get("Authorization", "").strip()
-        found = auth.auth_header_pat.fullmatch(header)
-        model = await auth.user_for_token(found[1], sync=False) if found else None
-        if not model:
-            self.json_error(
-                403, "Permission denied: a JupyterHub token in the Authorization header"
-            )
-        if model.get("kind") != "user":
-            self.json_error(403, "Permission denied: only JupyterHub users use the exchange")
-        if not auth.check_scopes(auth.access_scopes, model):
-            self.json_error(
-                403, f"Permission denied: the token lacks {' or '.join(sorted(auth.access_scopes))}"
-            )
+        model, refused = await hub_user(self.settings["lm10_hub_auth"], self.request.headers)
+        if refused:
+            self.json_error(403, refused)
         self.current_user = model
         self.user = User.from_jupyterhub_user(model, self.db)
         if self.request.method == "POST":
@@ -207,14 +220,105 @@ def peer_uid(sock):
     return PEER_CREDENTIALS.unpack(raw)[1]
 
 
+class BodyAfterToken(httputil.HTTPMessageDelegate):
+    """In front of the application for one request: a request with a body is answered, and
+    its connection closed, before any of the body is read, unless its token is a hub user's
+    with this service's scope (else 403), it gives its length (else 411) and its user's
+    bodies of the last minute leave room for it (else 429; the server's `admit`).
+
+    Tornado reads and form-decodes a request's whole body before a handler's `prepare`, where
+    CourseRules reads the token: about 0.3 s of the exchange's one thread for a 16 MiB body,
+    spent for anyone, token or not, 16 connections a Unix user at once (the thirty-sixth
+    tester's). A request without a body goes on as before (CourseRules judges it)."""
+
+    def __init__(self, server, delegate, connection):
+        self.server, self.delegate, self.connection = server, delegate, connection
+
+    async def headers_received(self, start_line, headers):
+        refused = await self.server.admit(headers)
+        if refused is None:
+            passed = self.delegate.headers_received(start_line, headers)
+            if passed is not None:
+                await passed
+            return
+        status, message, extra = refused
+        body = json.dumps({"success": False, "message": message}).encode()
+        head = [f"HTTP/1.1 {status} {httputil.responses[status]}"]
+        head += [f"{k}: {v}" for k, v in {**extra, "Content-Type": "application/json"}.items()]
+        head += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
+        stream = self.connection.detach()  # nothing more of this connection is read
+        try:
+            await stream.write("\r\n".join(head).encode("latin-1") + body)
+        except StreamClosedError:
+            pass
+        finally:
+            stream.close()
+
+    def data_received(self, chunk):
+        return self.delegate.data_received(chunk)
+
+    def finish(self):
+        self.delegate.finish()
+
+    def on_connection_close(self):
+        self.delegate.on_connection_close()
+
+
 class PerUserServer(HTTPServer):
     """Tornado's HTTP server that keeps at most `per_user` connections of each Unix user open
     on its Unix socket; past that, a new connection of that user's is closed as soon as it is
     accepted. One student's thousands of connections then hold a bounded number of the
     exchange's file descriptors, and everyone else still gets in (without it, they held every
-    descriptor the exchange may open, and no one else's request was answered)."""
+    descriptor the exchange may open, and no one else's request was answered).
+
+    Every request with a body passes `admit` before tornado reads the body (BodyAfterToken):
+    a hub user's token, and at most `bytes_per_minute` of request bodies from each user in
+    any minute (instructors unbounded: `unbounded`, their release and feedback)."""
 
     per_user = 16
+    bytes_per_minute = 64 * MIB
+    unbounded = frozenset()
+
+    def start_request(self, server_conn, request_conn):
+        return BodyAfterToken(self, super().start_request(server_conn, request_conn), request_conn)
+
+    async def admit(self, headers, now=time.monotonic):
+        """None if a request with these headers may be read; else (status, message, headers)."""
+        if "Transfer-Encoding" in headers:
+            return 411, "Refused: the exchange reads a request only with its Content-Length", {}
+        given = re.fullmatch(r"[0-9]+", headers.get("Content-Length", "0").split(",")[0].strip())
+        length = int(given[0]) if given else 0  # not a number: tornado refuses it unread
+        if length == 0 or length > self.conn_params.max_body_size:  # tornado reads neither
+            return None
+        model, refused = await hub_user(self.request_callback.settings["lm10_hub_auth"], headers)
+        if refused:
+            return 403, refused, {}
+        if model["name"] in self.unbounded:
+            return None
+        if not hasattr(self, "read_of"):
+            self.read_of = {}
+        read = self.read_of.setdefault(model["name"], deque())
+        minute_ago = now() - 60
+        while read and read[0][0] <= minute_ago:
+            read.popleft()
+        sent = sum(n for _, n in read)
+        if sent + length > self.bytes_per_minute:
+            wait, left = 0, sent
+            for when, n in read:  # until enough of the last minute's bodies are a minute old
+                left -= n
+                wait = when - minute_ago
+                if left + length <= self.bytes_per_minute:
+                    break
+            return (
+                429,
+                f"Refused: you sent the exchange {sent / MIB:.1f} MiB in the last minute and "
+                f"this request is {length / MIB:.1f} MiB; it reads at most "
+                f"{self.bytes_per_minute / MIB:.0f} MiB a minute from each student. Try again "
+                f"in {wait:.0f} s.",
+                {"Retry-After": str(max(1, round(wait + 0.5)))},
+            )
+        read.append((now(), length))
+        return None
 
     def handle_stream(self, stream, address):
         if not hasattr(self, "open_by_uid"):
@@ -337,6 +441,12 @@ def parse(argv):
     parser.add_argument("--max-files", type=int, default=500)
     parser.add_argument("--auth-cache-seconds", type=int, default=5)
     parser.add_argument(
+        "--mib-per-minute",
+        type=float,
+        default=64,
+        help="most MiB of request bodies the exchange reads from one student in any minute",
+    )
+    parser.add_argument(
         "--connections-per-user",
         type=int,
         default=16,
@@ -356,6 +466,8 @@ def parse(argv):
             "--max-request-mib, --quota-mib, --max-files and --connections-per-user must be "
             "positive"
         )
+    if args.mib_per_minute < args.max_request_mib:
+        parser.error("--mib-per-minute must be at least --max-request-mib")
     if args.auth_cache_seconds < 0:
         parser.error("--auth-cache-seconds must not be negative")
     if not args.prefix.startswith("/") or not args.prefix.endswith("/"):
@@ -420,6 +532,8 @@ def main(argv=None):
         body_timeout=60,
     )
     server.per_user = args.connections_per_user
+    server.bytes_per_minute = int(args.mib_per_minute * MIB)
+    server.unbounded = frozenset(args.instructors)
     if args.socket:
         server.add_socket(bind_unix_socket(str(socket_path), mode=0o666))
     else:
