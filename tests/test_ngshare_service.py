@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+import time
 
 import pytest
 from jupyterhub.services.auth import HubAuth
@@ -89,3 +90,47 @@ def test_what_tornado_refuses_unread_and_what_has_no_body_go_on_as_before(exchan
     # no body: the handler's (in the service, CourseRules judges the token there)
     assert ask(exchange, ["GET /submissions HTTP/1.1", "Host: x"]) == "HTTP/1.1 200 OK"
     assert ask(exchange, post(0)) == "HTTP/1.1 200 OK"
+
+
+class TokenIsName:
+    """HubAuth's part that `admit` uses, without a hub: every token is the hub user it names."""
+
+    auth_header_pat = HubAuth.auth_header_pat
+    access_scopes = {"access:services!service=ngshare"}
+
+    async def user_for_token(self, token, sync=True):
+        return {"kind": "user", "name": token}
+
+    def check_scopes(self, scopes, model):
+        return set(scopes)
+
+
+def test_many_small_bodies_cost_admit_no_more_than_few(tmp_path):
+    # the thirty-seventh tester: one entry a body made each of her requests sum all her
+    # bodies of the last minute (Content-Length: 1, some hundreds a second on her 16
+    # connections): 20,000 admits took 4.5 s here, each later one longer than the one before
+    server = PerUserServer(Application([], lm10_hub_auth=TokenIsName()), max_body_size=MAX_BODY)
+    server.bytes_per_minute = 4 * MAX_BODY
+    clock = [1000.0]
+    mallory = {"Content-Length": "1", "Authorization": "token mallory"}
+
+    async def play():
+        started = time.perf_counter()
+        for _ in range(20000):  # one a millisecond: 20 s of them
+            clock[0] += 0.001
+            assert await server.admit(mallory, now=lambda: clock[0]) is None
+        spent = time.perf_counter() - started
+        assert len(server.read_of["mallory"]) <= 61
+        assert spent < 2, spent
+        # her budget still counts every byte for a whole minute (and at most a second more)
+        clock[0] += 61
+        whole = {"Content-Length": str(MAX_BODY), "Authorization": "token mallory"}
+        for _ in range(4):
+            assert await server.admit(whole, now=lambda: clock[0]) is None
+        assert (await server.admit(whole, now=lambda: clock[0]))[0] == 429
+        clock[0] += 59.9
+        assert (await server.admit(whole, now=lambda: clock[0]))[0] == 429
+        clock[0] += 1.1
+        assert await server.admit(whole, now=lambda: clock[0]) is None
+
+    asyncio.run(play())
