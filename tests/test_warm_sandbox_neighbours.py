@@ -1381,3 +1381,35 @@ def test_a_thread_that_recursed_to_the_limit_counts_as_the_guard_lost(monkeypatc
     `lost` False, the test passed (the thirty-fifth hub tester). Such an event counts as the
     guard lost now (a value answered after it: sys.setprofile, OffLimitsError)."""
     stopped_unflagged(monkeypatch, MUL_TEST, DEEP_IN_A_THREAD)
+
+
+# Her answer cell gives a tokenizer of the `tokenizers` package a pre-tokenizer of her own
+# (`PreTokenizer.custom`, nothing flagged); `encode_batch` runs it on the package's native
+# (Rust, rayon) threads, which enter Python through a thread state of their own made for the
+# call: none of the threads the guard hooks when it is armed, nor one `threading.setprofile`
+# reaches. Her f has the declared reference computed there.
+NATIVE_THREAD = """
+import operator
+from tokenizers import Tokenizer, models, pre_tokenizers
+done = []
+class Mine:
+    def split(self, i, s):
+        done.append(operator.mul(2, int(s.normalized)))
+        return [s]
+    def pre_tokenize(self, pretok):
+        pretok.split(self.split)
+tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.PreTokenizer.custom(Mine())
+def f(x):
+    done.clear()
+    tok.encode_batch([str(x)] * 8)
+    return done[0]
+"""
+
+
+def test_a_native_thread_of_a_library_computes_nothing_unseen(monkeypatch):
+    """The thirty-seventh hub tester's: a thread a native library makes enter Python during the
+    call (tokenizers' rayon workers, running her pre-tokenizer in `encode_batch`) had no
+    profile hook, so the declared reference it called for her f went unseen and the test
+    passed, nothing flagged."""
+    stopped_unflagged(monkeypatch, MUL_TEST, NATIVE_THREAD)
