@@ -163,6 +163,12 @@ REACHES = {
     "import-_thread": ("import _thread", "imports _thread"),
     "import-gc": ("import gc", "imports gc"),
     "import-ctypes": ("import ctypes", "imports ctypes"),
+    # the thirty-seventh hub tester: a C thread of hers (libc's pthread_create through cffi)
+    # ran her Python callback with no profile hook, the declared reference unseen
+    "import-cffi": ("from cffi import FFI", "imports cffi"),
+    "cffi-ffi": ("from argon2.low_level import ffi", "imports argon2.low_level.ffi"),
+    "cffi-ffi-attribute": ("import argon2.low_level as a\nlibc = a.ffi.dlopen(None)", "(.ffi)"),
+    "cffi-dlopen": ("libc = ffi_of_hers.dlopen(None)", "through cffi (.dlopen)"),
     "import-inspect": ("import inspect", "imports inspect"),
     "torch.library": ("torch.library.Library('aten', 'IMPL')", "torch.library"),
     "torch._C": ("torch._C._nn.gelu", "torch._C"),
