@@ -1413,3 +1413,31 @@ def test_a_native_thread_of_a_library_computes_nothing_unseen(monkeypatch):
     profile hook, so the declared reference it called for her f went unseen and the test
     passed, nothing flagged."""
     stopped_unflagged(monkeypatch, MUL_TEST, NATIVE_THREAD)
+
+
+# Her f reads its answer from a DataLoader with one worker process (forked during the call)
+# whose dataset's __getitem__ calls the declared reference; the worker's copy of the guard
+# stops the first call there (caught) and none after, and its `fired` is the worker's own.
+FORKED_WORKER = """
+import operator
+import torch.utils.data
+box = {}
+class Data(torch.utils.data.Dataset):
+    def __getitem__(self, i):
+        try:
+            operator.mul(2, box["x"])
+        except Exception:
+            pass
+        return operator.mul(2, box["x"])
+def f(x):
+    box["x"] = x
+    loader = torch.utils.data.DataLoader(Data(), sampler=[0], num_workers=1, collate_fn=list)
+    return next(iter(loader))[0]
+"""
+
+
+def test_a_process_forked_during_the_call_counts_as_the_guard_lost(monkeypatch):
+    """The thirty-seventh hub tester's: a DataLoader worker, forked during the call, computed
+    the declared reference for her f in a process whose guard this one never reads; the test
+    passed, nothing flagged. A fork while the guard is armed counts as the guard lost now."""
+    stopped_unflagged(monkeypatch, MUL_TEST, FORKED_WORKER)

@@ -191,6 +191,22 @@ def _codes(target, seen=None):
     return []
 
 
+# The guards armed now in this process. A process forked while one is armed runs her code under
+# a copy of it whose `fired` this process never reads: a DataLoader worker (num_workers=1, her
+# dataset's __getitem__) computed the declared reference for her f, nothing fired here and
+# nothing flagged (the thirty-seventh hub tester). A fork while armed counts as the guard lost.
+_ARMED = set()
+
+
+def _forking():
+    for guard in list(_ARMED):
+        guard.missed = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_forking)
+
+
 class Guard:
     """A profile hook that stops the `names` (see the module's docstring) while it is armed.
 
@@ -400,6 +416,7 @@ class Guard:
             outer.add(id(frame))
             frame = frame.f_back
         self.outer = frozenset(outer)
+        _ARMED.add(self)
         self.previous_threads = threading.getprofile()
         threading.setprofile(self._in_thread)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
@@ -417,6 +434,7 @@ class Guard:
         # CPython unsets a thread's profile hook whenever the hook raises, and calling the hook
         # raises RecursionError near the recursion limit: code that recursed that far (caught)
         # ran on unguarded (the thirty-third hub tester). `lost` says so, for the agent.
+        _ARMED.discard(self)
         self.lost = self.missed or sys.getprofile() != self.hook
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)
