@@ -179,6 +179,18 @@ REACHES = {
     "torch.jit": ("cu = torch.jit.CompilationUnit(SCRIPT)", "torch.jit"),
     "jit-alias": ("T = torch\nT.jit.script(f)", "torch's jit"),
     "jit-import": ("from torch.jit import CompilationUnit", "torch.jit"),
+    # the thirty-seventh hub tester: rms_norm traced ahead of the call into aten primitives
+    "torch.export": (
+        "g = torch.export.export(M(), (x,)).run_decompositions().graph_module",
+        "torch's export",
+    ),
+    "export-alias": ("T = torch\nT.export.default_decompositions()", "torch's export"),
+    "export-import": ("from torch.export import default_decompositions", "torch.export"),
+    "make_fx": ("from torch.fx.experimental.proxy_tensor import make_fx", "proxy_tensor"),
+    "make_fx-attribute": (
+        "import torch.fx.experimental as e\ng = e.proxy_tensor.make_fx(f)",
+        "proxy_tensor",
+    ),
     "python-dispatch": (
         "from torch.utils._python_dispatch import TorchDispatchMode",
         "torch.utils._python_dispatch",
