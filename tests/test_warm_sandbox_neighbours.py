@@ -692,10 +692,11 @@ NORM_TEST_RMS = (
 )
 
 
-def stopped_unflagged(monkeypatch, test, answer, timeout=30):
+def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
     """Grade her `answer` cell (which defines f) in a real sandbox against a lab() whose test
     cell is `test`: the test's one error is OffLimitsError and nothing of her answer is
-    flagged (the guard and the agent hold by themselves)."""
+    flagged (the guard and the agent hold by themselves), or, with `flagged_for`, nothing but
+    flags of that text (a construct flagged since, which the guard stops by itself too)."""
     from grading.host import course_preprocessors
 
     def declared(source):
@@ -710,7 +711,10 @@ def stopped_unflagged(monkeypatch, test, answer, timeout=30):
     notes = course_preprocessors.take_notes()
     errors = [o.get("ename") for o in graded.cells[1].outputs]
     assert errors == ["OffLimitsError"], graded.cells[1].outputs
-    assert notes.flags == [], notes.flags
+    if flagged_for is None:
+        assert notes.flags == [], notes.flags
+    else:
+        assert notes.flags and all(flagged_for in f for f in notes.flags), notes.flags
 
 
 def grade_one(monkeypatch, submitted, timeout):
@@ -1323,7 +1327,9 @@ def test_a_disable_wrapper_she_set_on_torchs_seed_does_not_pass_for_torchs(monke
     attribute `__dynamo_disable`, hers to set: a decomposition of rms_norm set there computed
     the family's value for her, the test passed and nothing was flagged (the thirty-fifth hub
     tester). Only torch._dynamo's own disable wrapper of that very function passes now."""
-    stopped_unflagged(monkeypatch, NORM_TEST_RMS, FORGED_DISABLE)
+    # torch.export (where her table comes from) is flagged since the thirty-seventh hub
+    # tester; the guard stops her f by itself all the same
+    stopped_unflagged(monkeypatch, NORM_TEST_RMS, FORGED_DISABLE, flagged_for="torch's export")
 
 
 # Her f hangs torch's own decomposition of the fused rms_norm (torch/_decomp, a file of the
@@ -1351,7 +1357,9 @@ def test_torchs_route_code_she_hangs_beneath_the_guards_mode_is_off_limits(monke
     routes passed whoever chose to run it there: a decomposition of rms_norm hung as a
     grad_fn's pre-hook computed the norm for her, the test passed and nothing was flagged
     (the thirty-fifth hub tester). Beneath such a call everything is judged by who made it."""
-    stopped_unflagged(monkeypatch, NORM_TEST_RMS, ROUTE_AS_HOOK)
+    # torch.export (where her table comes from) is flagged since the thirty-seventh hub
+    # tester; the guard stops her f by itself all the same
+    stopped_unflagged(monkeypatch, NORM_TEST_RMS, ROUTE_AS_HOOK, flagged_for="torch's export")
 
 
 # EARLIER_THREAD's monitor thread (tqdm's, started by her answer cell) recurses to the limit
