@@ -206,27 +206,6 @@ def _forking():
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_forking)
 
-_LISTDIR, _OPEN = os.listdir, open  # as this module found them: hers to rebind later
-
-
-def _children():
-    """Whether this process has a child process now (/proc's list of each thread's). A worker
-    her answer cell forked before the call (a DataLoader's, persistent_workers=True) computed
-    the reference for her f under no guard at all (the thirty-seventh hub tester): a child
-    alive when a guard is armed or ends counts as the guard lost too."""
-    try:
-        tasks = _LISTDIR("/proc/self/task")
-    except OSError:
-        return False
-    for task in tasks:
-        try:
-            with _OPEN(f"/proc/self/task/{task}/children") as listed:
-                if listed.read().strip():
-                    return True
-        except OSError:
-            continue
-    return False
-
 
 class Guard:
     """A profile hook that stops the `names` (see the module's docstring) while it is armed.
@@ -438,7 +417,6 @@ class Guard:
             frame = frame.f_back
         self.outer = frozenset(outer)
         _ARMED.add(self)
-        self.missed = self.missed or _children()
         self.previous_threads = threading.getprofile()
         threading.setprofile(self._in_thread)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
@@ -457,7 +435,7 @@ class Guard:
         # raises RecursionError near the recursion limit: code that recursed that far (caught)
         # ran on unguarded (the thirty-third hub tester). `lost` says so, for the agent.
         _ARMED.discard(self)
-        self.lost = self.missed or sys.getprofile() != self.hook or _children()
+        self.lost = self.missed or sys.getprofile() != self.hook
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)
         _unhook_other_threads(self.others)
