@@ -1449,3 +1449,29 @@ def test_a_process_forked_during_the_call_counts_as_the_guard_lost(monkeypatch):
     the declared reference for her f in a process whose guard this one never reads; the test
     passed, nothing flagged. A fork while the guard is armed counts as the guard lost now."""
     stopped_unflagged(monkeypatch, MUL_TEST, FORKED_WORKER)
+
+
+# FORKED_WORKER's worker forked by her answer cell, before any call: a persistent one, whose
+# index queue her f feeds through the sampler's list.
+EARLIER_WORKER = """
+import operator
+import torch.utils.data
+class Data(torch.utils.data.Dataset):
+    def __getitem__(self, i):
+        return operator.mul(2, i)
+xs = [0]
+loader = torch.utils.data.DataLoader(
+    Data(), sampler=xs, num_workers=1, persistent_workers=True, collate_fn=list
+)
+first = next(iter(loader))
+def f(x):
+    xs[0] = x
+    return next(iter(loader))[0]
+"""
+
+
+def test_a_process_forked_before_the_call_counts_as_the_guard_lost(monkeypatch):
+    """The thirty-seventh hub tester's: a persistent DataLoader worker her answer cell started
+    computed the declared reference for her f under no guard; a child process forked from the
+    kernel (not exec'd) alive while the guard is armed counts as the guard lost now."""
+    stopped_unflagged(monkeypatch, MUL_TEST, EARLIER_WORKER)

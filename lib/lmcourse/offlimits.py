@@ -206,6 +206,33 @@ def _forking():
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_forking)
 
+_LISTDIR, _OPEN = os.listdir, open  # as this module found them: hers to rebind later
+
+
+def _read(path):
+    try:
+        with _OPEN(path, "rb") as found:
+            return found.read()
+    except OSError:
+        return b""
+
+
+def _forked_children():
+    """Whether a child of this process runs this process's own program still (forked, not
+    exec'd: a DataLoader's worker, not a program she ran). A persistent worker her answer
+    cell started before the call computed the reference for her f under no guard at all (the
+    thirty-seventh hub tester): one alive when a guard is armed or ends counts as it lost."""
+    own = _read("/proc/self/cmdline")
+    try:
+        tasks = _LISTDIR("/proc/self/task")
+    except OSError:
+        return False
+    for task in tasks:
+        for pid in _read(f"/proc/self/task/{task}/children").split():
+            if own and _read(f"/proc/{int(pid)}/cmdline") == own:
+                return True
+    return False
+
 
 class Guard:
     """A profile hook that stops the `names` (see the module's docstring) while it is armed.
@@ -417,6 +444,7 @@ class Guard:
             frame = frame.f_back
         self.outer = frozenset(outer)
         _ARMED.add(self)
+        self.missed = self.missed or _forked_children()
         self.previous_threads = threading.getprofile()
         threading.setprofile(self._in_thread)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
@@ -435,7 +463,7 @@ class Guard:
         # raises RecursionError near the recursion limit: code that recursed that far (caught)
         # ran on unguarded (the thirty-third hub tester). `lost` says so, for the agent.
         _ARMED.discard(self)
-        self.lost = self.missed or sys.getprofile() != self.hook
+        self.lost = self.missed or sys.getprofile() != self.hook or _forked_children()
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)
         _unhook_other_threads(self.others)
