@@ -5,6 +5,7 @@ sandbox kills every process and empties its writable folders; these are what tha
 reach: the process that grades the next notebook, and the log every process there writes to.
 Each test grades her notebook, then a classmate's honest one, in the same real sandbox."""
 
+import copy
 import json
 import os
 
@@ -1475,3 +1476,62 @@ def test_a_process_forked_before_the_call_counts_as_the_guard_lost(monkeypatch):
     computed the declared reference for her f under no guard; a child process forked from the
     kernel (not exec'd) alive while the guard is armed counts as the guard lost now."""
     stopped_unflagged(monkeypatch, MUL_TEST, EARLIER_WORKER)
+
+
+# The thirty-eighth hub tester's: her f's first guarded call starts the persistent worker (that
+# call is lost: a fork while armed) and then holds every descriptor the kernel may open, in shared
+# tensors (`share_memory_` keeps each one's open). At every later call the guard's look at its
+# children could open neither /proc/self/cmdline nor /proc/self/task and saw no child at all.
+WORKER_NO_DESCRIPTORS = """
+import operator
+import torch
+import torch.utils.data
+class Data(torch.utils.data.Dataset):
+    def __getitem__(self, i):
+        try:
+            return operator.mul(2, i)
+        except Exception:
+            return operator.mul(2, i)
+xs = [0]
+held = []
+def f(x):
+    if not held:
+        held.append(torch.utils.data.DataLoader(
+            Data(), sampler=xs, num_workers=1, persistent_workers=True, collate_fn=list
+        ))
+        next(iter(held[0]))
+        while True:
+            try:
+                held.append(torch.zeros(1).share_memory_())
+            except RuntimeError:
+                break
+    xs[0] = x
+    return next(iter(held[0]))[0]
+"""
+
+
+def test_a_child_is_seen_with_no_descriptor_left(monkeypatch):
+    """The thirty-eighth hub tester's: her first guarded test is lost (the worker forked during
+    its call), and with every descriptor held the child check of each later call read nothing
+    of /proc and saw no child: her second test passed on the reference, nothing flagged. A
+    check that cannot look counts as the guard lost now."""
+    from grading.host import course_preprocessors
+
+    def two_tests(answer):
+        made = lab(answer)
+        made.cells[1].source = MUL_TEST
+        again = copy.deepcopy(made.cells[1])
+        again.metadata["nbgrader"]["grade_id"] = "test_f_again"
+        made.cells.append(again)
+        return made
+
+    release = two_tests("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(
+        two_tests(WORKER_NO_DESCRIPTORS), {"nbgrader": {"assignment": "lab"}}
+    )
+    notes = course_preprocessors.take_notes()
+    assert notes.flags == [], notes.flags
+    errors = [[o.get("ename") for o in cell.outputs] for cell in graded.cells[1:]]
+    assert errors == [["OffLimitsError"], ["OffLimitsError"]], [c.outputs for c in graded.cells]

@@ -210,11 +210,16 @@ _LISTDIR, _OPEN = os.listdir, open  # as this module found them: hers to rebind 
 
 
 def _read(path):
+    """The file's bytes; b"" where it is not (no /proc, a child or thread that ended), None where
+    it could not be read: her answer cell held every descriptor the kernel may open (shared
+    tensors), and a check that read nothing saw no child (the thirty-eighth hub tester)."""
     try:
         with _OPEN(path, "rb") as found:
             return found.read()
-    except OSError:
+    except (FileNotFoundError, ProcessLookupError):
         return b""
+    except OSError:
+        return None
 
 
 def _forked_children():
@@ -223,13 +228,21 @@ def _forked_children():
     cell started before the call computed the reference for her f under no guard at all (the
     thirty-seventh hub tester): one alive when a guard is armed or ends counts as it lost."""
     own = _read("/proc/self/cmdline")
+    if not own:
+        return own is None  # no /proc (her own machine's Validate): nothing to look at
     try:
         tasks = _LISTDIR("/proc/self/task")
-    except OSError:
+    except FileNotFoundError:
         return False
+    except OSError:
+        return True  # a check that cannot look counts as the guard lost
     for task in tasks:
-        for pid in _read(f"/proc/self/task/{task}/children").split():
-            if own and _read(f"/proc/{int(pid)}/cmdline") == own:
+        children = _read(f"/proc/self/task/{task}/children")
+        if children is None:
+            return True
+        for pid in children.split():
+            theirs = _read(f"/proc/{int(pid)}/cmdline")
+            if theirs is None or theirs == own:
                 return True
     return False
 
