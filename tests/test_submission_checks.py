@@ -169,6 +169,22 @@ REACHES = {
     "cffi-ffi": ("from argon2.low_level import ffi", "imports argon2.low_level.ffi"),
     "cffi-ffi-attribute": ("import argon2.low_level as a\nlibc = a.ffi.dlopen(None)", "(.ffi)"),
     "cffi-dlopen": ("libc = ffi_of_hers.dlopen(None)", "through cffi (.dlopen)"),
+    # the thirty-eighth hub tester's: numpy arrays over any address of the kernel's process
+    "numpy-array-interface-by-type": (
+        "A = type('A', (), {'__array_' + 'interface__': {'data': (id(x), False)}})",
+        "type()",
+    ),
+    "type-with-a-namespace-of-hers": ("A = type('A', (), space)", "type()"),
+    "type-with-keys-of-hers": ("A = type('A', (), {**space})", "type()"),
+    "numpy-array-interface-string": ("d = {'__array_interface__': 0}", "__array_interface__"),
+    "numpy-array-interface-read": ("p = a.__array_interface__", "raw memory"),
+    "numpy-array-interface-property": (
+        "class A:\n    @property\n    def __array_interface__(self):\n        return {}",
+        "raw memory",
+    ),
+    "numpy-as-strided": ("np.lib.stride_tricks.as_strided(a, (2,), (n,))", "raw memory"),
+    "numpy-as-strided-import": ("from numpy.lib.stride_tricks import as_strided", "as_strided"),
+    "numpy-stride-tricks-import": ("import numpy.lib.stride_tricks as st", "stride_tricks"),
     "import-inspect": ("import inspect", "imports inspect"),
     "torch.library": ("torch.library.Library('aten', 'IMPL')", "torch.library"),
     "torch._C": ("torch._C._nn.gelu", "torch._C"),
@@ -297,6 +313,9 @@ REACHES = {
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
+    "torch-as-strided": "def windows(x):\n    return x.as_strided((2, 2), (1, 1))",
+    "type-with-plain-names": "Kind = type('Kind', (Exception,), {'size': 1})",
+    "type-of-a-value": "def kind(x):\n    return type(x).__name__",
     "tqdm-auto": "from tqdm.auto import tqdm\nbar = tqdm(total=3)\nbar.update(1)\nbar.close()",
     "trange": "from tqdm import trange\nfor i in trange(3):\n    pass",
     "parameters": "def answer(config, check_type=None, reference=0):\n    return config",

@@ -202,6 +202,13 @@ FORMATTER = ("string.Formatter", "get_field")
 # computed there went unseen, nothing flagged (the thirty-seventh hub tester). Reached by
 # `import cffi` and as an attribute: argon2.low_level.ffi, cryptography's _openssl.ffi.
 C_CALLS = {"cffi", "ffi", "FFI", "dlopen"}
+# numpy's arrays over any address of the process, read and written (ctypes' reach): an object
+# whose __array_interface__ names the address (a class made by type() with the name among its
+# namespace's keys, no dunder set by name), as_strided's strides past its array's end (the
+# thirty-eighth hub tester).
+RAW_MEMORY = {
+    "__array_interface__", "__array_struct__", "__cuda_array_interface__", "stride_tricks",
+}  # fmt: skip
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
     "Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process", "Pool",
@@ -683,6 +690,8 @@ def _attribute_reason(attr, aliases, base=None):
         return f"reaches frames or code objects (.{attr})"
     if attr in C_CALLS:
         return f"reaches C functions and raw memory through cffi (.{attr})"
+    if attr in RAW_MEMORY:
+        return f"reaches the process's raw memory through numpy (.{attr})"
     if attr in SHELL:
         return f"reaches IPython's shell or the kernel (.{attr})"
     if attr.startswith("_") and attr.lstrip("_") in SUSPICIOUS_CALLS:  # numpy's _datasource._open
@@ -747,6 +756,7 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 elif (
                     _under(path, FORMATTER[:1])
                     or path.rsplit(".", 1)[-1] in FRAMES | SHELL
+                    or RAW_MEMORY.intersection(path.split("."))
                     or (path != module and _attribute_reason(path.rsplit(".", 1)[-1], aliases))
                 ):
                     found.append(
@@ -774,6 +784,13 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             called = name or (func.attr if isinstance(func, ast.Attribute) else "a call")
             if called in STARTS:
                 found.append((line, f"starts a thread or process ({called})"))
+            if called == "type" and len(node.args) + len(node.keywords) > 1:
+                space = node.args[2] if len(node.args) > 2 else None
+                if not isinstance(space, ast.Dict) or not all(
+                    isinstance(key, ast.Constant) and isinstance(key.value, str)
+                    for key in space.keys
+                ):  # type("Kind", (), {}) names all it sets
+                    found.append((line, "makes a class with type(), its namespace's names unseen"))
             if called in WRITERS or dotted(func, aliases) in ("torch.save", "numpy.save"):
                 found.append((line, f"writes a file ({called}), which the kernel could import"))
             for keyword in node.keywords:
@@ -823,7 +840,7 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             for attr in node.kwd_attrs:
                 if reason := _attribute_reason(attr, aliases):
                     found.append((line, f"{reason}, by name in a match pattern"))
-        elif isinstance(node, ast.Constant) and node.value in DUNDERS | GRADER_MODULES:
+        elif isinstance(node, ast.Constant) and node.value in DUNDERS | GRADER_MODULES | RAW_MEMORY:
             found.append((line, f"names {node.value} in a string"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             for name in IN_STRINGS:
@@ -852,6 +869,8 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 )
             elif node.name in TORCH_HOOKS:
                 found.append((line, f"defines {node.name} (torch's interception points)"))
+            elif node.name in RAW_MEMORY:
+                found.append((line, f"defines {node.name} (an array over raw memory)"))
         elif isinstance(node, ast.Global | ast.Nonlocal):
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             for name in node.names:
