@@ -1535,3 +1535,28 @@ def test_a_child_is_seen_with_no_descriptor_left(monkeypatch):
     assert notes.flags == [], notes.flags
     errors = [[o.get("ename") for o in cell.outputs] for cell in graded.cells[1:]]
     assert errors == [["OffLimitsError"], ["OffLimitsError"]], [c.outputs for c in graded.cells]
+
+
+# The thirty-ninth hub tester's: a persistent worker started by spawn (a string of DataLoader's,
+# no call of a flagged name) runs Python by exec, so its /proc cmdline is not the kernel's and
+# the child check never counted it; her collate_fn computes the declared reference there.
+WORKER_SPAWNED = """
+import functools
+import operator
+import numpy as np
+import torch.utils.data
+batches = [[2, 0]]
+loader = torch.utils.data.DataLoader(
+    np.s_, batch_sampler=batches, num_workers=1, persistent_workers=True,
+    multiprocessing_context="CONTEXT", collate_fn=functools.partial(functools.reduce, operator.mul),
+)
+next(iter(loader))
+def f(x):
+    batches[0][1] = x
+    return next(iter(loader))
+"""
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_a_worker_started_by_spawn_is_seen(monkeypatch, context):
+    stopped_unflagged(monkeypatch, MUL_TEST, WORKER_SPAWNED.replace("CONTEXT", context), timeout=60)
