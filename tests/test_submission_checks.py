@@ -185,6 +185,22 @@ REACHES = {
     "numpy-as-strided": ("np.lib.stride_tricks.as_strided(a, (2,), (n,))", "raw memory"),
     "numpy-as-strided-import": ("from numpy.lib.stride_tricks import as_strided", "as_strided"),
     "numpy-stride-tricks-import": ("import numpy.lib.stride_tricks as st", "stride_tricks"),
+    # the thirty-ninth hub tester's: the same as_strided, by the module numpy defines it in
+    "numpy-stride-tricks-impl": (
+        "np.lib._stride_tricks_impl.as_strided(a, (2,), (n,))",
+        "_stride_tricks_impl",
+    ),
+    "numpy-stride-tricks-impl-import": (
+        "from numpy.lib._stride_tricks_impl import as_strided",
+        "_stride_tricks_impl",
+    ),
+    "numpy-stride-tricks-impl-module": (
+        "import numpy.lib._stride_tricks_impl as st",
+        "_stride_tricks_impl",
+    ),
+    # the thirty-ninth's too: np.fromfile("/proc/self/mem", offset=id(obj)) reads any address
+    "numpy-fromfile": ("np.fromfile('/proc/self/mem', count=8, offset=n)", "fromfile"),
+    "numpy-fromfile-import": ("from numpy import fromfile", "fromfile"),
     "import-inspect": ("import inspect", "imports inspect"),
     "torch.library": ("torch.library.Library('aten', 'IMPL')", "torch.library"),
     "torch._C": ("torch._C._nn.gelu", "torch._C"),

@@ -205,9 +205,12 @@ C_CALLS = {"cffi", "ffi", "FFI", "dlopen"}
 # numpy's arrays over any address of the process, read and written (ctypes' reach): an object
 # whose __array_interface__ names the address (a class made by type() with the name among its
 # namespace's keys, no dunder set by name), as_strided's strides past its array's end (the
-# thirty-eighth hub tester).
+# thirty-eighth hub tester); the same as_strided by the module numpy defines it in,
+# numpy.lib._stride_tricks_impl, and np.fromfile, which reads /proc/self/mem at any offset,
+# id(obj) among them (the thirty-ninth).
 RAW_MEMORY = {
     "__array_interface__", "__array_struct__", "__cuda_array_interface__", "stride_tricks",
+    "_stride_tricks_impl", "fromfile",
 }  # fmt: skip
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
