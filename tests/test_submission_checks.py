@@ -201,6 +201,33 @@ REACHES = {
     # the thirty-ninth's too: np.fromfile("/proc/self/mem", offset=id(obj)) reads any address
     "numpy-fromfile": ("np.fromfile('/proc/self/mem', count=8, offset=n)", "fromfile"),
     "numpy-fromfile-import": ("from numpy import fromfile", "fromfile"),
+    # the thirty-ninth's: multiprocessing under DataLoader's module's name for it, and the
+    # program its util runs (a python computing the declared reference, exec'd: unseen)
+    "dataloader-python-multiprocessing": (
+        "import torch.utils.data.dataloader as dl\nu = dl.python_multiprocessing.util",
+        "python_multiprocessing",
+    ),
+    "collect-env-run": ("from torch.utils.collect_env import run", "collect_env"),
+    "collect-env-module": ("from torch.utils import collect_env", "collect_env"),
+    "collect-env-attribute": ("import torch.utils\nr = torch.utils.collect_env.run", "collect_env"),
+    "inductor-compile-cmd": (
+        "from torch._inductor.cpp_builder import run_compile_cmd",
+        "_inductor",
+    ),
+    "hf-run-interactive-subprocess": (
+        "from huggingface_hub.utils import run_interactive_subprocess",
+        "run_interactive_subprocess",
+    ),
+    "hf-run-subprocess": (
+        "import huggingface_hub.utils as u\nr = u.run_subprocess",
+        "run_subprocess",
+    ),
+    "transformers-run-command": (
+        "from transformers.testing_utils import run_command",
+        "testing_utils",
+    ),
+    "accelerate-run-command": ("import accelerate.test_utils", "accelerate.test_utils"),
+    "spawnv-passfds": ("u.spawnv_passfds(b'/bin/sh', ['sh', '-c', 'true'], ())", "spawnv_passfds"),
     "import-inspect": ("import inspect", "imports inspect"),
     "torch.library": ("torch.library.Library('aten', 'IMPL')", "torch.library"),
     "torch._C": ("torch._C._nn.gelu", "torch._C"),

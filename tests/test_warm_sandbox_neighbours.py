@@ -1560,3 +1560,95 @@ def f(x):
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_a_worker_started_by_spawn_is_seen(monkeypatch, context):
     stopped_unflagged(monkeypatch, MUL_TEST, WORKER_SPAWNED.replace("CONTEXT", context), timeout=60)
+
+
+# The thirty-ninth hub tester's: multiprocessing reached as DataLoader's module's attribute
+# (`python_multiprocessing`), its `util.spawnv_passfds` runs a program (no flagged name); her f
+# computes the declared reference in a python it runs so, exec'd: no fork hook, not the
+# kernel's cmdline, and reads the answer back with np.loadtxt.
+SPAWNV_PASSFDS = """
+import time
+import numpy as np
+import torch.utils.data.dataloader as dl
+run = dl.python_multiprocessing.util.spawnv_passfds
+def f(x):
+    out = "/tmp/answer-" + str(x) + "-" + str(time.time())
+    code = "import operator; print(operator.mul(2, " + repr(x) + "))"
+    line = "python -c '" + code + "' > " + out + ".part && mv " + out + ".part " + out
+    run(b"/bin/sh", ["sh", "-c", line], ())
+    for _ in range(3000):
+        try:
+            return int(np.loadtxt(out))
+        except OSError:
+            time.sleep(0.01)
+"""
+
+
+def test_a_program_run_through_dataloaders_multiprocessing_is_flagged(monkeypatch):
+    """Without the flags her test passed on the declared reference (outputs []), nothing
+    flagged; the guard does not see it (a program she ran), the checks do."""
+    made = lab(SPAWNV_PASSFDS)
+    _, notes = grade_one(monkeypatch, made, timeout=60)
+    assert any("python_multiprocessing" in f for f in notes.flags), notes.flags
+
+
+# The thirty-ninth hub tester's: torch.utils.collect_env's `run` is subprocess.Popen with a
+# shell; her f computes the declared reference in a python it runs so and reads its output.
+COLLECT_ENV_RUN = """
+from torch.utils.collect_env import run
+def f(x):
+    rc, out, err = run("python -c 'import operator; print(operator.mul(2, " + repr(x) + "))'")
+    return int(out)
+"""
+
+
+def test_a_program_run_through_collect_env_is_flagged(monkeypatch):
+    """Without the flag her test passed on the declared reference (outputs []), nothing
+    flagged; the guard does not see a program she ran, the checks do."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = MUL_TEST
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=60)
+    graded, _ = grader.preprocess(declared(COLLECT_ENV_RUN), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert any("collect_env" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
+
+
+# The thirty-ninth hub tester's: a python started in her answer cell by huggingface_hub's
+# run_interactive_subprocess (no flagged name), fed each input on its stdin: it computes the
+# declared reference with no guard, and nothing starts during the call.
+HF_INTERACTIVE = """
+import contextlib
+from huggingface_hub.utils import run_interactive_subprocess
+stack = contextlib.ExitStack()
+code = "import operator\\nwhile True:\\n    print(operator.mul(2, int(input())), flush=True)"
+stdin, stdout = stack.enter_context(run_interactive_subprocess(["python", "-c", code]))
+def f(x):
+    stdin.write(str(x) + "\\n")
+    stdin.flush()
+    return int(stdout.readline())
+"""
+
+
+def test_a_program_started_by_huggingface_hub_is_flagged(monkeypatch):
+    """Without the flag her test passed on the declared reference (outputs []), nothing
+    flagged: the guard sees no program started before the call."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = MUL_TEST
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=60)
+    graded, _ = grader.preprocess(declared(HF_INTERACTIVE), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert any("run_interactive_subprocess" in f for f in notes.flags), notes.flags

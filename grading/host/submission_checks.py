@@ -142,6 +142,9 @@ MODULE_ATTRIBUTES = {
     "offlimits", "slips", "ctypeslib", "cpp_extension", "comm", "ipywidgets", "types", "copyreg",
     "io", "codecs", "glob", "bltns", "dis", "tarfile", "zipfile", "pkgutil", "unittest", "base64",
     "mp", "reduction", "reducer", "sympy", "jinja2", "tornado", "mako", "yaml", "psutil",
+    # torch.utils.data.dataloader's name for multiprocessing, whose util.spawnv_passfds ran a
+    # python that computed the declared reference for her f (the thirty-ninth hub tester)
+    "python_multiprocessing", "collect_env",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
@@ -151,6 +154,10 @@ INTERNALS = {
     "torch.utils._python_dispatch", "torch._dispatch", "torch._subclasses", "torch._refs",
     "torch._prims", "torch._decomp", "torch._dynamo", "torch._functorch", "torch.multiprocessing",
     "torch.utils.cpp_extension", "torch.hub", "torch.package",
+    # programs run for her: collect_env's run (a shell, its output returned), _inductor's
+    # compile commands; a python computing the declared reference (the thirty-ninth hub tester)
+    "torch.utils.collect_env", "torch._inductor",
+    "huggingface_hub.utils._subprocess", "transformers.testing_utils", "accelerate.test_utils",
     "lmcourse.offlimits", "lmcourse.slips",
     # TorchScript: a compiled function calls a norm that neither mode sees (rms_norm decomposes
     # first), and run by torch from beneath a call the modes passed on (a hook backward runs)
@@ -212,11 +219,19 @@ RAW_MEMORY = {
     "__array_interface__", "__array_struct__", "__cuda_array_interface__", "stride_tricks",
     "_stride_tricks_impl", "fromfile",
 }  # fmt: skip
+# Installed libraries' functions that run a program (subprocess under their own names): a
+# python run by one, started in her answer cell and fed her f's inputs on its stdin, computed
+# the declared reference, unseen (huggingface_hub's run_interactive_subprocess; the
+# thirty-ninth hub tester). As attributes, imported names, and the modules by their paths.
+PROGRAMS = {
+    "run_subprocess", "run_interactive_subprocess", "execute_subprocess_async", "run_command",
+    "run_compile_cmd", "spawnv_passfds", "testing_utils", "test_utils", "_subprocess",
+}  # fmt: skip
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
     "Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process", "Pool",
     "start_new_thread", "start_new", "fork", "forkpty", "spawn", "Popen", "system",
-    "posix_spawn", "spawnv", "execv",
+    "posix_spawn", "spawnv", "execv", "spawnv_passfds",
 }  # fmt: skip
 # Calls that write a file of any content (`np.savetxt("m.py", [], header=code)`): the kernel
 # imports from its working folder.
@@ -695,6 +710,8 @@ def _attribute_reason(attr, aliases, base=None):
         return f"reaches C functions and raw memory through cffi (.{attr})"
     if attr in RAW_MEMORY:
         return f"reaches the process's raw memory through numpy (.{attr})"
+    if attr in PROGRAMS:
+        return f"runs a program (.{attr})"
     if attr in SHELL:
         return f"reaches IPython's shell or the kernel (.{attr})"
     if attr.startswith("_") and attr.lstrip("_") in SUSPICIOUS_CALLS:  # numpy's _datasource._open
