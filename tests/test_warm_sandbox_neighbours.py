@@ -1618,6 +1618,8 @@ def test_a_program_run_through_collect_env_is_flagged(monkeypatch):
     graded, _ = grader.preprocess(declared(COLLECT_ENV_RUN), {"nbgrader": {"assignment": "lab"}})
     notes = course_preprocessors.take_notes()
     assert any("collect_env" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
+    errors = [o.get("ename") for o in graded.cells[1].outputs]
+    assert errors == ["OffLimitsError"], graded.cells[1].outputs  # a program run during the call
 
 
 # The thirty-ninth hub tester's: a python started in her answer cell by huggingface_hub's

@@ -212,6 +212,23 @@ if hasattr(os, "register_at_fork"):
 _LISTDIR, _OPEN = os.listdir, open  # as this module found them: hers to rebind later
 
 
+def _programs():
+    """The C functions that start a program: one started during a call ran a python that
+    computed the declared reference for her f, unguarded (torch.utils.collect_env's run, a
+    shell with its output returned; huggingface_hub's run_subprocess; transformers' testing
+    run_command: subprocess under names no list holds; the thirty-ninth hub tester)."""
+    import _posixsubprocess
+
+    found = [_posixsubprocess.fork_exec]
+    for name in ("system", "posix_spawn", "posix_spawnp", "execv", "execve", "fork", "forkpty"):
+        if hasattr(os, name):
+            found.append(getattr(os, name))
+    return frozenset(id(f) for f in found)
+
+
+_PROGRAMS = _programs()
+
+
 def _read(path):
     """The file's bytes; b"" where it is not (no /proc, a child or thread that ended), None where
     it could not be read: her answer cell held every descriptor the kernel may open (shared
@@ -436,6 +453,8 @@ class Guard:
             if self._route(frame.f_code) and self._disabling(frame):
                 return
         elif event == "c_call":
+            if id(arg) in _PROGRAMS:
+                self.missed = True  # a program run during the call computes what it likes
             name = self.builtins.get(id(arg))
             caller = frame
         else:

@@ -564,3 +564,17 @@ def test_a_thread_started_during_the_call_whose_hook_could_not_run_counts_as_los
     with guard:
         assert namespace["f"]() == 6
     assert guard.lost
+
+
+def test_a_program_run_during_the_call_counts_as_the_guard_lost():
+    """The thirty-ninth hub tester's: her f ran a python (torch.utils.collect_env's run, a
+    shell whose output it returns) that computed the reference, unguarded."""
+    import subprocess
+
+    guard = offlimits.Guard(["operator.mul"], {})
+    with guard:
+        subprocess.run(["true"], check=True)
+    assert guard.lost
+    with offlimits.Guard(["operator.mul"], {}) as quiet:
+        sum([1, 2])
+    assert not quiet.lost
