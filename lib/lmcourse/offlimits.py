@@ -125,9 +125,10 @@ def message(name):
         return (
             f"{name} is off limits while your code is graded: it would switch off, or run code "
             "beyond, the check that keeps the tests' references out of reach. The check also "
-            "counts as switched off when your code recursed to Python's recursion limit, or "
-            "when a process forked from your kernel (a DataLoader's worker, for one) was "
-            "running: end such workers before the tests call your code."
+            "counts as switched off when your code recursed to Python's recursion limit, "
+            "when a process started from your kernel (a DataLoader's worker, for one) was "
+            "running, or when your code started a program while a test called it: end such "
+            "workers before the tests call your code, and start no program inside it."
         )
     return (
         f"{name} is off limits while your code is graded: this part asks you to write it "
