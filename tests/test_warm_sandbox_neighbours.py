@@ -1654,3 +1654,29 @@ def test_a_program_started_by_huggingface_hub_is_flagged(monkeypatch):
     graded, _ = grader.preprocess(declared(HF_INTERACTIVE), {"nbgrader": {"assignment": "lab"}})
     notes = course_preprocessors.take_notes()
     assert any("run_interactive_subprocess" in f for f in notes.flags), notes.flags
+
+
+# The fortieth hub tester's: the declared reference (a function, declared by its name) compiled
+# in her answer cell by torch.compile (backend="eager", dynamic=True: no program run, one
+# compilation for every shape) and called once there; her f calls the compiled copy, a code
+# object dynamo rewrote from the reference's, not the reference's own.
+REPEAT_KV_TEST = (
+    "# Off limits while graded: transformers.models.llama.modeling_llama.repeat_kv\n"
+    "import torch\n"
+    "kv = torch.arange(2 * 3 * 5 * 4.0).reshape(2, 3, 5, 4)\n"
+    "assert torch.equal(f(kv), kv.repeat_interleave(2, dim=1))"
+)
+COMPILED_COPY = """
+import torch
+from transformers.models.llama.modeling_llama import repeat_kv
+_copy = torch.compile(repeat_kv, backend="eager", dynamic=True)
+_copy(torch.randn(1, 2, 3, 4), 3)
+def f(kv):
+    return _copy(kv, 2)
+"""
+
+
+def test_a_compiled_copy_of_the_reference_is_stopped(monkeypatch):
+    """Without the fix her test passed on the declared reference (outputs []), nothing
+    flagged: the guard knew the reference's code objects by identity alone."""
+    stopped_unflagged(monkeypatch, REPEAT_KV_TEST, COMPILED_COPY, timeout=120)

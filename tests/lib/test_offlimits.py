@@ -578,3 +578,30 @@ def test_a_program_run_during_the_call_counts_as_the_guard_lost():
     with offlimits.Guard(["operator.mul"], {}) as quiet:
         sum([1, 2])
     assert not quiet.lost
+
+
+def test_a_compiled_copy_of_a_reference_is_stopped():
+    """The fortieth hub tester's: her answer cell compiled the declared reference (a function,
+    declared by its name) with torch.compile(backend="eager", dynamic=True) and called it once;
+    her f called the compiled copy, which runs a code object dynamo rewrote from the
+    reference's (its file and lines, not its identity): the value computed, nothing fired."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    namespace = cell(
+        "_copy = torch.compile(repeat_kv, backend='eager', dynamic=True)\n"
+        "_copy(torch.randn(2, 2, 5, 4), 3)\n"
+        "def expand_kv(kv, n):\n"
+        "    return _copy(kv, n)\n"
+        "def mine(kv, n):\n"
+        "    return kv.repeat_interleave(n, dim=1)\n",
+        CELL + "compiled_copy.py",
+        {"torch": torch, "repeat_kv": repeat_kv},
+    )
+    kv = torch.randn(3, 4, 7, 8)
+    guard = offlimits.Guard(["repeat_kv"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError):
+        namespace["expand_kv"](kv, 2)
+    assert guard.fired == ["repeat_kv"]
+    with offlimits.Guard(["repeat_kv"], namespace) as honest:
+        assert torch.equal(namespace["mine"](kv, 2), repeat_kv(kv, 2))
+    assert honest.fired == []
