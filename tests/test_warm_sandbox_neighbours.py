@@ -1680,3 +1680,18 @@ def test_a_compiled_copy_of_the_reference_is_stopped(monkeypatch):
     """Without the fix her test passed on the declared reference (outputs []), nothing
     flagged: the guard knew the reference's code objects by identity alone."""
     stopped_unflagged(monkeypatch, REPEAT_KV_TEST, COMPILED_COPY, timeout=120)
+
+
+# The fortieth hub tester's: one of transformers' copies of the declared repeat_kv (mistral's,
+# "Copied from transformers.models.llama.modeling_llama.repeat_kv"), another file's function.
+TWIN = """
+from transformers.models.mistral.modeling_mistral import repeat_kv as twin
+def f(kv):
+    return twin(kv, 2)
+"""
+
+
+def test_another_files_copy_of_the_reference_is_stopped(monkeypatch):
+    """Without the fix her test passed on the declared reference's copy (outputs []), nothing
+    flagged."""
+    stopped_unflagged(monkeypatch, REPEAT_KV_TEST, TWIN, timeout=120)

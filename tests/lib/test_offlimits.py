@@ -605,3 +605,27 @@ def test_a_compiled_copy_of_a_reference_is_stopped():
     with offlimits.Guard(["repeat_kv"], namespace) as honest:
         assert torch.equal(namespace["mine"](kv, 2), repeat_kv(kv, 2))
     assert honest.fired == []
+
+
+def test_another_files_copy_of_a_reference_is_stopped():
+    """The fortieth hub tester's: transformers keeps a copy of the declared repeat_kv in many
+    models' files; her f called mistral's and computed the reference, nothing fired."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    namespace = cell(
+        "from transformers.models.mistral.modeling_mistral import repeat_kv as twin\n"
+        "def expand_kv(kv, n):\n"
+        "    return twin(kv, n)\n"
+        "def mine(kv, n):\n"
+        "    return kv.repeat_interleave(n, dim=1)\n",
+        CELL + "twin.py",
+        {"torch": torch, "repeat_kv": repeat_kv},
+    )
+    kv = torch.randn(2, 2, 5, 8)
+    guard = offlimits.Guard(["repeat_kv"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError):
+        namespace["expand_kv"](kv, 3)
+    assert guard.fired == ["repeat_kv"]
+    with offlimits.Guard(["repeat_kv"], namespace) as honest:
+        assert torch.equal(namespace["mine"](kv, 3), repeat_kv(kv, 3))
+    assert honest.fired == []
