@@ -250,6 +250,12 @@ REACHES = {
         "import torch.fx.experimental as e\ng = e.proxy_tensor.make_fx(f)",
         "proxy_tensor",
     ),
+    # the fortieth hub tester: the declared reference traced ahead of the call into a graph
+    # module, whose generated forward runs none of the reference's code
+    "fx-trace": ("_gm = torch.fx.symbolic_trace(reference)", "torch's fx"),
+    "fx-import": ("from torch.fx import symbolic_trace", "torch.fx"),
+    "fx-alias": ("T = torch\n_gm = T.fx.Tracer().trace(reference)", "torch's fx"),
+    "fx-name": ("from torch import fx\n_gm = fx.symbolic_trace(reference)", "symbolic_trace"),
     "python-dispatch": (
         "from torch.utils._python_dispatch import TorchDispatchMode",
         "torch.utils._python_dispatch",

@@ -1682,6 +1682,41 @@ def test_a_compiled_copy_of_the_reference_is_stopped(monkeypatch):
     stopped_unflagged(monkeypatch, REPEAT_KV_TEST, COMPILED_COPY, timeout=120)
 
 
+# The fortieth hub tester's: the declared reference traced ahead of the call by torch.fx in her
+# answer cell; the graph module's generated forward computes it with none of its code.
+ROTATE_TEST = (
+    "# Off limits while graded: transformers.models.llama.modeling_llama.rotate_half\n"
+    "import torch\n"
+    "x = torch.arange(8.0).reshape(2, 4)\n"
+    "assert torch.equal(f(x), torch.cat((-x[..., 2:], x[..., :2]), dim=-1))"
+)
+FX_TRACED = """
+import torch
+from transformers.models.llama.modeling_llama import rotate_half
+_gm = torch.fx.symbolic_trace(rotate_half)
+def f(x):
+    return _gm(x)
+"""
+
+
+def test_a_reference_traced_by_torch_fx_is_flagged(monkeypatch):
+    """Without the flag her test passed on the declared reference (outputs []), nothing
+    flagged: the guard sees none of the reference's code run."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = ROTATE_TEST
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=60)
+    graded, _ = grader.preprocess(declared(FX_TRACED), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert any("torch's fx" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
+
+
 # The fortieth hub tester's: one of transformers' copies of the declared repeat_kv (mistral's,
 # "Copied from transformers.models.llama.modeling_llama.repeat_kv"), another file's function.
 TWIN = """

@@ -168,6 +168,10 @@ INTERNALS = {
     # computes rms_norm from pow, mean, rsqrt and mul in code of no route and no cell, which
     # neither mode nor the hook stops (the thirty-seventh hub tester)
     "torch.export", "torch.fx.experimental.proxy_tensor",
+    # torch.fx's tracing: the declared reference traced in her answer cell
+    # (`torch.fx.symbolic_trace(rotate_half)`); the graph module's generated forward computes
+    # it with none of its code, nothing fired, nothing flagged (the fortieth hub tester)
+    "torch.fx",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
 PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
@@ -726,6 +730,8 @@ def _attribute_reason(attr, aliases, base=None):
         "export",
         "proxy_tensor",
         "make_fx",
+        "fx",
+        "symbolic_trace",
     ):
         return f"reaches torch's {attr} (past the off-limits guard)"
     if attr in EVALUATORS:
