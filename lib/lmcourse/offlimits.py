@@ -409,6 +409,11 @@ class Guard:
                     break
             else:
                 name = self.twins.get(_twin(code)) if self.twins else None
+        if name is None:  # dynamo's rewrite of a copy (torch.compile of mistral's repeat_kv)
+            rewritten = getattr(sys.modules.get("torch._dynamo.utils"), "orig_code_map", None)
+            original = rewritten.get(code) if rewritten is not None else None
+            if isinstance(original, types.CodeType) and original is not code:
+                name = self._reference(original)
         self.codes[code] = name
         return name
 

@@ -629,3 +629,23 @@ def test_another_files_copy_of_a_reference_is_stopped():
     with offlimits.Guard(["repeat_kv"], namespace) as honest:
         assert torch.equal(namespace["mine"](kv, 3), repeat_kv(kv, 3))
     assert honest.fired == []
+
+
+def test_a_compiled_copy_of_another_files_copy_is_stopped():
+    """The fortieth hub tester's: torch.compile of mistral's copy of the declared repeat_kv, a
+    code object dynamo rewrote from a copy: neither in the reference's file nor its bytecode."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    namespace = cell(
+        "from transformers.models.mistral.modeling_mistral import repeat_kv as twin\n"
+        "_copy = torch.compile(twin, backend='eager', dynamic=True)\n"
+        "_copy(torch.randn(2, 2, 5, 4), 3)\n"
+        "def expand_kv(kv, n):\n"
+        "    return _copy(kv, n)\n",
+        CELL + "compiled_twin.py",
+        {"torch": torch, "repeat_kv": repeat_kv},
+    )
+    guard = offlimits.Guard(["repeat_kv"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError):
+        namespace["expand_kv"](torch.randn(3, 4, 7, 8), 2)
+    assert guard.fired == ["repeat_kv"]
