@@ -256,6 +256,26 @@ REACHES = {
     "fx-import": ("from torch.fx import symbolic_trace", "torch.fx"),
     "fx-alias": ("T = torch\n_gm = T.fx.Tracer().trace(reference)", "torch's fx"),
     "fx-name": ("from torch import fx\n_gm = fx.symbolic_trace(reference)", "symbolic_trace"),
+    # the lead, after the fortieth: her function that calls the reference, compiled and run once
+    # in her answer cell, runs a graph with the reference inlined (dynamo traced it, never
+    # called it): her f's call fires nothing
+    "compile": (
+        "def inner(x):\n    return reference(x)\n_g = torch.compile(inner, backend='eager')",
+        "torch.compile",
+    ),
+    "compile-decorator": (
+        "@torch.compile\ndef inner(x):\n    return reference(x)",
+        "torch.compile",
+    ),
+    "compile-import": ("from torch import compile as c\n_g = c(reference)", "torch.compile"),
+    "compile-alias": ("T = torch\n_g = T.compile(reference)", "compiles with .compile()"),
+    "compiler": ("torch.compiler.reset()", "torch.compiler"),
+    "aot-function": ("from functorch.compile import aot_function", "functorch"),
+    "module-compile": (
+        "class M(nn.Module):\n    def forward(self, x):\n        return reference(x)\n"
+        "m = M()\nm.compile(backend='eager')",
+        "compiles with .compile()",
+    ),
     "python-dispatch": (
         "from torch.utils._python_dispatch import TorchDispatchMode",
         "torch.utils._python_dispatch",
@@ -396,6 +416,8 @@ HONEST = {
     "string-letters": "import string\nletters = string.ascii_lowercase",
     "future-import": "from __future__ import annotations",
     "match-class-honest": "match point:\n    case Point(x=0, y=y):\n        pass",
+    "re-compile": "import re\nimport regex as rx\nW = re.compile(r'\\w+').match('a')\n"
+    "B = rx.compile('b')",
 }
 
 

@@ -1717,6 +1717,39 @@ def test_a_reference_traced_by_torch_fx_is_flagged(monkeypatch):
     assert any("torch's fx" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
 
 
+# The lead's, after the fortieth: her own function that calls the declared reference, compiled
+# and run once in her answer cell; dynamo traced the reference into the graph (inlined, never
+# called), so her f's call runs none of its code.
+COMPILED_CALLER = """
+import torch
+from transformers.models.llama.modeling_llama import rotate_half
+def inner(x):
+    return rotate_half(x) * 1
+_g = torch.compile(inner, backend="eager", dynamic=True)
+_g(torch.ones(3, 6))
+def f(x):
+    return _g(x)
+"""
+
+
+def test_a_reference_inlined_by_torch_compile_is_flagged(monkeypatch):
+    """Without the flag her test passed on the declared reference (outputs []), nothing
+    flagged: the compiled graph computes the reference with none of its code run."""
+    from grading.host import course_preprocessors
+
+    def declared(answer):
+        made = lab(answer)
+        made.cells[1].source = ROTATE_TEST
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    grader = course_preprocessors.SandboxedExecute(timeout=120)
+    graded, _ = grader.preprocess(declared(COMPILED_CALLER), {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert any("torch.compile" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
+
+
 # The fortieth hub tester's: one of transformers' copies of the declared repeat_kv (mistral's,
 # "Copied from transformers.models.llama.modeling_llama.repeat_kv"), another file's function.
 TWIN = """

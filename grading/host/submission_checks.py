@@ -172,6 +172,12 @@ INTERNALS = {
     # (`torch.fx.symbolic_trace(rotate_half)`); the graph module's generated forward computes
     # it with none of its code, nothing fired, nothing flagged (the fortieth hub tester)
     "torch.fx",
+    # torch.compile's tracing: a function of hers that calls the declared reference, compiled
+    # and called once in her answer cell, runs a graph with the reference inlined (dynamo
+    # traced its code, never called it), so her f's call fires nothing and computes it (the
+    # lead, after the fortieth hub tester: `torch.compile(inner, backend="eager")`, played
+    # with the guard alone); functorch.compile's aot_function traces the same way
+    "torch.compile", "torch.compiler", "functorch",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
 PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
@@ -810,6 +816,16 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             called = name or (func.attr if isinstance(func, ast.Attribute) else "a call")
             if called in STARTS:
                 found.append((line, f"starts a thread or process ({called})"))
+            if called == "compile" and isinstance(func, ast.Attribute):
+                # torch.compile under a name of hers (`T = torch`), or nn.Module.compile (the
+                # module compiled in place): only a module she imported, other than torch,
+                # is known not to trace (re.compile)
+                root = func.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                module = aliases.get(root.id, "") if isinstance(root, ast.Name) else ""
+                if not module or module.split(".")[0] == "torch":
+                    found.append((line, "compiles with .compile(), its code traced unseen"))
             if called == "type" and len(node.args) + len(node.keywords) > 1:
                 space = node.args[2] if len(node.args) > 2 else None
                 if not isinstance(space, ast.Dict) or not all(
