@@ -2,6 +2,7 @@
 # from a fresh clone with nothing but Python 3.11 installed.
 
 EXTRAS := [dev]
+INSTALLER ?= uv
 include setup.mk
 LAB    ?=
 
@@ -165,7 +166,7 @@ $(PROXY):
 NGSHARE_EXCHANGE := $(VENV)/.ngshare-exchange-0.5.3
 hub-exchange: $(NGSHARE_EXCHANGE)
 $(NGSHARE_EXCHANGE): $(STAMP)
-	$(VENV)/bin/python -m pip install --quiet --no-deps ngshare-exchange==0.5.3
+	$(INSTALL) --no-deps ngshare-exchange==0.5.3
 	@touch $@
 
 # The course as a student receives it: lessons, released labs, the library, a student README
