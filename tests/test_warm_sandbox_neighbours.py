@@ -1763,3 +1763,24 @@ def test_another_files_copy_of_the_reference_is_stopped(monkeypatch):
     """Without the fix her test passed on the declared reference's copy (outputs []), nothing
     flagged."""
     stopped_unflagged(monkeypatch, REPEAT_KV_TEST, TWIN, timeout=120)
+
+
+# The forty-first hub tester's: L4 and L5 declare transformers.models.llama.modeling_llama, a
+# module (its file guarded), and mistral's file keeps a copy of each of its functions.
+MODULE_TEST = (
+    "# Off limits while graded: transformers.models.llama.modeling_llama\n"
+    "import torch\n"
+    "x = torch.arange(8.0).reshape(2, 4)\n"
+    "assert torch.equal(f(x), torch.cat((-x[..., 2:], x[..., :2]), dim=-1))"
+)
+MODULE_TWIN = """
+from transformers.models.mistral.modeling_mistral import rotate_half as twin
+def f(x):
+    return twin(x)
+"""
+
+
+def test_another_files_copy_of_a_declared_modules_function_is_stopped(monkeypatch):
+    """Without the fix her test passed on the declared module's rotate_half, copied into
+    mistral's file (outputs []), nothing flagged."""
+    stopped_unflagged(monkeypatch, MODULE_TEST, MODULE_TWIN, timeout=120)

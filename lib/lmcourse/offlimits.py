@@ -308,6 +308,7 @@ class Guard:
         self.for_agent = bool(boundary)  # armed around a call the sandbox's agent makes
         self.outer = frozenset()  # ids of the agent's frames that armed it (__enter__)
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
+        self.module_twins = {}  # _twin of a declared module's code: (name, its package's folder)
         self.exempt = set()  # files under an off-limits folder that are not off limits
         self.named = set()  # a family's own functions (its routes' files are torch's)
         self.disabling = None  # torch's lazy `_disable_dynamo` wrapper's code (_family)
@@ -331,6 +332,8 @@ class Guard:
                     path = path.removesuffix("__init__.py")
                 if path:
                     self.files[path] = name
+                if path.endswith(".py"):  # a module, not a package: its functions' copies
+                    self._module_twins(target, path, name)
             elif isinstance(target, types.BuiltinFunctionType):
                 self.builtins[id(target)] = name
             else:
@@ -385,6 +388,23 @@ class Guard:
                     self.codes.update((code, family) for code in _codes(target))
                     self.named.update(_codes(target))
 
+    def _module_twins(self, module, path, name):
+        """A declared module's functions and classes, by what their code is, in the files of
+        its top package: L4 and L5 declare transformers.models.llama.modeling_llama (its file),
+        and her f returning mistral's rotate_half (a copy in another file of transformers)
+        computed it, nothing fired, nothing flagged (the forty-first hub tester). Only that
+        package's files: her own cell's code of the same bytecode (a forward she typed as
+        LlamaMLP's) is her work."""
+        top = importlib.import_module(module.__name__.partition(".")[0])
+        root = getattr(top, "__file__", None) or ""
+        root = root.removesuffix("__init__.py") if root.endswith(os.sep + "__init__.py") else path
+        for value in list(vars(module).values()):
+            if not isinstance(value, types.FunctionType | type):
+                continue
+            for code in _codes(value):
+                if code.co_filename == path:
+                    self.module_twins.setdefault(_twin(code), (name, root))
+
     def stop(self, name):
         if name not in self.fired:
             self.fired.append(name)
@@ -409,6 +429,10 @@ class Guard:
                     break
             else:
                 name = self.twins.get(_twin(code)) if self.twins else None
+                if name is None and self.module_twins:
+                    declared, root = self.module_twins.get(_twin(code), (None, ""))
+                    if declared is not None and filename.startswith(root):
+                        name = declared
         if name is None:  # dynamo's rewrite of a copy (torch.compile of mistral's repeat_kv)
             rewritten = getattr(sys.modules.get("torch._dynamo.utils"), "orig_code_map", None)
             original = rewritten.get(code) if rewritten is not None else None

@@ -649,3 +649,38 @@ def test_a_compiled_copy_of_another_files_copy_is_stopped():
     with guard, pytest.raises(offlimits.OffLimitsError):
         namespace["expand_kv"](torch.randn(3, 4, 7, 8), 2)
     assert guard.fired == ["repeat_kv"]
+
+
+def test_another_files_copy_of_a_declared_modules_function_is_stopped():
+    """The forty-first hub tester's: L4 and L5 declare transformers.models.llama.modeling_llama,
+    a module (its file guarded); her f called mistral's copy of its rotate_half and computed it,
+    nothing fired. Her own code of the same bytecode (LlamaMLP's forward, typed) is her work."""
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    namespace = cell(
+        "from transformers.models.mistral.modeling_mistral import rotate_half as twin\n"
+        "def f(x):\n"
+        "    return twin(x)\n"
+        "class MLP(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.gate_proj = self.up_proj = self.down_proj = torch.nn.Identity()\n"
+        "        self.act_fn = torch.nn.SiLU()\n"
+        "    def forward(self, x):\n"
+        "        down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))\n"
+        "        return down_proj\n"
+        "def g(x):\n"
+        "    return MLP()(x)\n",
+        CELL + "module_twin.py",
+        {"torch": torch},
+    )
+    declared = ["transformers.models.llama.modeling_llama"]
+    x = torch.randn(2, 8)
+    guard = offlimits.Guard(declared, namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError):
+        namespace["f"](x)
+    assert guard.fired == declared
+    with offlimits.Guard(declared, namespace) as honest:
+        assert torch.equal(namespace["g"](x), torch.nn.functional.silu(x) * x)
+        assert torch.equal(torch.cat((-x[..., 4:], x[..., :4]), dim=-1), rotate_half(x))
+    assert honest.fired == []
