@@ -538,3 +538,42 @@ def test_feedback_hides_hidden_tests(round_trip, lab, course, student):
                     assert html.unescape(output.evalue) in text, (
                         f"{lab} {grade_id}: the feedback does not say {output.evalue!r}"
                     )
+
+
+def test_l5s_tests_declare_the_course_library_that_does_each_part():
+    """The forty-first hub tester's: lmcourse.blocks holds a whole Llama block (group_kv,
+    rotary_cos_sin and apply_rotary, RMSNorm, GatedMLP, Attention, Block), and L4 declares it
+    off limits; L5's tests did not, so her expand_kv returning group_kv(kv, n_rep) and her
+    apply_rope through rotary_cos_sin and apply_rotary scored their parts, nothing fired, nothing
+    flagged. Each of L5's graded tests now declares it."""
+    released = nbformat.read(ROOT / "labs" / "LM10-L5" / "LM10-L5.ipynb", 4)
+    cell_file = offlimits._cell_prefixes()[-1]
+    namespace = {}
+    for cell in released.cells:
+        if submission_checks.is_setup(cell):
+            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    answer = (
+        "from lmcourse.blocks import group_kv, inverse_frequencies, apply_rotary\n"
+        "from lmcourse.blocks.rope import rotary_cos_sin\n"
+        "def expand_kv(kv, n_rep):\n"
+        "    return group_kv(kv, n_rep)\n"
+        "def apply_rope(x, positions, base):\n"
+        "    inv = inverse_frequencies(base, x.shape[-1])\n"
+        "    return apply_rotary(x, *rotary_cos_sin(positions[None], inv))\n"
+    )
+    exec(compile(answer, cell_file + "answer.py", "exec"), namespace)
+    torch = namespace["torch"]
+    kv, x = torch.randn(1, 2, 5, 8), torch.randn(1, 4, 5, 8)
+    calls = {"expand_kv": lambda: namespace["expand_kv"](kv, 3)}
+    calls["apply_rope"] = lambda: namespace["apply_rope"](x, torch.arange(5), 500.0)
+    graded = [c for c in released.cells if submission_checks.is_grade(c) and c.cell_type == "code"]
+    for cell in graded:
+        names = offlimits.declared(cell.source)
+        assert "lmcourse.blocks" in names, (cell.metadata["nbgrader"]["grade_id"], names)
+        for name, call in calls.items():
+            if f"{name}(" not in cell.source:
+                continue
+            guard = offlimits.Guard(names, namespace)
+            with guard, pytest.raises(offlimits.OffLimitsError):
+                call()
+            assert guard.fired == ["lmcourse.blocks"], guard.fired
