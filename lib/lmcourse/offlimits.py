@@ -205,6 +205,16 @@ def _twin(code):
     return code.co_name, code.co_code, consts, code.co_names, code.co_varnames
 
 
+def _named(code):
+    """Whether a copy of `code` elsewhere is a copy of the declared function, not common code:
+    a comprehension, generator expression or lambda (`<genexpr>`, `<lambda>`) is a line anyone
+    writes. LM10-L6's setup `attention_parameters`, given to the student, sums
+    `p.numel() for p in layer.parameters()`, the same generator expression as the declared
+    `reference_parameters`' own, and every honest answer that called it was stopped as the
+    reference. A copy of a whole declared function is met at its own call first."""
+    return not code.co_name.startswith("<")
+
+
 # The guards armed now in this process. A process forked while one is armed runs her code under
 # a copy of it whose `fired` this process never reads: a DataLoader worker (num_workers=1, her
 # dataset's __getitem__) computed the declared reference for her f, nothing fired here and
@@ -355,7 +365,9 @@ class Guard:
         # repeat_kv in 202 models' files ("Copied from"), and her f calling mistral's computed
         # L5's declared repeat_kv, nothing fired, nothing flagged (the fortieth hub tester).
         self.twins = {
-            _twin(code): name for code, name in self.codes.items() if name not in FAMILIES
+            _twin(code): name
+            for code, name in self.codes.items()
+            if name not in FAMILIES and _named(code)
         }
         self.cell_prefixes = _cell_prefixes()
         self.previous, self.previous_threads, self.modes = None, None, []
@@ -402,7 +414,7 @@ class Guard:
             if not isinstance(value, types.FunctionType | type):
                 continue
             for code in _codes(value):
-                if code.co_filename == path:
+                if code.co_filename == path and _named(code):
                     self.module_twins.setdefault(_twin(code), (name, root))
 
     def stop(self, name):

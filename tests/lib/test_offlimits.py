@@ -684,3 +684,37 @@ def test_another_files_copy_of_a_declared_modules_function_is_stopped():
         assert torch.equal(namespace["g"](x), torch.nn.functional.silu(x) * x)
         assert torch.equal(torch.cat((-x[..., 4:], x[..., :4]), dim=-1), rotate_half(x))
     assert honest.fired == []
+
+
+def test_a_line_anyone_writes_is_no_copy_of_the_reference():
+    """LM10-L6's setup gives the student `attention_parameters`, which sums `p.numel() for p in
+    layer.parameters()`: the same generator expression, code for code, as the declared
+    `reference_parameters`' own. Counted as a copy of the reference, every honest answer that
+    called the setup's helper was stopped (the L6 solution failed Validate). A comprehension,
+    generator expression or lambda is nobody's copy (another file's copy of a whole declared
+    function still is: test_another_files_copy_of_a_reference_is_stopped)."""
+    setup = cell(
+        "def reference_parameters(model):\n"
+        "    return sum(p.numel() for p in model.parameters())\n"
+        "def helper(layer):\n"
+        "    return sum(p.numel() for p in layer.parameters())\n",
+        CELL + "setup_genexpr.py",
+        {},
+    )
+    answer = cell(
+        "def count(model):\n"
+        "    return helper(model) + sum([p.numel() for p in model.parameters()]) * 0\n"
+        "def cheat(model):\n"
+        "    return reference_parameters(model)\n",
+        CELL + "answer_genexpr.py",
+        {"helper": setup["helper"], "reference_parameters": setup["reference_parameters"]},
+    )
+    namespace = answer
+    model = torch.nn.Linear(3, 2)
+    with offlimits.Guard(["reference_parameters"], namespace) as honest:
+        assert namespace["count"](model) == 8
+    assert honest.fired == []
+    guard = offlimits.Guard(["reference_parameters"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError):  # the reference itself still is
+        namespace["cheat"](model)
+    assert guard.fired == ["reference_parameters"]
