@@ -696,8 +696,9 @@ NORM_TEST_RMS = (
 def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
     """Grade her `answer` cell (which defines f) in a real sandbox against a lab() whose test
     cell is `test`: the test's one error is OffLimitsError and nothing of her answer is
-    flagged (the guard and the agent hold by themselves), or, with `flagged_for`, nothing but
-    flags of that text (a construct flagged since, which the guard stops by itself too)."""
+    flagged (the guard and the agent hold by themselves), or, with `flagged_for` (a text, or
+    several), nothing but flags of those texts (a construct flagged since, which the guard
+    stops by itself too)."""
     from grading.host import course_preprocessors
 
     def declared(source):
@@ -715,7 +716,8 @@ def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
     if flagged_for is None:
         assert notes.flags == [], notes.flags
     else:
-        assert notes.flags and all(flagged_for in f for f in notes.flags), notes.flags
+        texts = (flagged_for,) if isinstance(flagged_for, str) else flagged_for
+        assert notes.flags and all(any(x in f for x in texts) for f in notes.flags), notes.flags
 
 
 def grade_one(monkeypatch, submitted, timeout):
@@ -1329,8 +1331,10 @@ def test_a_disable_wrapper_she_set_on_torchs_seed_does_not_pass_for_torchs(monke
     the family's value for her, the test passed and nothing was flagged (the thirty-fifth hub
     tester). Only torch._dynamo's own disable wrapper of that very function passes now."""
     # torch.export (where her table comes from) is flagged since the thirty-seventh hub
-    # tester; the guard stops her f by itself all the same
-    stopped_unflagged(monkeypatch, NORM_TEST_RMS, FORGED_DISABLE, flagged_for="torch's export")
+    # tester, torch.compiler (her line that imports torch._dynamo) since 054cafd; the guard
+    # stops her f by itself all the same
+    flagged = ("torch's export", "torch.compiler")
+    stopped_unflagged(monkeypatch, NORM_TEST_RMS, FORGED_DISABLE, flagged_for=flagged)
 
 
 # Her f hangs torch's own decomposition of the fused rms_norm (torch/_decomp, a file of the
@@ -1679,7 +1683,11 @@ def f(kv):
 def test_a_compiled_copy_of_the_reference_is_stopped(monkeypatch):
     """Without the fix her test passed on the declared reference (outputs []), nothing
     flagged: the guard knew the reference's code objects by identity alone."""
-    stopped_unflagged(monkeypatch, REPEAT_KV_TEST, COMPILED_COPY, timeout=120)
+    # torch.compile is flagged since 054cafd (the reference inlined into her own compiled
+    # function); the guard stops this copy by itself all the same
+    stopped_unflagged(
+        monkeypatch, REPEAT_KV_TEST, COMPILED_COPY, timeout=120, flagged_for="torch.compile"
+    )
 
 
 # The fortieth hub tester's: the declared reference traced ahead of the call by torch.fx in her
