@@ -577,3 +577,44 @@ def test_l5s_tests_declare_the_course_library_that_does_each_part():
             with guard, pytest.raises(offlimits.OffLimitsError):
                 call()
             assert guard.fired == ["lmcourse.blocks"], guard.fired
+
+
+def test_l6s_tests_declare_the_course_library_that_builds_the_model():
+    """The forty-second hub tester's: lmcourse.blocks' DecoderLM builds a DeepSeek-V3 (latent
+    attention, shared and routed experts, dense first blocks) from lmcourse.families' reading of
+    the config, with transformers' parameters, and L6's tests declared only lmcourse.count of the
+    course's library: her moe_parameters counting a DecoderLM built on the meta device scored the
+    visible and hidden tests, nothing fired, nothing flagged. Each of L6's declaring tests now
+    declares it."""
+    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
+    cell_file = offlimits._cell_prefixes()[-1]
+    namespace = {}
+    for cell in released.cells:
+        if submission_checks.is_setup(cell):
+            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    answer = (
+        "from lmcourse.families import as_spec\n"
+        "from lmcourse.blocks.model import DecoderLM\n"
+        "def moe_parameters(config):\n"
+        "    with torch.device('meta'):\n"
+        "        model = DecoderLM(as_spec(config))\n"
+        "    total = sum(p.numel() for p in model.parameters())\n"
+        "    routed = sum(p.numel() for name, p in model.named_parameters()\n"
+        "                 if 'experts' in name and 'shared' not in name)\n"
+        "    k, experts = config.num_experts_per_tok, config.n_routed_experts\n"
+        "    return total, total - routed + routed * k // experts\n"
+    )
+    exec(compile(answer, cell_file + "answer.py", "exec"), namespace)
+    config = namespace["configs"].toy("DeepSeek-V3")
+    assert namespace["moe_parameters"](config) == namespace["reference_parameters"](config)
+    graded = [c for c in released.cells if submission_checks.is_grade(c) and c.cell_type == "code"]
+    declaring = [c for c in graded if offlimits.declared(c.source)]
+    assert len(declaring) >= 3
+    for cell in declaring:
+        names = offlimits.declared(cell.source)
+        assert "lmcourse.blocks" in names, (cell.metadata["nbgrader"]["grade_id"], names)
+        if "moe_parameters(" in cell.source:
+            guard = offlimits.Guard(names, namespace)
+            with guard, pytest.raises(offlimits.OffLimitsError):
+                namespace["moe_parameters"](config)
+            assert guard.fired == ["lmcourse.blocks"], guard.fired
