@@ -618,3 +618,60 @@ def test_l6s_tests_declare_the_course_library_that_builds_the_model():
             with guard, pytest.raises(offlimits.OffLimitsError):
                 namespace["moe_parameters"](config)
             assert guard.fired == ["lmcourse.blocks"], guard.fired
+
+
+def test_l6s_cache_tests_declare_the_model_and_the_caches_of_transformers():
+    """The forty-second hub tester's: L6's cache tests declared only DynamicCache of
+    transformers. Her cache_bytes_per_token built the config's model (from_config, on the meta
+    device), ran one token through it into a Cache of cache_utils' DynamicLayer and
+    DynamicSlidingWindowLayer and counted the keys and values, which is what
+    reference_cache_bytes does: l6_test_cache's visible and hidden tests passed (a latent
+    config aside, a line of hers), nothing fired, nothing flagged. The cache tests now declare
+    transformers.cache_utils and PreTrainedModel.__init__: a model, or a cache layer, of
+    transformers in her code is stopped."""
+    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
+    cell_file = offlimits._cell_prefixes()[-1]
+    namespace = {}
+    for cell in released.cells:
+        if submission_checks.is_setup(cell):
+            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    answer = (
+        "from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer\n"
+        "def layers(config):\n"
+        "    window = getattr(config, 'sliding_window', None)\n"
+        "    kinds = getattr(config, 'layer_types', None)\n"
+        "    kinds = kinds or ['full_attention'] * config.num_hidden_layers\n"
+        "    return [DynamicSlidingWindowLayer(sliding_window=window) if k == 'sliding_attention'\n"
+        "            else DynamicLayer() for k in kinds]\n"
+        "def measured(config, tokens, kv_bytes=2):\n"
+        "    with torch.device('meta'):\n"
+        "        model = transformers.AutoModelForCausalLM.from_config(config).eval()\n"
+        "    cache = Cache(layers=layers(config))\n"
+        "    ids = torch.zeros(1, tokens, dtype=torch.long, device='meta')\n"
+        "    model(ids, past_key_values=cache, use_cache=True)\n"
+        "    return sum(l.keys.numel() + l.values.numel() for l in cache.layers) * kv_bytes\n"
+        "def kept(config, tokens, kv_bytes=2):\n"
+        "    total = 0\n"
+        "    for layer in layers(config):\n"
+        "        k = torch.zeros(1, 1, tokens, 1)\n"
+        "        layer.update(k, k)\n"
+        "        total += layer.keys.shape[-2]\n"
+        "    return total\n"
+    )
+    exec(compile(answer, cell_file + "answer.py", "exec"), namespace)
+    config = namespace["configs"].toy("Gemma-2-2B")
+    with namespace["torch"].no_grad():
+        assert namespace["measured"](config, 7) == namespace["reference_cache_bytes"](config, 7)
+    graded = [c for c in released.cells if submission_checks.is_grade(c) and c.cell_type == "code"]
+    cache_tests = [c for c in graded if "reference_cache_bytes" in offlimits.declared(c.source)]
+    assert len(cache_tests) == 2
+    for cell in cache_tests:
+        names = offlimits.declared(cell.source)
+        for name, call, fired in (
+            ("measured", lambda: namespace["measured"](config, 7), "PreTrainedModel.__init__"),
+            ("kept", lambda: namespace["kept"](config, 7), "cache_utils"),
+        ):
+            guard = offlimits.Guard(names, namespace)
+            with guard, pytest.raises(offlimits.OffLimitsError):
+                call()
+            assert guard.fired == [f"transformers.{fired}"], (name, guard.fired)
