@@ -675,3 +675,54 @@ def test_l6s_cache_tests_declare_the_model_and_the_caches_of_transformers():
             with guard, pytest.raises(offlimits.OffLimitsError):
                 call()
             assert guard.fired == [f"transformers.{fired}"], (name, guard.fired)
+
+
+def test_l6s_moe_test_declares_another_familys_model_of_the_same_count():
+    """The forty-second hub tester's: transformers' DeepSeek-V2 builds, from a DeepSeek-V3
+    config's fields, a model of exactly DeepSeek-V3's parameters (its code is not V3's, so no
+    twin of the declared classes), and l6_test_moe declared V3's classes only: her
+    moe_parameters counting a DeepseekV2ForCausalLM on the meta device passed the visible and
+    hidden tests, nothing fired, nothing flagged. The test now declares DeepSeek-V2's module and
+    PreTrainedModel.__init__ (any transformers model built in her code)."""
+    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
+    cell_file = offlimits._cell_prefixes()[-1]
+    namespace = {}
+    for cell in released.cells:
+        if submission_checks.is_setup(cell):
+            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    answer = (
+        "from transformers import DeepseekV2Config, DeepseekV2ForCausalLM, LlamaForCausalLM\n"
+        "def moe_parameters(config):\n"
+        "    fields = config.to_dict()\n"
+        "    for key in ('model_type', 'architectures', 'quantization_config'):\n"
+        "        fields.pop(key, None)\n"
+        "    with torch.device('meta'):\n"
+        "        v2 = DeepseekV2Config(**fields, topk_method='noaux_tc')\n"
+        "        model = DeepseekV2ForCausalLM(v2)\n"
+        "    total = sum(p.numel() for p in model.parameters())\n"
+        "    routed = sum(p.numel() for name, p in model.named_parameters()\n"
+        "                 if '.experts.' in name and 'shared_experts' not in name)\n"
+        "    k, experts = config.num_experts_per_tok, config.n_routed_experts\n"
+        "    return total, total - routed + routed * k // experts\n"
+        "def a_llama(config):\n"
+        "    with torch.device('meta'):\n"
+        "        return LlamaForCausalLM(config)\n"
+    )
+    exec(compile(answer, cell_file + "answer.py", "exec"), namespace)
+    config = namespace["configs"].toy("DeepSeek-V3")
+    assert namespace["moe_parameters"](config) == namespace["reference_parameters"](config)
+    llama = namespace["configs"].toy("Llama-3.1-8B")
+    (cell,) = [
+        c
+        for c in released.cells
+        if "moe_parameters(" in c.source and c.metadata.get("nbgrader", {}).get("grade")
+    ]
+    names = offlimits.declared(cell.source)
+    for call, fired in (
+        (lambda: namespace["moe_parameters"](config), "PreTrainedModel.__init__"),
+        (lambda: namespace["a_llama"](llama), "PreTrainedModel.__init__"),
+    ):
+        guard = offlimits.Guard(names, namespace)
+        with guard, pytest.raises(offlimits.OffLimitsError):
+            call()
+        assert guard.fired == [f"transformers.{fired}"], guard.fired
