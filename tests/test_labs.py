@@ -726,3 +726,37 @@ def test_l6s_moe_test_declares_another_familys_model_of_the_same_count():
         with guard, pytest.raises(offlimits.OffLimitsError):
             call()
         assert guard.fired == [f"transformers.{fired}"], guard.fired
+
+
+def test_l6s_cache_tests_declare_every_module_built_in_her_code():
+    """The forty-second hub tester's: with transformers' models and caches declared, her
+    cache_bytes_per_token built the config's family's attention layer (LlamaAttention,
+    Qwen2Attention, Qwen3Attention: nn.Modules, not models) on the meta device and read its
+    k_proj and v_proj widths, so transformers worked out the head width and key-value heads:
+    l6_test_cache's visible and hidden tests passed, nothing fired, nothing flagged. The cache
+    tests now declare torch.nn.Module.__init__, as L2's do: no honest answer builds a module."""
+    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
+    cell_file = offlimits._cell_prefixes()[-1]
+    namespace = {}
+    for cell in released.cells:
+        if submission_checks.is_setup(cell):
+            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    answer = (
+        "from transformers.models.llama.modeling_llama import LlamaAttention\n"
+        "def cache_bytes_per_token(config, kv_bytes=2):\n"
+        "    with torch.device('meta'):\n"
+        "        attn = LlamaAttention(config, 0)\n"
+        "    width = attn.k_proj.out_features + attn.v_proj.out_features\n"
+        "    return config.num_hidden_layers * width * kv_bytes\n"
+    )
+    exec(compile(answer, cell_file + "answer.py", "exec"), namespace)
+    config = namespace["configs"].load("Llama-2-7B")
+    assert namespace["cache_bytes_per_token"](config) == 524_288
+    graded = [c for c in released.cells if submission_checks.is_grade(c) and c.cell_type == "code"]
+    cache_tests = [c for c in graded if "reference_cache_bytes" in offlimits.declared(c.source)]
+    assert len(cache_tests) == 2
+    for cell in cache_tests:
+        guard = offlimits.Guard(offlimits.declared(cell.source), namespace)
+        with guard, pytest.raises(offlimits.OffLimitsError):
+            namespace["cache_bytes_per_token"](config)
+        assert guard.fired == ["torch.nn.Module.__init__"], guard.fired
