@@ -540,18 +540,26 @@ def test_feedback_hides_hidden_tests(round_trip, lab, course, student):
                     )
 
 
+def released_with_setup(lab):
+    """The lab's release, a namespace its setup cells ran in (compiled as a cell's code, as the
+    kernel compiles them), and the cell file prefix to compile an answer under: the guard's view
+    of a student's notebook, without a kernel."""
+    released = nbformat.read(ROOT / "labs" / lab / f"{lab}.ipynb", 4)
+    cell_file = offlimits._cell_prefixes()[-1]
+    namespace = {}
+    for cell in released.cells:
+        if submission_checks.is_setup(cell):
+            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    return released, namespace, cell_file
+
+
 def test_l5s_tests_declare_the_course_library_that_does_each_part():
     """The forty-first hub tester's: lmcourse.blocks holds a whole Llama block (group_kv,
     rotary_cos_sin and apply_rotary, RMSNorm, GatedMLP, Attention, Block), and L4 declares it
     off limits; L5's tests did not, so her expand_kv returning group_kv(kv, n_rep) and her
     apply_rope through rotary_cos_sin and apply_rotary scored their parts, nothing fired, nothing
     flagged. Each of L5's graded tests now declares it."""
-    released = nbformat.read(ROOT / "labs" / "LM10-L5" / "LM10-L5.ipynb", 4)
-    cell_file = offlimits._cell_prefixes()[-1]
-    namespace = {}
-    for cell in released.cells:
-        if submission_checks.is_setup(cell):
-            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    released, namespace, cell_file = released_with_setup("LM10-L5")
     answer = (
         "from lmcourse.blocks import group_kv, inverse_frequencies, apply_rotary\n"
         "from lmcourse.blocks.rope import rotary_cos_sin\n"
@@ -586,12 +594,7 @@ def test_l6s_tests_declare_the_course_library_that_builds_the_model():
     course's library: her moe_parameters counting a DecoderLM built on the meta device scored the
     visible and hidden tests, nothing fired, nothing flagged. Each of L6's declaring tests now
     declares it."""
-    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
-    cell_file = offlimits._cell_prefixes()[-1]
-    namespace = {}
-    for cell in released.cells:
-        if submission_checks.is_setup(cell):
-            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    released, namespace, cell_file = released_with_setup("LM10-L6")
     answer = (
         "from lmcourse.families import as_spec\n"
         "from lmcourse.blocks.model import DecoderLM\n"
@@ -629,12 +632,7 @@ def test_l6s_cache_tests_declare_the_model_and_the_caches_of_transformers():
     config aside, a line of hers), nothing fired, nothing flagged. The cache tests now declare
     transformers.cache_utils and PreTrainedModel.__init__: a model, or a cache layer, of
     transformers in her code is stopped."""
-    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
-    cell_file = offlimits._cell_prefixes()[-1]
-    namespace = {}
-    for cell in released.cells:
-        if submission_checks.is_setup(cell):
-            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    released, namespace, cell_file = released_with_setup("LM10-L6")
     answer = (
         "from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer\n"
         "def layers(config):\n"
@@ -684,12 +682,7 @@ def test_l6s_moe_test_declares_another_familys_model_of_the_same_count():
     moe_parameters counting a DeepseekV2ForCausalLM on the meta device passed the visible and
     hidden tests, nothing fired, nothing flagged. The test now declares DeepSeek-V2's module and
     PreTrainedModel.__init__ (any transformers model built in her code)."""
-    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
-    cell_file = offlimits._cell_prefixes()[-1]
-    namespace = {}
-    for cell in released.cells:
-        if submission_checks.is_setup(cell):
-            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    released, namespace, cell_file = released_with_setup("LM10-L6")
     answer = (
         "from transformers import DeepseekV2Config, DeepseekV2ForCausalLM, LlamaForCausalLM\n"
         "def moe_parameters(config):\n"
@@ -735,12 +728,7 @@ def test_l6s_cache_tests_declare_every_module_built_in_her_code():
     k_proj and v_proj widths, so transformers worked out the head width and key-value heads:
     l6_test_cache's visible and hidden tests passed, nothing fired, nothing flagged. The cache
     tests now declare torch.nn.Module.__init__, as L2's do: no honest answer builds a module."""
-    released = nbformat.read(ROOT / "labs" / "LM10-L6" / "LM10-L6.ipynb", 4)
-    cell_file = offlimits._cell_prefixes()[-1]
-    namespace = {}
-    for cell in released.cells:
-        if submission_checks.is_setup(cell):
-            exec(compile(cell.source, cell_file + "setup.py", "exec"), namespace)
+    released, namespace, cell_file = released_with_setup("LM10-L6")
     answer = (
         "from transformers.models.llama.modeling_llama import LlamaAttention\n"
         "def cache_bytes_per_token(config, kv_bytes=2):\n"

@@ -693,12 +693,9 @@ NORM_TEST_RMS = (
 )
 
 
-def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
-    """Grade her `answer` cell (which defines f) in a real sandbox against a lab() whose test
-    cell is `test`: the test's one error is OffLimitsError and nothing of her answer is
-    flagged (the guard and the agent hold by themselves), or, with `flagged_for` (a text, or
-    several), nothing but flags of those texts (a construct flagged since, which the guard
-    stops by itself too)."""
+def graded_against(monkeypatch, test, answer, timeout=30):
+    """Her `answer` cell (which defines f) graded in a real sandbox against a lab() whose test
+    cell is `test`: the graded notebook and the run's notes (its flags)."""
     from grading.host import course_preprocessors
 
     def declared(source):
@@ -710,7 +707,16 @@ def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
     grader = course_preprocessors.SandboxedExecute(timeout=timeout)
     graded, _ = grader.preprocess(declared(answer), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
+    return graded, course_preprocessors.take_notes()
+
+
+def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
+    """Grade her `answer` cell (which defines f) in a real sandbox against a lab() whose test
+    cell is `test`: the test's one error is OffLimitsError and nothing of her answer is
+    flagged (the guard and the agent hold by themselves), or, with `flagged_for` (a text, or
+    several), nothing but flags of those texts (a construct flagged since, which the guard
+    stops by itself too)."""
+    graded, notes = graded_against(monkeypatch, test, answer, timeout)
     errors = [o.get("ename") for o in graded.cells[1].outputs]
     assert errors == ["OffLimitsError"], graded.cells[1].outputs
     if flagged_for is None:
@@ -1710,18 +1716,7 @@ def f(x):
 def test_a_reference_traced_by_torch_fx_is_flagged(monkeypatch):
     """Without the flag her test passed on the declared reference (outputs []), nothing
     flagged: the guard sees none of the reference's code run."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = ROTATE_TEST
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=60)
-    graded, _ = grader.preprocess(declared(FX_TRACED), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
+    graded, notes = graded_against(monkeypatch, ROTATE_TEST, FX_TRACED, timeout=60)
     assert any("torch's fx" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
 
 
@@ -1743,18 +1738,7 @@ def f(x):
 def test_a_reference_inlined_by_torch_compile_is_flagged(monkeypatch):
     """Without the flag her test passed on the declared reference (outputs []), nothing
     flagged: the compiled graph computes the reference with none of its code run."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = ROTATE_TEST
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=120)
-    graded, _ = grader.preprocess(declared(COMPILED_CALLER), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
+    graded, notes = graded_against(monkeypatch, ROTATE_TEST, COMPILED_CALLER, timeout=120)
     assert any("torch.compile" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
 
 
