@@ -1615,18 +1615,7 @@ def f(x):
 def test_a_program_run_through_collect_env_is_flagged(monkeypatch):
     """Without the flag her test passed on the declared reference (outputs []), nothing
     flagged; the guard does not see a program she ran, the checks do."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = MUL_TEST
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=60)
-    graded, _ = grader.preprocess(declared(COLLECT_ENV_RUN), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
+    graded, notes = graded_against(monkeypatch, MUL_TEST, COLLECT_ENV_RUN, timeout=60)
     assert any("collect_env" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
     errors = [o.get("ename") for o in graded.cells[1].outputs]
     assert errors == ["OffLimitsError"], graded.cells[1].outputs  # a program run during the call
@@ -1651,18 +1640,7 @@ def f(x):
 def test_a_program_started_by_huggingface_hub_is_flagged(monkeypatch):
     """Without the flag her test passed on the declared reference (outputs []), nothing
     flagged: the guard sees no program started before the call."""
-    from grading.host import course_preprocessors
-
-    def declared(answer):
-        made = lab(answer)
-        made.cells[1].source = MUL_TEST
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    grader = course_preprocessors.SandboxedExecute(timeout=60)
-    graded, _ = grader.preprocess(declared(HF_INTERACTIVE), {"nbgrader": {"assignment": "lab"}})
-    notes = course_preprocessors.take_notes()
+    graded, notes = graded_against(monkeypatch, MUL_TEST, HF_INTERACTIVE, timeout=60)
     assert any("run_interactive_subprocess" in f for f in notes.flags), notes.flags
 
 

@@ -580,75 +580,67 @@ def test_a_program_run_during_the_call_counts_as_the_guard_lost():
     assert not quiet.lost
 
 
+def assert_her_copy_of_repeat_kv_is_stopped(answer, file, kv, n):
+    """Her `answer` cell's expand_kv, which runs a copy of the declared repeat_kv, is stopped
+    as repeat_kv; her own formula beside it (`mine`) is not."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    namespace = cell(
+        answer + "def mine(kv, n):\n    return kv.repeat_interleave(n, dim=1)\n",
+        CELL + file,
+        {"torch": torch, "repeat_kv": repeat_kv},
+    )
+    guard = offlimits.Guard(["repeat_kv"], namespace)
+    with guard, pytest.raises(offlimits.OffLimitsError):
+        namespace["expand_kv"](kv, n)
+    assert guard.fired == ["repeat_kv"]
+    with offlimits.Guard(["repeat_kv"], namespace) as honest:
+        assert torch.equal(namespace["mine"](kv, n), repeat_kv(kv, n))
+    assert honest.fired == []
+
+
 def test_a_compiled_copy_of_a_reference_is_stopped():
     """The fortieth hub tester's: her answer cell compiled the declared reference (a function,
     declared by its name) with torch.compile(backend="eager", dynamic=True) and called it once;
     her f called the compiled copy, which runs a code object dynamo rewrote from the
     reference's (its file and lines, not its identity): the value computed, nothing fired."""
-    from transformers.models.llama.modeling_llama import repeat_kv
-
-    namespace = cell(
+    assert_her_copy_of_repeat_kv_is_stopped(
         "_copy = torch.compile(repeat_kv, backend='eager', dynamic=True)\n"
         "_copy(torch.randn(2, 2, 5, 4), 3)\n"
         "def expand_kv(kv, n):\n"
-        "    return _copy(kv, n)\n"
-        "def mine(kv, n):\n"
-        "    return kv.repeat_interleave(n, dim=1)\n",
-        CELL + "compiled_copy.py",
-        {"torch": torch, "repeat_kv": repeat_kv},
+        "    return _copy(kv, n)\n",
+        "compiled_copy.py",
+        torch.randn(3, 4, 7, 8),
+        2,
     )
-    kv = torch.randn(3, 4, 7, 8)
-    guard = offlimits.Guard(["repeat_kv"], namespace)
-    with guard, pytest.raises(offlimits.OffLimitsError):
-        namespace["expand_kv"](kv, 2)
-    assert guard.fired == ["repeat_kv"]
-    with offlimits.Guard(["repeat_kv"], namespace) as honest:
-        assert torch.equal(namespace["mine"](kv, 2), repeat_kv(kv, 2))
-    assert honest.fired == []
 
 
 def test_another_files_copy_of_a_reference_is_stopped():
     """The fortieth hub tester's: transformers keeps a copy of the declared repeat_kv in many
     models' files; her f called mistral's and computed the reference, nothing fired."""
-    from transformers.models.llama.modeling_llama import repeat_kv
-
-    namespace = cell(
+    assert_her_copy_of_repeat_kv_is_stopped(
         "from transformers.models.mistral.modeling_mistral import repeat_kv as twin\n"
         "def expand_kv(kv, n):\n"
-        "    return twin(kv, n)\n"
-        "def mine(kv, n):\n"
-        "    return kv.repeat_interleave(n, dim=1)\n",
-        CELL + "twin.py",
-        {"torch": torch, "repeat_kv": repeat_kv},
+        "    return twin(kv, n)\n",
+        "twin.py",
+        torch.randn(2, 2, 5, 8),
+        3,
     )
-    kv = torch.randn(2, 2, 5, 8)
-    guard = offlimits.Guard(["repeat_kv"], namespace)
-    with guard, pytest.raises(offlimits.OffLimitsError):
-        namespace["expand_kv"](kv, 3)
-    assert guard.fired == ["repeat_kv"]
-    with offlimits.Guard(["repeat_kv"], namespace) as honest:
-        assert torch.equal(namespace["mine"](kv, 3), repeat_kv(kv, 3))
-    assert honest.fired == []
 
 
 def test_a_compiled_copy_of_another_files_copy_is_stopped():
     """The fortieth hub tester's: torch.compile of mistral's copy of the declared repeat_kv, a
     code object dynamo rewrote from a copy: neither in the reference's file nor its bytecode."""
-    from transformers.models.llama.modeling_llama import repeat_kv
-
-    namespace = cell(
+    assert_her_copy_of_repeat_kv_is_stopped(
         "from transformers.models.mistral.modeling_mistral import repeat_kv as twin\n"
         "_copy = torch.compile(twin, backend='eager', dynamic=True)\n"
         "_copy(torch.randn(2, 2, 5, 4), 3)\n"
         "def expand_kv(kv, n):\n"
         "    return _copy(kv, n)\n",
-        CELL + "compiled_twin.py",
-        {"torch": torch, "repeat_kv": repeat_kv},
+        "compiled_twin.py",
+        torch.randn(3, 4, 7, 8),
+        2,
     )
-    guard = offlimits.Guard(["repeat_kv"], namespace)
-    with guard, pytest.raises(offlimits.OffLimitsError):
-        namespace["expand_kv"](torch.randn(3, 4, 7, 8), 2)
-    assert guard.fired == ["repeat_kv"]
 
 
 def test_another_files_copy_of_a_declared_modules_function_is_stopped():
