@@ -318,7 +318,9 @@ class Guard:
         self.for_agent = bool(boundary)  # armed around a call the sandbox's agent makes
         self.outer = frozenset()  # ids of the agent's frames that armed it (__enter__)
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
-        self.module_twins = {}  # _twin of a declared module's code: (name, its package's folder)
+        # _twin of a declared code: (name, the folder a copy must lie in: "" anywhere for a
+        # declared function's, its package's folder for a declared module's)
+        self.twins = {}
         self.exempt = set()  # files under an off-limits folder that are not off limits
         self.named = set()  # a family's own functions (its routes' files are torch's)
         self.disabling = None  # torch's lazy `_disable_dynamo` wrapper's code (_family)
@@ -364,11 +366,9 @@ class Guard:
         # Each declared function's code by what it is, not where: transformers keeps a copy of
         # repeat_kv in 202 models' files ("Copied from"), and her f calling mistral's computed
         # L5's declared repeat_kv, nothing fired, nothing flagged (the fortieth hub tester).
-        self.twins = {
-            _twin(code): name
-            for code, name in self.codes.items()
-            if name not in FAMILIES and _named(code)
-        }
+        for code, name in self.codes.items():
+            if name not in FAMILIES and _named(code):
+                self.twins[_twin(code)] = (name, "")
         self.cell_prefixes = _cell_prefixes()
         self.previous, self.previous_threads, self.modes = None, None, []
         self.others = ()  # the other threads' hooks (_hook_other_threads)
@@ -415,7 +415,7 @@ class Guard:
                 continue
             for code in _codes(value):
                 if code.co_filename == path and _named(code):
-                    self.module_twins.setdefault(_twin(code), (name, root))
+                    self.twins.setdefault(_twin(code), (name, root))
 
     def stop(self, name):
         if name not in self.fired:
@@ -440,11 +440,11 @@ class Guard:
                     name = declared
                     break
             else:
-                name = self.twins.get(_twin(code)) if self.twins else None
-                if name is None and self.module_twins:
-                    declared, root = self.module_twins.get(_twin(code), (None, ""))
-                    if declared is not None and filename.startswith(root):
-                        name = declared
+                declared, root = (
+                    self.twins.get(_twin(code), (None, "")) if self.twins else (None, "")
+                )
+                if declared is not None and filename.startswith(root):
+                    name = declared
         if name is None:  # dynamo's rewrite of a copy (torch.compile of mistral's repeat_kv)
             rewritten = getattr(sys.modules.get("torch._dynamo.utils"), "orig_code_map", None)
             original = rewritten.get(code) if rewritten is not None else None
