@@ -14,6 +14,7 @@ a reason. The full measurement (25 honest students a lab, L1, L2 and L6) is
 benchmarks/similarity.py.
 """
 
+import copy
 import shutil
 import subprocess
 import sys
@@ -286,3 +287,45 @@ def test_a_huge_submission_is_compared_in_part_and_says_so(report, monkeypatch):
     cut = [s for s, why in problems.items() if why.startswith("only the first 2,000 characters")]
     assert cut and all(len(texts[s]) == 2_000 for s in cut)
     assert "broken" in problems and "broken" not in texts
+
+
+def test_her_answers_count_by_the_release_s_grade_ids_and_her_added_cells_count(tmp_path):
+    """Which cells are answers is the release's word (the forty-fourth hub tester): a verbatim
+    copy whose answer cells say `solution: false` (nbgrader grades them by their grade ids all
+    the same), and a copy moved into code cells she added after the release's starter code
+    (grading runs those as hers), are each paired with the original; the release's setup and
+    tests, and the honest class's pairs, stay as they were."""
+    students, _, _ = copying.build(LAB, honest=8, copies=0, kinds=())
+    released = copying.release(LAB)
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    grading = tmp_path / "grading"
+    unmarked = copying.notebook(LAB, students["honest-03"], released)
+    for cell in unmarked.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.metadata["nbgrader"]["solution"] = False
+    moved = copy.deepcopy(released)
+    answers = copying.notebook(LAB, students["honest-05"], released)
+    for at in reversed(range(len(moved.cells))):
+        if moved.cells[at].metadata.get("nbgrader", {}).get("solution"):
+            theirs = answers.cells[at].source
+            moved.cells.insert(at + 1, nbformat.v4.new_code_cell(theirs))
+    class_ = {s: copying.notebook(LAB, a, released) for s, a in students.items()}
+    class_ |= {"unmarked": unmarked, "moved": moved}
+    for student, nb in class_.items():
+        (grading / "submitted" / student / LAB).mkdir(parents=True)
+        nbformat.write(nb, grading / "submitted" / student / LAB / f"{LAB}.ipynb")
+    starter, texts, problems = similarity.read_class(LAB, grading)
+    assert not problems
+    _, pairs, _ = similarity.match(starter, texts)
+    got = {frozenset((p.a, p.b)): p.score for p in pairs}
+    assert got[frozenset(("honest-03", "unmarked"))] >= 0.99
+    assert got[frozenset(("honest-05", "moved"))] >= 0.99
+    # an honest notebook's text is what its own solution cells gave before
+    assert all(texts[s] == similarity.answer_text(class_[s]) for s in students)
+    assert similarity.starter_texts(released) == (
+        similarity.release_text(released),
+        similarity.answer_text(released),
+    )
+    honest = [score for pair, score in got.items() if not pair & {"unmarked", "moved"}]
+    assert honest and max(honest) < similarity.THRESHOLD

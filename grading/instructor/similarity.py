@@ -10,8 +10,10 @@ to students, the feedback or the gradebook; no grading run is needed: it reads
 grading/submitted/<student>/LAB/LAB.ipynb directly and labs/LAB/LAB.ipynb, the release.
 
 How a pair is scored:
-- Only the student's own answer code is compared: the code cells nbgrader marks as solution
-  cells, in notebook order. Setup and test cells are never read, and everything of the release
+- Only the student's own answer code is compared: her answer cells, in notebook order, as the
+  release names them (by grade id: her notebook's `solution` flags are hers to change, and
+  nbgrader grades the cells all the same), and every code cell she added, which grading runs as
+  hers (answer_text). Setup and test cells are never read, and everything of the release
   (the starter code of the answer cells, the setup and the tests) is boilerplate: a passage the
   release holds counts for no one.
 - The matcher is copydetect (PyPI; winnowing, as MOSS does): its tokenizer replaces every name
@@ -83,16 +85,39 @@ class Pair:
 # ------------------------------------------------------------------------------ reading
 
 
-def answer_text(nb):
-    """The solution code cells of a notebook, in order, each after a comment naming it."""
-    parts = []
+def answer_text(nb, release=None):
+    """The student's code cells of a notebook, in order, each after a comment naming it.
+
+    Without `release`, the notebook's own solution cells. With the released notebook, which
+    cells are answers is the release's word, never the submission's metadata (a student may set
+    her answer cells' `solution` to false; nbgrader still grades them by their grade ids): the
+    cells whose grade id the release gives an answer cell, and every code cell the release does
+    not hold, which grading runs as hers too: one without a grade id the release knows (a cell
+    she added), or repeating one (nbgrader keeps the first cell of an id: DeduplicateIds).
+    Skipped: the first cell of each of the release's other ids, its setup and tests (locked:
+    nbgrader puts the release's code back)."""
+    if release is not None:
+        ids = [submission_checks.meta(c).get("grade_id") for c in release.cells]
+        answers = {
+            i for i, c in zip(ids, release.cells, strict=True) if submission_checks.is_solution(c)
+        }
+        known = {i for i in ids if isinstance(i, str)}
+    parts, seen = [], set()
     for cell in nb.cells:
-        if cell.get("cell_type") != "code" or not submission_checks.is_solution(cell):
+        if cell.get("cell_type") != "code":
             continue
+        grade_id = submission_checks.meta(cell).get("grade_id")
+        if release is None:
+            if not submission_checks.is_solution(cell):
+                continue
+        elif isinstance(grade_id, str) and grade_id in known and grade_id not in seen:
+            seen.add(grade_id)
+            if grade_id not in answers:
+                continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        grade_id = str(submission_checks.meta(cell).get("grade_id", "?"))
-        parts.append(f"# [{plain(grade_id)}]\n{source.rstrip()}\n")
+        name = "?" if grade_id is None else str(grade_id)
+        parts.append(f"# [{plain(name)}]\n{source.rstrip()}\n")
     return "\n".join(parts)
 
 
@@ -109,7 +134,7 @@ def release_text(nb):
 def starter_texts(release):
     """Boilerplate: every code cell of the release, and its answer cells joined as a
     submission's are (so that the seams between answer cells are the release's too)."""
-    return (release_text(release), answer_text(release))
+    return (release_text(release), answer_text(release, release))
 
 
 def notebook_of(folder, lab):
@@ -132,7 +157,8 @@ def read_class(lab, grading=GRADING):
     release = root / "labs" / lab / f"{lab}.ipynb"
     if not release.is_file():
         raise ValueError(f"no released notebook {release}: run `make release LAB={lab}`")
-    starter = starter_texts(nbformat.read(release, as_version=4))
+    released = nbformat.read(release, as_version=4)
+    starter = starter_texts(released)
     submitted = grading / "submitted"
     folders = sorted(p / lab for p in submitted.glob("*") if (p / lab).is_dir())
     if not folders:
@@ -142,7 +168,7 @@ def read_class(lab, grading=GRADING):
         student = folder.parent.name
         try:
             nb = nbformat.read(notebook_of(folder, lab), as_version=4)
-            texts[student] = answer_text(nb)
+            texts[student] = answer_text(nb, released)
             if len(texts[student]) > MAX_CHARS:
                 problems[student] = (
                     f"only the first {MAX_CHARS:,} characters compared: its answer cells "
