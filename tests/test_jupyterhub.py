@@ -3683,10 +3683,56 @@ def test_no_student_fills_the_hubs_log_over_a_day(monkeypatch):
 
     asyncio.run(play())
     for day in (0, 1):
-        assert 1 << 20 <= logged["lm10-mallory"][day] < (1 << 20) + 8192, logged
+        # her text's bytes: each line's prefix and name count against the cap too
+        assert (1 << 20) - 32768 <= logged["lm10-mallory"][day] < (1 << 20) + 8192, logged
     assert sum("lm10-mallory's server: 1 MiB of its lines logged today" in w for w in warnings) == 2
     assert any(w.startswith("lm10-mallory's server:") and "lines left out" in w for w in warnings)
     assert logged["lm10-alice"] == [2000 * 100] * 2, logged
+
+
+def test_no_student_fills_the_hubs_log_with_empty_or_wide_lines(monkeypatch):
+    """The forty-fifth tester's (issue 39): the day's cap counted the characters of her text
+    only. 50 empty lines a second (or lines of control characters, which `plain` removes) were
+    4,320,000 lines and 330 MiB of the hub's log a day, each line its prefix and her name,
+    counted 0 bytes; 50 lines a second of 4 KiB of bytes that are not UTF-8 (each logged as
+    U+FFFD, 3 bytes) were 96 MiB counted as 32. Each line now counts its bytes as the hub writes
+    them, prefix included. Played as the test above: 2 days of 2,000 s, the cap 1 MiB."""
+    from grading.hub import server_output
+
+    monkeypatch.setattr(server_output, "LOG_BYTES_PER_DAY", 1 << 20, raising=False)
+    monkeypatch.setattr(server_output, "LOGGED", {}, raising=False)
+    prefix = len("[I 2026-12-07 08:10:23.301 JupyterHub server_output:98] \n")
+    now = [0.0]
+    lines = {"lm10-mallory": b"", "lm10-eve": b"\x01\x1b", "lm10-trudy": b"\x80" * 4096}
+    logged = {name: [0] * 2 for name in lines}
+
+    class Log:
+        def info(self, form, *args):  # the bytes the hub's log takes for it
+            logged[args[0]][int(now[0] // 86400)] += prefix + len((form % args).encode())
+
+        def warning(self, form, *args):
+            pass
+
+    async def play():
+        relays = {}
+        for name in lines:
+            read, write = os.pipe()
+            os.close(write)
+            relays[name] = server_output.Relay(read, Log(), name, clock=lambda: now[0])
+        for start in (0, 86400):
+            for second in range(2000):
+                now[0] = start + second
+                for name, relay in relays.items():
+                    relay.new_second()
+                    for _ in range(server_output.LINES_PER_SECOND):
+                        relay.line(lines[name])
+        for relay in relays.values():
+            relay.close()
+
+    asyncio.run(play())
+    for name in lines:
+        for day in (0, 1):
+            assert 900_000 <= logged[name][day] < (1 << 20) + 16384, (name, logged)
 
 
 def test_no_one_reaches_a_classmates_kernel_over_the_loopback(played):

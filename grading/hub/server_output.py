@@ -33,6 +33,13 @@ LINES_PER_SECOND = 50
 BYTES_PER_SECOND = 1 << 20
 READ_BYTES = 1 << 16
 LOG_BYTES_PER_DAY = 32 << 20
+# What the hub's log adds to each line beside the message, counted against the day's cap with
+# the message's bytes: its level, time, logger and place ("[I 2026-12-07 08:10:23.301 JupyterHub
+# server_output:98] ", 57 bytes) and the newline, rounded up. Counted as characters of her text
+# alone, 50 empty lines a second were 330 MiB of the log a day counted as nothing, and lines of
+# bytes that are not UTF-8 (each logged as U+FFFD, 3 bytes) three times what they counted (the
+# forty-fifth tester's table in JUPYTERHUB.md)
+LOG_PREFIX_BYTES = 64
 LOGGED = {}  # user name -> [the day, bytes of her lines logged that day]
 
 
@@ -96,7 +103,7 @@ class Relay:
         self.say_left_out()
         text = plain(raw[:LINE_BYTES].decode("utf-8", "replace"))
         self.log.info("%s's server: %s", self.name, text)
-        logged[1] += len(text)
+        logged[1] += LOG_PREFIX_BYTES + len(f"{self.name}'s server: {text}".encode())
         if logged[1] >= LOG_BYTES_PER_DAY:
             self.log.warning(
                 "%s's server: %d MiB of its lines logged today; the rest are counted, not "
