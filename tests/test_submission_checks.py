@@ -311,6 +311,16 @@ REACHES = {
     "builtins-name": ("b = __builtins__", "reads __builtins__"),
     # issue 38's security tester: each reached the sandbox's agent, or ran a string, unflagged
     "pkgutil": ('pkgutil.resolve_name("sandbox" + "_agent")', "finds a module by name"),
+    # the forty-third tester: sys by a computed name reached the armed guard in sys.modules
+    "pytest.importorskip": ("import pytest\ns = pytest.importorskip('sy' + 's')", "imports pytest"),
+    "importorskip": ("from numpy.testing import importorskip", "importorskip"),
+    "entry_point": (
+        "import importlib_metadata as m\ns = m.EntryPoint('s', 'sy' + 's', 'g').load()",
+        "imports importlib_metadata",
+    ),
+    "ImportString": ("import pydantic\nt = pydantic.ImportString", "imports pydantic"),
+    "sphinx": ("import sphinx.util._importer as m\ns = m.import_object('sys')", "imports sphinx"),
+    "import_object": ("from numpy.testing import import_object", "import_object"),
     "import-pkgutil": ("import pkgutil", "imports pkgutil"),
     "timeit": ("import timeit", "imports timeit"),
     "timeit-string": ('t.timeit("import sandbox_agent", number=1)', "names sandbox_agent in a"),

@@ -1754,3 +1754,25 @@ def test_another_files_copy_of_a_declared_modules_function_is_stopped(monkeypatc
     """Without the fix her test passed on the declared module's rotate_half, copied into
     mistral's file (outputs []), nothing flagged."""
     stopped_unflagged(monkeypatch, MODULE_TEST, MODULE_TWIN, timeout=120)
+
+
+def test_sys_by_a_computed_name_reaching_the_armed_guard_is_flagged(monkeypatch):
+    """The forty-third hub tester: pytest.importorskip("sy" + "s") gave her f sys unflagged, and
+    sys.modules the guard module the agent armed; her f moved the armed guard's notion of her
+    cells (cell_prefixes, for_agent, outer) and called F.layer_norm under a test that declares
+    torch's normalisation layers: passed in a real sandbox, outputs [], flags []. Importing
+    pytest (and importlib_metadata, pydantic, lazy_importer: other resolvers by name) is flagged."""
+    answer = (
+        "import pytest\n"
+        "import torch\n"
+        "def f(values):\n"
+        "    s = pytest.importorskip('sy' + 's')\n"
+        "    for guard in list(s.modules['lmcourse.off' + 'limits']._ARMED):\n"
+        "        guard.cell_prefixes = ('nowhere',)\n"
+        "        guard.for_agent = False\n"
+        "        guard.outer = set()\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
+    )
+    _, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert any("imports pytest" in f for f in notes.flags), notes.flags

@@ -102,8 +102,17 @@ SUSPICIOUS_MODULES = {
     "jupyter_core",
     "jupyter_server",
     # modules that run code from strings or data, or find modules by a computed name
-    # (`pkgutil.resolve_name("sandbox" + "_agent")`, `timeit.timeit("import ...")`)
+    # (`pkgutil.resolve_name("sandbox" + "_agent")`, `timeit.timeit("import ...")`), and
+    # installed packages that do the second (`pytest.importorskip("sy" + "s")`,
+    # importlib_metadata's `EntryPoint(value=...).load()`, pydantic's `ImportString`, sphinx's
+    # `import_object`): sys by a computed name, unflagged, reached the armed guard in
+    # sys.modules (the forty-third tester)
     "pkgutil",
+    "pytest",
+    "importlib_metadata",
+    "pydantic",
+    "lazy_importer",
+    "sphinx",
     "timeit",
     "cProfile",
     "profile",
@@ -268,7 +277,8 @@ EVALUATORS = {"get_type_hints", "ForwardRef", "_eval_type", "get_annotations", "
 # What finds a module by a name computed at run time, whichever module offers it.
 RESOLVERS = {
     "resolve_name", "import_module", "find_spec", "get_loader", "exec_module", "_gcd_import",
-    "_find_and_load", "_call_with_frames_removed",
+    "_find_and_load", "_call_with_frames_removed", "importorskip", "ImportString",
+    "import_object",
 }  # fmt: skip
 PICKLE_KEYWORDS = {("allow_pickle", True), ("weights_only", False), ("pickle_module", None)}
 DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.M)
