@@ -83,7 +83,7 @@ from jupyterhub.auth import PAMAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
 
 from grading.host.sandbox import cpu_parent
-from grading.hub import no_keyrings, plain_logs, ptys, server_output
+from grading.hub import access_log, no_keyrings, plain_logs, ptys, server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -92,6 +92,11 @@ c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 # role: ..."; a request's address sent to the hub's own port, past the proxy, where tornado
 # accepts C1 controls), into the administrator's terminal
 plain_logs.install()
+# ... and bounded: JupyterHub logs every request with its whole address, and anyone on the
+# machine reaches the hub's port without a credential (484 MB of the log a second from one
+# student's long addresses: the forty-fifth tester's table). Each address cut, at most 50
+# lines a second, the rest counted (grading/hub/access_log.py)
+c.JupyterHub.tornado_settings = {"log_function": access_log.bounded}
 
 COURSE_ID = "LM10"
 STUDENTS = "lm10-students"  # Unix group of the students

@@ -1,0 +1,57 @@
+"""The hub's access log, bounded (grading/hub/access_log.py, the forty-fifth tester's table in
+grading/JUPYTERHUB.md): JupyterHub's own `log_request` on requests of a real tornado
+application, with the log's own clock. A student's flood of requests with 30,000-character
+addresses, to the hub's port without a credential, was 484 MB of the hub's log a second."""
+
+import logging
+from unittest import mock
+
+from tornado.httputil import HTTPHeaders, HTTPServerRequest
+from tornado.web import Application, RequestHandler
+
+from grading.hub import access_log
+
+
+class Answers(RequestHandler):
+    pass
+
+
+def handler(uri):
+    request = HTTPServerRequest(
+        method="GET",
+        uri=uri,
+        headers=HTTPHeaders({"Host": "127.0.0.1"}),
+        connection=mock.Mock(),
+    )
+    request.remote_ip = "127.0.0.1"
+    answered = Answers(Application(), request)
+    answered.set_status(200)
+    answered.current_user = None
+    return answered
+
+
+def test_a_flood_of_long_addresses_takes_the_hubs_log_a_bounded_amount(caplog):
+    now = [0.0]
+    bounded = access_log.Bounded(clock=lambda: now[0])
+    long = "/hub/api/?x=" + "a" * 30_000
+    with caplog.at_level(logging.INFO, logger="tornado.access"):
+        for second in range(3):
+            now[0] = second
+            for _ in range(1000):
+                bounded(handler(long))
+    lines = [r.getMessage() for r in caplog.records]
+    logged = [line for line in lines if "GET /hub/api/" in line]
+    assert len(logged) == 3 * access_log.LINES_PER_SECOND, len(logged)
+    assert max(map(len, lines)) < access_log.ADDRESS_CHARS + 100, max(map(len, lines))
+    assert "...[30012 characters]" in logged[0], logged[0][-80:]
+    counted = [line for line in lines if "requests not logged" in line]
+    assert counted == ["950 requests not logged (more than 50 a second)"] * 2, counted
+
+
+def test_a_short_address_is_logged_as_it_was(caplog):
+    bounded = access_log.Bounded(clock=lambda: 0.0)
+    with caplog.at_level(logging.INFO, logger="tornado.access"):
+        answered = handler("/hub/api/user")
+        bounded(answered)
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["200 GET /hub/api/user"]
+    assert answered.request.uri == "/hub/api/user"
