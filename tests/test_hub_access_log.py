@@ -55,3 +55,28 @@ def test_a_short_address_is_logged_as_it_was(caplog):
         bounded(answered)
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["200 GET /hub/api/user"]
     assert answered.request.uri == "/hub/api/user"
+
+
+def test_every_line_of_the_hubs_log_is_cut_and_counted():
+    """The forty-fifth tester's: tornado's warning for each refused request and JupyterHub's
+    "Not authorizing access to ..." carried a 30,000-character address whole, unbounded."""
+    now = [0.0]
+    bounded = access_log.LinesPerSecond(clock=lambda: now[0])
+    handler = logging.Handler()
+    handler.addFilter(bounded)
+    out = []
+    handler.emit = lambda record: out.append(record.getMessage())
+    log = logging.getLogger("lm10-test-hub")
+    log.addHandler(handler)
+    log.propagate = False
+    address = "/hub/api/users/" + "a" * 30_000
+    try:
+        for second in range(2):
+            now[0] = second
+            for _ in range(1000):
+                log.warning("%d GET %s (127.0.0.1): forbidden", 403, address)
+    finally:
+        log.removeHandler(handler)
+    assert len(out) == 2 * access_log.RECORDS_PER_SECOND, len(out)
+    assert max(map(len, out)) < access_log.MESSAGE_CHARS + 100, max(map(len, out))
+    assert out[access_log.RECORDS_PER_SECOND].startswith("(900 lines not logged"), out[100][:60]

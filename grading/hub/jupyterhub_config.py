@@ -97,6 +97,13 @@ plain_logs.install()
 # student's long addresses: the forty-fifth tester's table). Each address cut, at most 50
 # lines a second, the rest counted (grading/hub/access_log.py)
 c.JupyterHub.tornado_settings = {"log_function": access_log.bounded}
+# ... and every line of it: tornado's warning for each refused request and JupyterHub's "Not
+# authorizing access to ..." carry the whole address (6.3 MB in 10 s from one student's token):
+# each message cut, at most 100 lines a second, the rest counted (access_log.LinesPerSecond)
+c.JupyterHub.logging_config = {
+    "filters": {"bounded": {"()": "grading.hub.access_log.LinesPerSecond"}},
+    "handlers": {"console": {"filters": ["bounded"]}},
+}
 
 COURSE_ID = "LM10"
 STUDENTS = "lm10-students"  # Unix group of the students
