@@ -18,6 +18,25 @@ from grading.host import sandbox
 # each test starts a sandbox: bubblewrap required, and slow (SLOW_MODULES: tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("sandbox_installed")
 
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_grader(sandbox_installed):
+    """One warm sandbox and one warm trusted test process for every test of this module that
+    grades through SandboxedExecute, as `make autograde`'s workers grade one submission after
+    another (grading/batch/workers.py): each test's notebook is a neighbour of the ones graded
+    before it, in the same sandbox, under the limits SandboxedExecute reads. Tests that start a
+    Sandbox of their own (grade_after) are unchanged."""
+    from grading.host import trusted_tests
+
+    sandbox.warm("import torch", sandbox.SandboxLimits().limits())
+    trusted_tests.warm("import torch")
+    try:
+        yield
+    finally:
+        trusted_tests.cool()
+        sandbox.cool()
+
+
 HONEST = "answer = 6 * 7\nprint('classmate', answer)\n"
 
 
@@ -641,13 +660,11 @@ def test_no_answer_makes_the_executor_say_it_stopped_a_test():
         with trusted_tests.session([], ["f", "g"]) as tested:
             results[index], _ = tested.run(sources[index], call=call, deadline=None)
 
-    trusted_tests.warm("")
-    box = sandbox.Sandbox("", sandbox.Limits())
+    box = sandbox.Sandbox("", sandbox.Limits())  # its tests in the module's warm trusted process
     try:
         run = box.execute(nbformat.writes(new_notebook(cells=cells)), 5, 60, on_test=on_test)
     finally:
         box.close()
-        trusted_tests.cool()
     assert results.get(1) == [{"output_type": "stream", "name": "stdout", "text": "passed\n"}], (
         results
     )
@@ -776,12 +793,19 @@ def test_no_output_of_hers_puts_her_text_in_the_graders_stop(monkeypatch):
     )
 
 
-def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch):
+@pytest.mark.parametrize("start", ["warm", "cold"])
+def test_a_test_that_passes_without_printing_scores_its_points(monkeypatch, start):
     """A test cell that passed and printed nothing (nbgrader's own way: asserts alone) came
     back from the trusted process with no outputs, and the grader took none for a test never
     run: "Not run: the notebook ended before this test", an error, so 0 points for a right
-    answer (the twenty-sixth hub tester; every test of the six labs prints, so none met it)."""
+    answer (the twenty-sixth hub tester; every test of the six labs prints, so none met it).
+    Cold too: a sandbox and a trusted process of its own, as the formgrader's Autograde button
+    grades one submission (no worker warmed them)."""
+    from grading.host import trusted_tests
 
+    if start == "cold":
+        monkeypatch.setattr(sandbox, "_warm", None)
+        monkeypatch.setattr(trusted_tests, "_warm", None)
     graded, notes = grade_one(monkeypatch, lab("def f(x):\n    return 2 * x\n"), timeout=10)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs
 
