@@ -113,6 +113,44 @@ SUSPICIOUS_MODULES = {
     "pydantic",
     "lazy_importer",
     "sphinx",
+    # and more, found by a scan of the standard library and .venv for functions that import a
+    # name their caller passes (the forty-sixth tester): each gave sys, sys.modules or a
+    # function of sys from "sy" + "s" (`six._import_module`, networkx.lazy_imports'
+    # `_lazy_import`, `mistune.plugins.import_plugin("sy" + "s.modules")`, myst_parser's
+    # `check_heading_slug_func` (sys._getframe), docutils'
+    # `LanguageImporter().import_from_packages`, setuptools' `config.expand._load_spec` and
+    # `_imp.get_module`, pip's vendored distlib `util.resolve`, fontTools'
+    # `registerCustomTableClass` then `getCustomTableClass`,
+    # `test.support.import_helper.import_fresh_module`, jsonschema's
+    # `cli._resolve_name_with_default`)
+    "six",
+    "networkx",
+    "mistune",
+    "myst_parser",
+    "docutils",
+    "setuptools",
+    "pip",
+    "fontTools",
+    "test",
+    "jsonschema",
+    # a pytest plugin: `xdist.workermanage.unserialize_warning_message` calls any function of
+    # any module by name (`sys._getframe`); alembic's write hooks run `python -m` any module
+    "xdist",
+    "alembic",
+    # coverage's `execfile.PyRunner([name, *args], as_module=True).run()` runs any module as
+    # __main__, runpy's reach (`["timeit", "-n1", code]` ran a string)
+    "coverage",
+    # traitlets' import_item under other names: nbconvert's
+    # `TemplateExporter()._register_filter(env, name, "sys._getframe")` and jupyter_lsp's
+    # `trait_types.LoadableCallable().validate(None, "sys._getframe")` return any callable of
+    # any module
+    "nbconvert",
+    "jupyter_lsp",
+    # sqlalchemy's `util.preloaded._ModuleRegistry(prefix="y")`, `preload_module("sy" + "s")`,
+    # `import_prefix("")`: the module as the registry's attribute `s`; fsspec's
+    # `registry._import_class("lmcourse.off" + "limits:Guard")`: any class of any loaded module
+    "sqlalchemy",
+    "fsspec",
     "timeit",
     "cProfile",
     "profile",
@@ -187,6 +225,10 @@ INTERNALS = {
     # lead, after the fortieth hub tester: `torch.compile(inner, backend="eager")`, played
     # with the guard alone); functorch.compile's aot_function traces the same way
     "torch.compile", "torch.compiler", "functorch",
+    # not torch's, but the same reach: logging.config resolves any dotted name to its object
+    # (`logging.config.BaseConfigurator({}).resolve("sy" + "s")` gave sys; the lead, then the
+    # forty-sixth tester), imported or reached as `logging.config`
+    "logging.config",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
 PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
@@ -279,6 +321,18 @@ RESOLVERS = {
     "resolve_name", "import_module", "find_spec", "get_loader", "exec_module", "_gcd_import",
     "_find_and_load", "_call_with_frames_removed", "importorskip", "ImportString",
     "import_object",
+    # the forty-sixth tester: logging.config's configurators resolve any dotted name
+    # (`BaseConfigurator({}).resolve("sy" + "s")`, dictConfig's "()" factories); matplotlib's
+    # `backend_registry.load_backend_module("module://" + name)`; numpy's
+    # `np.core._ufunc_reconstruct(name, "modules")` (sys.modules) and
+    # `numpy.lib._utils_impl._makenamedict(name)` (sys.__dict__); torch's
+    # `nn.utils._deprecation_utils.lazy_deprecated_import` (sys.modules) and
+    # `utils._pytree.enum_object_hook({"__enum__": 1, "fqn": "sys:modules", "name": "sys"})`
+    # (sys); the standard library's `optparse.Values().read_module(name, "loose")` (sys's
+    # namespace) and `enum.Enum._convert_(cls, name, filter)` (sys's functions as members)
+    "BaseConfigurator", "DictConfigurator", "dictConfig", "fileConfig", "load_backend_module",
+    "_ufunc_reconstruct", "_makenamedict", "lazy_deprecated_import", "enum_object_hook",
+    "read_module", "_convert_", "_old_convert_", "try_import", "_import_dotted_name",
 }  # fmt: skip
 PICKLE_KEYWORDS = {("allow_pickle", True), ("weights_only", False), ("pickle_module", None)}
 DECLARATION = re.compile(r"^[ \t]*#[ \t]*Off limits while graded:[ \t]*(.+?)[ \t]*$", re.M)
@@ -795,6 +849,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     found.append((line, f"imports {module} (a private module)"))
                 elif prefix := _under(path, INTERNALS):
                     found.append((line, f"imports {path} ({prefix}: past the off-limits guard)"))
+                elif module.split(".")[0] == "torch" and any(
+                    part.startswith("_") and not _dunder(part) for part in path.split(".")[1:]
+                ):  # `from torch._utils import try_import` gave sys (the forty-sixth tester)
+                    found.append((line, f"imports {path} (a private module of torch)"))
                 elif (
                     _under(path, FORMATTER[:1])
                     or path.rsplit(".", 1)[-1] in FRAMES | SHELL
