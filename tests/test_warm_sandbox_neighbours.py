@@ -1800,3 +1800,24 @@ def test_sys_by_a_computed_name_reaching_the_armed_guard_is_flagged(monkeypatch)
     )
     _, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
     assert any("imports pytest" in f for f in notes.flags), notes.flags
+
+
+def test_the_agent_switched_off_through_sys_is_flagged(monkeypatch):
+    """The lead, after the forty-third hub tester: sys, by a route the flags did not know
+    (logging.config's BaseConfigurator.resolve), opens sys.modules, and there the sandbox's
+    agent, whose _guard her answer cell rebinds: no test arms a guard, and F.layer_norm passed
+    a test that declares torch's normalisation layers (outputs []). The guard cannot hold
+    against that (JUPYTERHUB.md, "What this set-up leaves open"): the route to sys is flagged."""
+    answer = (
+        "import contextlib\n"
+        "import logging.config\n"
+        "import torch\n"
+        "s = logging.config.BaseConfigurator({}).resolve('sy' + 's')\n"
+        "s.modules['sandbox' + '_agent']._guard = lambda names: contextlib.nullcontext()\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("logging.config" in f for f in notes.flags), notes.flags
