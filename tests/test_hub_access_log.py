@@ -57,9 +57,11 @@ def test_a_short_address_is_logged_as_it_was(caplog):
     assert answered.request.uri == "/hub/api/user"
 
 
-def test_every_line_of_the_hubs_log_is_cut_and_counted():
+def test_every_line_of_the_hubs_log_is_cut_and_counted(monkeypatch):
     """The forty-fifth tester's: tornado's warning for each refused request and JupyterHub's
-    "Not authorizing access to ..." carried a 30,000-character address whole, unbounded."""
+    "Not authorizing access to ..." carried a 30,000-character address whole, unbounded. (The
+    bytes a second are bounded too: the next test; here the records alone.)"""
+    monkeypatch.setattr(access_log, "BYTES_PER_SECOND", 1 << 30)
     now = [0.0]
     bounded = access_log.LinesPerSecond(clock=lambda: now[0])
     handler = logging.Handler()
@@ -80,3 +82,36 @@ def test_every_line_of_the_hubs_log_is_cut_and_counted():
     assert len(out) == 2 * access_log.RECORDS_PER_SECOND, len(out)
     assert max(map(len, out)) < access_log.MESSAGE_CHARS + 100, max(map(len, out))
     assert out[access_log.RECORDS_PER_SECOND].startswith("(900 lines not logged"), out[100][:60]
+
+
+def test_long_lines_of_the_hubs_log_are_bounded_in_bytes_too():
+    """The forty-eighth tester's: 100 records a second of 2,000 characters each were 17 GiB of
+    the hub's log a day; a student's four connections without a credential asking
+    `/hub/api/users/<30,000 characters>` wrote 10.5 GiB a day (tornado's 403 warning and the
+    access line). Now at most BYTES_PER_SECOND a second, prefixes counted, the rest counted."""
+    now = [0.0]
+    bounded = access_log.LinesPerSecond(clock=lambda: now[0])
+    handler = logging.Handler()
+    handler.addFilter(bounded)
+    out = []
+    handler.emit = lambda record: out.append((now[0], record.getMessage()))
+    log = logging.getLogger("lm10-test-hub-bytes")
+    log.addHandler(handler)
+    log.propagate = False
+    address = "/hub/api/users/" + "a" * 30_000
+    try:
+        for second in range(3):
+            now[0] = second
+            for _ in range(1000):
+                log.warning("%d GET %s (127.0.0.1): forbidden", 403, address)
+    finally:
+        log.removeHandler(handler)
+    for second in range(3):
+        logged = [message for at, message in out if at == second]
+        size = sum(access_log.RECORD_PREFIX_BYTES + len(m.encode()) for m in logged)
+        assert size <= access_log.BYTES_PER_SECOND + 200, (second, len(logged), size)
+        assert logged, second
+    first = [message for at, message in out if at == 0]
+    second = [message for at, message in out if at == 1]
+    said = f"({1000 - len(first)} lines not logged: more than 100 or 16 KiB a second)"
+    assert second[0].startswith(said), second[0][:80]
