@@ -4,8 +4,14 @@ application, with the log's own clock. A student's flood of requests with 30,000
 addresses, to the hub's port without a credential, was 484 MB of the hub's log a second."""
 
 import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
 from unittest import mock
 
+import pytest
 from tornado.httputil import HTTPHeaders, HTTPServerRequest
 from tornado.web import Application, RequestHandler
 
@@ -115,3 +121,48 @@ def test_long_lines_of_the_hubs_log_are_bounded_in_bytes_too():
     second = [message for at, message in out if at == 1]
     said = f"({1000 - len(first)} lines not logged: more than 100 or 16 KiB a second)"
     assert second[0].startswith(said), second[0][:80]
+
+
+JOURNAL_ENTRY = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"SYSLOG_IDENTIFIER=jupyterhub\nMESSAGE=[I JupyterHub] forged\n", sys.argv[1])
+    print("sent")
+except OSError as error:
+    print(type(error).__name__)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_no_server_writes_to_the_journal(tmp_path):
+    """The forty-fifth tester's (open until the forty-eighth's): journald's socket, mode 0666,
+    was in reach of every server (`--ro-bind / /` stops no `sendmsg` on a socket), and her
+    entry showed as the hub's unit's. Played with the servers' bubblewrap options and a socket
+    standing in for journald's: sent and received without `journal_hidden`, refused with it."""
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    socket_path = journal / "socket"
+    received = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    received.bind(str(socket_path))
+    os.chmod(socket_path, 0o666)
+    received.settimeout(5)
+
+    def entry(*hidden):
+        command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        command += [*hidden, "--unshare-pid", "--", sys.executable, "-c", JOURNAL_ENTRY]
+        done = subprocess.run([*command, str(socket_path)], capture_output=True, text=True)
+        return done.stdout.strip() or done.stderr.strip()
+
+    try:
+        assert entry() == "sent"  # her reach without it: the entry arrives
+        assert b"forged" in received.recv(4096)
+        assert entry(*access_log.journal_hidden(str(journal))) == "FileNotFoundError"
+        received.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            received.recv(4096)
+    finally:
+        received.close()
+    assert access_log.journal_hidden(str(tmp_path / "absent")) == ()
+    assert access_log.JOURNAL == "/run/systemd/journal"

@@ -16,6 +16,7 @@ count is logged with the next line logged. At most about 1 GiB a day, whoever as
 flood, others' requests are counted with hers, not logged one by one.
 """
 
+import os
 import time
 
 from jupyterhub.log import log_request
@@ -114,3 +115,20 @@ class LinesPerSecond:
         record.msg, record.args = message, ()
         record.getMessage = lambda: message
         return True
+
+
+# journald's sockets (`socket`, `stdout`, `dev-log`, the target of /dev/log) where the machine
+# runs systemd. Mode 0666, in reach of every server (`--ro-bind / /`: a read-only mount stops
+# neither `connect` nor `sendmsg` on a socket), and a student's server runs in the hub's
+# service's cgroup (LocalProcessSpawner), so her entry (`SYSLOG_IDENTIFIER=jupyterhub`, a line
+# forged as the hub's, escape sequences and newlines in it) showed under `journalctl -u` as the
+# hub's own, past the relay's name, plainness and daily cap, and a flood of hers spent the
+# hub's unit's rate limit, so journald dropped the hub's own lines (the forty-fifth tester's
+# table in JUPYTERHUB.md; hidden by the forty-eighth)
+JOURNAL = "/run/systemd/journal"
+
+
+def journal_hidden(folder=JOURNAL):
+    """bubblewrap's options that show a server `folder` (journald's sockets) as an empty,
+    read-only folder, where it exists."""
+    return ("--tmpfs", folder, "--remount-ro", folder) if os.path.isdir(folder) else ()
