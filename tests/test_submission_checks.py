@@ -381,6 +381,19 @@ REACHES = {
     "torch-save": ('torch.save(x, "m.py")', "writes a file (save)"),
     "allow-pickle": ('np.load("x.npy", allow_pickle=True)', "loads a pickle"),
     "weights-only": ('torch.load("x.pt", weights_only=False)', "loads a pickle"),
+    # the forty-seventh hub tester: the same switches by position, unpacked, by a true value
+    # that is not True, or through the loader as a value: np.load(f, None, True) of her pickle
+    # gave sys.modules, unflagged
+    "allow-pickle-by-position": ("import numpy as np\nm = np.load(f, None, True)", "pickle"),
+    "read-array-by-position": ("import numpy as np\nnp.lib.format.read_array(f, 1)", "pickle"),
+    "allow-pickle-unpacked": ("import numpy as np\nnp.load(f, **{'allow_pickle': 1})", "pickle"),
+    "allow-pickle-starred": ("import numpy as np\nnp.load(*[f, None, True])", "pickle"),
+    "allow-pickle-truthy": ("import numpy as np\nnp.load(f, allow_pickle='y')", "pickle"),
+    "weights-only-falsy": ("import torch\ntorch.load(f, weights_only='')", "pickle"),
+    "torch-load-unpacked": ("import torch\ntorch.load(f, **options)", "pickle"),
+    "np-load-as-value": ("import numpy as np\nL = np.load\nL(f, None, True)", "pickle"),
+    "np-load-imported-as": ("from numpy import load as L", "loads a pickle (load as L)"),
+    "np-load-name-as-value": ("from numpy import load\nL = load", "load passed around"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
     "torch-private-alias": ("F._canonical_mask(x)", "torch's private"),
     "dunder-attribute": (
@@ -435,6 +448,8 @@ REACHES = {
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
 HONEST = {
+    "np-load": "import numpy as np\nm = np.load('x.npy')\nn = np.load('x.npy', 'r', False)",
+    "torch-load": "import torch\nm = torch.load('x.pt', 'cpu', weights_only=True)",
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
     "torch-as-strided": "def windows(x):\n    return x.as_strided((2, 2), (1, 1))",
     "type-with-plain-names": "Kind = type('Kind', (Exception,), {'size': 1})",
