@@ -63,26 +63,28 @@ bounded = Bounded()
 
 MESSAGE_CHARS = 2000
 RECORDS_PER_SECOND = 100
-# ... and at most BYTES_PER_SECOND of the log a second, each record counted as its message's
+# ... and past BYTES_PER_SECOND of the log in a second, each record counted as its message's
 # UTF-8 bytes and RECORD_PREFIX_BYTES (the level, time, logger and place the hub's formatter
-# puts before it, and the newline, as server_output.LOG_PREFIX_BYTES): at most about 1.3 GiB a
-# day. Counted in records alone, 100 records of 2,000 characters a second were 17 GiB a day:
-# a student without a credential, four connections asking `/hub/api/users/<30,000
-# characters>`, wrote 10.5 GiB a day of the hub's log (tornado's 403 warning cut to 2,000
-# characters and the access line, 100 a second), against the 32 MiB a day her server's lines
-# may take (the forty-eighth tester's table in JUPYTERHUB.md)
+# puts before it, and the newline, as server_output.LOG_PREFIX_BYTES), every further record of
+# that second cut to SHORT_CHARS characters: at most about 40 KB a second, 3.3 GB a day, and the
+# lines of others stay, cut. Counted in records alone, 100 records of 2,000 characters a
+# second were 17 GiB a day: a student without a credential, four connections asking
+# `/hub/api/users/<30,000 characters>`, wrote 10.5 GiB a day of the hub's log (tornado's 403
+# warning cut to 2,000 characters and the access line, 100 a second), against the 32 MiB a day
+# her server's lines may take (the forty-eighth tester's table in JUPYTERHUB.md)
 BYTES_PER_SECOND = 16 << 10
 RECORD_PREFIX_BYTES = 64
+SHORT_CHARS = 100
 
 
 class LinesPerSecond:
     """A filter for the hub's log handler (the hub's `logging_config` installs it): every
-    message cut to MESSAGE_CHARS characters, and at most RECORDS_PER_SECOND records and
-    BYTES_PER_SECOND bytes of the log a second, the rest counted and the count put before the
-    next record's message. Tornado's warning for every refused request and JupyterHub's "Not
-    authorizing access to ..." carry a request's whole address: 6.3 MB of the log in 10 s from
-    one student's token, 30 KB a request without a credential (the forty-fifth tester's
-    table)."""
+    message cut to MESSAGE_CHARS characters (SHORT_CHARS past BYTES_PER_SECOND bytes of the
+    log in a second), and at most RECORDS_PER_SECOND records a second, the rest counted and the
+    count put before the next record's message. Tornado's warning for every refused request and
+    JupyterHub's "Not authorizing access to ..." carry a request's whole address: 6.3 MB of the
+    log in 10 s from one student's token, 30 KB a request without a credential (the forty-fifth
+    tester's table)."""
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
@@ -92,24 +94,19 @@ class LinesPerSecond:
         now = int(self.clock())
         if now != self.second:
             self.second, self.records, self.bytes = now, 0, 0
-        if self.records >= RECORDS_PER_SECOND or self.bytes >= BYTES_PER_SECOND:
+        if self.records >= RECORDS_PER_SECOND:
             self.left_out += 1
-            return False
-        message = record.getMessage()
-        if len(message) > MESSAGE_CHARS:
-            message = f"{message[:MESSAGE_CHARS]}...[{len(message)} characters]"
-        cost = RECORD_PREFIX_BYTES + len(message.encode("utf-8", "replace"))
-        if self.bytes + cost > BYTES_PER_SECOND:
-            self.left_out += 1
-            self.bytes = BYTES_PER_SECOND
             return False
         self.records += 1
-        self.bytes += cost
+        message = record.getMessage()
+        # past the second's bytes, each record is cut shorter (never dropped for its length: a
+        # few long ones would hide everyone's short lines)
+        most = MESSAGE_CHARS if self.bytes < BYTES_PER_SECOND else SHORT_CHARS
+        if len(message) > most:
+            message = f"{message[:most]}...[{len(message)} characters]"
+        self.bytes += RECORD_PREFIX_BYTES + len(message.encode("utf-8", "replace"))
         if self.left_out:
-            said = (
-                f"{self.left_out} lines not logged: more than {RECORDS_PER_SECOND} "
-                f"or {BYTES_PER_SECOND >> 10} KiB a second"
-            )
+            said = f"{self.left_out} lines not logged: more than {RECORDS_PER_SECOND} a second"
             message = f"({said}) {message}"
             self.left_out = 0
         record.msg, record.args = message, ()

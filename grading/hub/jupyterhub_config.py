@@ -99,7 +99,7 @@ plain_logs.install()
 c.JupyterHub.tornado_settings = {"log_function": access_log.bounded}
 # ... and every line of it: tornado's warning for each refused request and JupyterHub's "Not
 # authorizing access to ..." carry the whole address (6.3 MB in 10 s from one student's token):
-# each message cut, at most 100 lines and 16 KiB a second, the rest counted
+# each message cut (shorter past 16 KiB in a second), at most 100 lines a second, the rest counted
 # (access_log.LinesPerSecond)
 c.JupyterHub.logging_config = {
     "filters": {"bounded": {"()": "grading.hub.access_log.LinesPerSecond"}},
