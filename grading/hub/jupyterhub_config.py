@@ -83,7 +83,7 @@ from jupyterhub.auth import PAMAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
 
 from grading.host.sandbox import cpu_parent
-from grading.hub import access_log, no_keyrings, plain_logs, ptys, server_output
+from grading.hub import access_log, no_keyrings, plain_logs, proxy_output, ptys, server_output
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -323,6 +323,9 @@ c.JupyterHub.db_url = f"sqlite:///{hub_state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub_state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub_state / "jupyterhub.pid")
 c.ConfigurableHTTPProxy.pid_file = str(hub_state / "proxy.pid")
+# ... its output relayed as a server's, bounded: it logged every answer of its REST API with the
+# whole path, for anyone on the loopback without a token (794 MB in 10 s: proxy_output.py)
+c.JupyterHub.proxy_class = proxy_output.RelayedProxy
 # configurable-http-proxy: the repository's (`make hub-proxy`) or one on PATH
 _proxy = HERE.parents[1] / ".npm-tools" / "node_modules" / ".bin" / "configurable-http-proxy"
 c.ConfigurableHTTPProxy.command = [
