@@ -393,6 +393,11 @@ REACHES = {
     "torch-load-unpacked": ("import torch\ntorch.load(f, **options)", "pickle"),
     "np-load-as-value": ("import numpy as np\nL = np.load\nL(f, None, True)", "pickle"),
     "np-load-imported-as": ("from numpy import load as L", "loads a pickle (load as L)"),
+    "torch-distributed": ("from torch.distributed.checkpoint import format_utils", "torch.dist"),
+    "torch-datapipes": ("from torch.utils.data.datapipes.utils import decoder", "datapipes"),
+    "torch-benchmark": ("import torch.utils.benchmark as b", "torch.utils.benchmark"),
+    "torch-benchmark-attr": ("torch.utils.benchmark.Timer(stmt=code)", "torch.utils.benchmark"),
+    "timer-imported-as": ("from threading import Timer as T", "Timer as a name"),
     "np-load-name-as-value": ("from numpy import load\nL = load", "load passed around"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
     "torch-private-alias": ("F._canonical_mask(x)", "torch's private"),
@@ -448,6 +453,7 @@ REACHES = {
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
 HONEST = {
+    "torch-data": "from torch.utils.data import DataLoader, TensorDataset",
     "np-load": "import numpy as np\nm = np.load('x.npy')\nn = np.load('x.npy', 'r', False)",
     "torch-load": "import torch\nm = torch.load('x.pt', 'cpu', weights_only=True)",
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",

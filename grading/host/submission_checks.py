@@ -229,6 +229,14 @@ INTERNALS = {
     # (`logging.config.BaseConfigurator({}).resolve("sy" + "s")` gave sys; the lead, then the
     # forty-sixth tester), imported or reached as `logging.config`
     "logging.config",
+    # torch's own loaders of pickles and runners of strings, each given hers: a pickle that
+    # set the agent's _guard to contextlib.nullcontext, loaded by
+    # torch.distributed.checkpoint.format_utils' `torch_save_to_dcp(file, ...)` (torch.load
+    # with weights_only=False) or datapipes' `decoder.basichandlers("pickle", data)`, and
+    # benchmark's Timer (imported as T) running a computed stmt: every guard off, nothing
+    # flagged (the forty-seventh hub tester)
+    "torch.distributed", "torch.utils.data.datapipes", "torch.utils.benchmark",
+    "torch.utils.show_pickle", "torch.utils.model_dump",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
 PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
@@ -889,6 +897,8 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     and alias.asname not in (None, alias.name)
                 ):
                     found.append((line, f"loads a pickle ({alias.name} as {alias.asname})"))
+                if alias.name in STARTS and alias.asname not in (None, alias.name):
+                    found.append((line, f"starts a thread or process ({alias.name} as a name)"))
                 if alias.name in BY_NAME and alias.asname not in (None, alias.name):
                     found.append((line, f"reads attributes by name ({alias.name} as a value)"))
         elif isinstance(node, ast.Call):
