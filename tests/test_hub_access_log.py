@@ -158,20 +158,30 @@ def test_no_server_writes_to_the_journal(tmp_path):
     os.chmod(socket_path, 0o666)
     received.settimeout(5)
 
-    def entry(*hidden):
+    def entry(*hidden, path=socket_path):
         command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         command += [*hidden, "--unshare-pid", "--", sys.executable, "-c", JOURNAL_ENTRY]
-        done = subprocess.run([*command, str(socket_path)], capture_output=True, text=True)
+        done = subprocess.run([*command, str(path)], capture_output=True, text=True)
         return done.stdout.strip() or done.stderr.strip()
 
+    notify = tmp_path / "notify"
+    notified = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notified.bind(str(notify))
+    os.chmod(notify, 0o777)
+    hidden = access_log.journal_hidden(str(journal), str(notify))
     try:
         assert entry() == "sent"  # her reach without it: the entry arrives
         assert b"forged" in received.recv(4096)
-        assert entry(*access_log.journal_hidden(str(journal))) == "FileNotFoundError"
+        assert entry(*hidden) == "FileNotFoundError"
         received.setblocking(False)
         with pytest.raises(BlockingIOError):
             received.recv(4096)
+        # systemd's notification socket: reached without, /dev/null (refused) with
+        assert entry(path=notify) == "sent"
+        assert entry(*hidden, path=notify) == "ConnectionRefusedError"
     finally:
         received.close()
-    assert access_log.journal_hidden(str(tmp_path / "absent")) == ()
+        notified.close()
+    assert access_log.journal_hidden(str(tmp_path / "absent"), str(tmp_path / "none")) == ()
     assert access_log.JOURNAL == "/run/systemd/journal"
+    assert access_log.NOTIFY == "/run/systemd/notify"

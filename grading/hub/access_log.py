@@ -123,9 +123,17 @@ class LinesPerSecond:
 # hub's unit's rate limit, so journald dropped the hub's own lines (the forty-fifth tester's
 # table in JUPYTERHUB.md; hidden by the forty-eighth)
 JOURNAL = "/run/systemd/journal"
+# ... and systemd's notification socket (mode 0777), which files what it is sent by the sender's
+# cgroup too: PID 1 logs, under the hub's unit, each message it refuses from a process there
+# (reasoned: no systemd on the machine that played the journal's)
+NOTIFY = "/run/systemd/notify"
 
 
-def journal_hidden(folder=JOURNAL):
+def journal_hidden(folder=JOURNAL, notify=NOTIFY):
     """bubblewrap's options that show a server `folder` (journald's sockets) as an empty,
-    read-only folder, where it exists."""
-    return ("--tmpfs", folder, "--remount-ro", folder) if os.path.isdir(folder) else ()
+    read-only folder, and `notify` (systemd's own notification socket) as /dev/null, where
+    they exist."""
+    hidden = ("--tmpfs", folder, "--remount-ro", folder) if os.path.isdir(folder) else ()
+    if os.path.exists(notify):
+        hidden += ("--ro-bind", "/dev/null", notify)
+    return hidden
