@@ -397,6 +397,10 @@ REACHES = {
     "torch-datapipes": ("from torch.utils.data.datapipes.utils import decoder", "datapipes"),
     "torch-benchmark": ("import torch.utils.benchmark as b", "torch.utils.benchmark"),
     "torch-benchmark-attr": ("torch.utils.benchmark.Timer(stmt=code)", "torch.utils.benchmark"),
+    "numpy-f2py": ("from numpy.f2py.crackfortran import myeval", "numpy.f2py"),
+    "numpy-f2py-attr": ("import numpy as np\nnp.f2py.crackfortran.myeval(code)", "numpy.f2py"),
+    "pil-imagemath": ("from PIL import ImageMath", "PIL.ImageMath"),
+    "pil-imagemath-attr": ("import PIL\nPIL.ImageMath.unsafe_eval(code)", "PIL.ImageMath"),
     "timer-imported-as": ("from threading import Timer as T", "Timer as a name"),
     "np-load-name-as-value": ("from numpy import load\nL = load", "load passed around"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
@@ -453,6 +457,7 @@ REACHES = {
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
 HONEST = {
+    "pil-image": "from PIL import Image\nimport numpy as np\nim = Image.fromarray(np.ones(4))",
     "torch-data": "from torch.utils.data import DataLoader, TensorDataset",
     "np-load": "import numpy as np\nm = np.load('x.npy')\nn = np.load('x.npy', 'r', False)",
     "torch-load": "import torch\nm = torch.load('x.pt', 'cpu', weights_only=True)",

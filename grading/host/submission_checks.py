@@ -237,6 +237,11 @@ INTERNALS = {
     # flagged (the forty-seventh hub tester)
     "torch.distributed", "torch.utils.data.datapipes", "torch.utils.benchmark",
     "torch.utils.show_pickle", "torch.utils.model_dump",
+    # evaluators of strings in other packages: numpy.f2py.crackfortran's `myeval(e)` is eval(e)
+    # in its module's globals (sys among them), PIL's `ImageMath.unsafe_eval(expression,
+    # **names)` evals any expression whose names she passes as keys (`t.sys`, t=torch): each
+    # gave sys, and the agent's _guard rebound there, nothing flagged (the forty-seventh)
+    "numpy.f2py", "PIL.ImageMath",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
 PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
