@@ -192,6 +192,12 @@ MODULE_ATTRIBUTES = {
     # torch.utils.data.dataloader's name for multiprocessing, whose util.spawnv_passfds ran a
     # python that computed the declared reference for her f (the thirty-ninth hub tester)
     "python_multiprocessing", "collect_env",
+    # the standard library's runners of strings and finders of modules as other modules'
+    # attributes: websocket-client's _wsdump holds `code` (`w.code.InteractiveInterpreter()
+    # .runsource(src)`), matplotlib's sphinxext.plot_directive `doctest` (DocTestRunner): each
+    # ran her computed string, which switched the guard off, nothing flagged (the forty-seventh)
+    "code", "codeop", "doctest", "timeit", "cProfile", "pdb", "bdb", "pydoc", "zipimport",
+    "modulefinder", "shelve", "dbm", "imp", "webbrowser",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
