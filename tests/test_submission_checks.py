@@ -404,6 +404,8 @@ REACHES = {
     "code-as-attribute": ("w.code.InteractiveInterpreter().runsource(src)", "module code"),
     "doctest-as-attribute": ("pd.doctest.DocTestRunner().run(t)", "module doctest"),
     "timeit-as-attribute": ("m.timeit.timeit(src, number=1)", "module timeit"),
+    "np-runstring": ("np.testing.runstring(src, {})", "runstring"),
+    "np-runstring-imported": ("from numpy.testing import runstring", "runstring"),
     "timer-imported-as": ("from threading import Timer as T", "Timer as a name"),
     "np-load-name-as-value": ("from numpy import load\nL = load", "load passed around"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
@@ -460,6 +462,7 @@ REACHES = {
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
 HONEST = {
+    "np-testing": "import numpy as np\nnp.testing.assert_allclose(np.ones(2), np.ones(2))",
     "pil-image": "from PIL import Image\nimport numpy as np\nim = Image.fromarray(np.ones(4))",
     "torch-data": "from torch.utils.data import DataLoader, TensorDataset",
     "np-load": "import numpy as np\nm = np.load('x.npy')\nn = np.load('x.npy', 'r', False)",

@@ -2006,3 +2006,24 @@ def test_the_agent_switched_off_by_code_as_a_modules_attribute_is_flagged(monkey
     graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
     assert any("module code" in f for f in notes.flags), notes.flags
+
+
+def test_the_agent_switched_off_by_numpy_testing_runstring_is_flagged(monkeypatch):
+    """The forty-seventh hub tester: `np.testing.runstring(src, {})` is `exec(src, {})`; her
+    computed string set the agent's _guard to contextlib.nullcontext: every guard off,
+    F.layer_norm passed a test that declares torch's normalisation layers (outputs []), and
+    nothing was flagged."""
+    answer = (
+        "import numpy as np\n"
+        "import torch\n"
+        'np.testing.runstring("import s" + "ys, contextlib\\'
+        "ns\" + \"ys.modules['sandbox' + '_agent']._guard = c"
+        'ontextlib.nullcontext", {})\n'
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("runstring" in f for f in notes.flags), notes.flags

@@ -306,6 +306,10 @@ RAW_MEMORY = {
 PROGRAMS = {
     "run_subprocess", "run_interactive_subprocess", "execute_subprocess_async", "run_command",
     "run_compile_cmd", "spawnv_passfds", "testing_utils", "test_utils", "_subprocess",
+    # numpy.testing's `runstring(src, {})` is exec(src, {}): her computed string switched the
+    # guard off, nothing flagged (the forty-seventh hub tester); `rundocs` runs a file's
+    # doctests, `extbuild` compiles and imports C, `run_threaded` starts threads
+    "runstring", "rundocs", "extbuild", "build_and_import_extension", "run_threaded",
 }  # fmt: skip
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
