@@ -9,7 +9,9 @@ were 52,717 requests and 794 MB of the hub's output in 10 s (6 TB a day), past t
 bounds (grading/hub/access_log.py), which see only the hub's Python log (the forty-eighth
 tester's table in JUPYTERHUB.md). So the hub gives the proxy a pipe to write, and relays it as
 a server's output: each line plain, at most 4 KiB, 50 lines a second, 32 MiB a day, under the
-name `configurable-http-proxy`.
+name `configurable-http-proxy`. Drained, not paused past 1 MiB a second as a server's pipe is:
+node keeps in its own memory what the pipe does not take, and paused, her flood grew the proxy
+(root's) by about 90 MB a second without bound (the fiftieth tester's table).
 """
 
 import os
@@ -33,7 +35,7 @@ class RelayedProxy(ConfigurableHTTPProxy):
         def popen(*args, **kwargs):
             return started(*args, stdin=subprocess.DEVNULL, stdout=write, stderr=write, **kwargs)
 
-        server_output.relay(read, self.log, NAME)
+        server_output.relay(read, self.log, NAME, drain=True)
         proxy.Popen = popen
         try:
             return await super().start()
