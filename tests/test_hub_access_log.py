@@ -3,6 +3,8 @@ grading/JUPYTERHUB.md): JupyterHub's own `log_request` on requests of a real tor
 application, with the log's own clock. A student's flood of requests with 30,000-character
 addresses, to the hub's port without a credential, was 484 MB of the hub's log a second."""
 
+import io
+import json
 import logging
 import os
 import shutil
@@ -12,6 +14,7 @@ import sys
 from unittest import mock
 
 import pytest
+from jupyterhub.log import CoroutineLogFormatter
 from tornado.httputil import HTTPHeaders, HTTPServerRequest
 from tornado.web import Application, RequestHandler
 
@@ -185,3 +188,35 @@ def test_no_server_writes_to_the_journal(tmp_path):
     assert access_log.journal_hidden(str(tmp_path / "absent"), str(tmp_path / "none")) == ()
     assert access_log.JOURNAL == "/run/systemd/journal"
     assert access_log.NOTIFY == "/run/systemd/notify"
+
+
+def test_tracebacks_in_the_hubs_log_are_bounded_in_bytes_too():
+    """The fiftieth tester's: a request of hers the hub logs with a traceback (a body that is
+    not JSON to her own token's API: "Couldn't parse JSON", `exc_info`) put 900 bytes after each
+    record's message, which the bound did not count: 100 records a second were 90 KB of the log
+    a second, 7.5 GB a day. The traceback is counted, and past BYTES_PER_SECOND only its last
+    line is kept, cut."""
+    bounded = access_log.LinesPerSecond(clock=lambda: 0)
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(CoroutineLogFormatter())
+    handler.addFilter(bounded)
+    log = logging.getLogger("lm10-test-hub-tracebacks")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        for _ in range(300):
+            try:
+                json.loads("{")
+            except ValueError:
+                log.error("Couldn't parse JSON", exc_info=True)
+    finally:
+        log.removeHandler(handler)
+    logged = out.getvalue()
+    assert logged.count("Couldn't parse JSON") == access_log.RECORDS_PER_SECOND
+    assert logged.count("Traceback (most recent call last)") >= 1  # the first ones whole
+    assert "JSONDecodeError" in logged.rstrip().rsplit("\n", 1)[-1]  # the last ones, cut
+    most = access_log.BYTES_PER_SECOND + access_log.RECORDS_PER_SECOND * (
+        access_log.RECORD_PREFIX_BYTES + 2 * access_log.SHORT_CHARS
+    )
+    assert len(logged.encode()) <= most, (len(logged.encode()), most)
