@@ -185,7 +185,8 @@ def test_no_server_writes_to_the_journal(tmp_path):
     finally:
         received.close()
         notified.close()
-    assert access_log.journal_hidden(str(tmp_path / "absent"), str(tmp_path / "none")) == ()
+    absent = [str(tmp_path / "absent"), str(tmp_path / "none"), str(tmp_path / "no bus")]
+    assert access_log.journal_hidden(*absent) == ()
     assert access_log.JOURNAL == "/run/systemd/journal"
     assert access_log.NOTIFY == "/run/systemd/notify"
 
@@ -220,3 +221,45 @@ def test_tracebacks_in_the_hubs_log_are_bounded_in_bytes_too():
         access_log.RECORD_PREFIX_BYTES + 2 * access_log.SHORT_CHARS
     )
     assert len(logged.encode()) <= most, (len(logged.encode()), most)
+
+
+BUS_CONNECT = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1])
+    print("connected")
+except OSError as error:
+    print(type(error).__name__)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_no_server_reaches_the_system_bus(tmp_path):
+    """The fiftieth tester's: the system's D-Bus socket (`/run/dbus/system_bus_socket`, mode
+    0666) was in reach of every server, and systemd answers anyone there with the hub's unit's
+    processes and their command lines (each student's server), logind with who is logged in.
+    Played with the servers' bubblewrap options and a listening socket standing in for the
+    bus's: connected without `journal_hidden`'s `bus`, FileNotFoundError with it."""
+    bus = tmp_path / "dbus"
+    bus.mkdir()
+    path = bus / "system_bus_socket"
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(path))
+    listening.listen()
+    os.chmod(path, 0o666)
+
+    def connect(*hidden):
+        command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        command += [*hidden, "--unshare-pid", "--", sys.executable, "-c", BUS_CONNECT, str(path)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        return done.stdout.strip() or done.stderr.strip()
+
+    absent = str(tmp_path / "absent")
+    try:
+        assert connect() == "connected"  # her reach without it
+        assert connect(*access_log.journal_hidden(absent, absent, str(bus))) == "FileNotFoundError"
+    finally:
+        listening.close()
+    assert access_log.DBUS == "/run/dbus"

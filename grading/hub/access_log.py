@@ -148,11 +148,21 @@ JOURNAL = "/run/systemd/journal"
 NOTIFY = "/run/systemd/notify"
 
 
-def journal_hidden(folder=JOURNAL, notify=NOTIFY):
-    """bubblewrap's options that show a server `folder` (journald's sockets) as an empty,
-    read-only folder, and `notify` (systemd's own notification socket) as /dev/null, where
-    they exist."""
-    hidden = ("--tmpfs", folder, "--remount-ro", folder) if os.path.isdir(folder) else ()
+# ... and the system's D-Bus (`system_bus_socket`, mode 0666), whose systemd and logind answer
+# anyone: `GetUnitProcesses` of the hub's unit lists every process in it with its command line
+# (each server's bwrap, which names its student's home), as the cgroups that are hidden did
+# (the twentieth tester's), and logind lists who is logged in (the fiftieth tester's table;
+# reasoned: no system bus on the machine that played its reach)
+DBUS = "/run/dbus"
+
+
+def journal_hidden(folder=JOURNAL, notify=NOTIFY, bus=DBUS):
+    """bubblewrap's options that show a server `folder` (journald's sockets) and `bus` (the
+    system's D-Bus) as empty, read-only folders, and `notify` (systemd's own notification
+    socket) as /dev/null, where they exist."""
+    hidden = ()
+    for place in (folder, bus):
+        hidden += ("--tmpfs", place, "--remount-ro", place) if os.path.isdir(place) else ()
     if os.path.exists(notify):
         hidden += ("--ro-bind", "/dev/null", notify)
     return hidden
