@@ -406,6 +406,56 @@ REACHES = {
     "timeit-as-attribute": ("m.timeit.timeit(src, number=1)", "module timeit"),
     "np-runstring": ("np.testing.runstring(src, {})", "runstring"),
     "np-runstring-imported": ("from numpy.testing import runstring", "runstring"),
+    # the forty-ninth hub tester: mpmath keeps the builtin exec as `exec_`
+    "mpmath-exec": ("import mpmath.libmp.backend as b\nb.exec_(src, {})", "imports mpmath"),
+    "exec-trailing-underscore": ("m.libhyper.exec_(src, {})", "a copy of exec"),
+    "rich-style-loads": ("import rich.style\nm = rich.style.loads(data)", "imports rich"),
+    "loads-as-attribute": ("m = st.loads(data)", "loads a pickle?"),
+    "mock-as-attribute": ('a.mock.patch("sandbox" + "_agent._guard", g).start()', "module mock"),
+    "pytest-as-attribute": ('nbval.plugin.pytest.importorskip("sy" + "s")', "module pytest"),
+    "six-as-attribute": ("rfc3339_validator.six", "module six"),
+    "cdll-as-attribute": ("libc = pamela.CDLL(None)", "cffi (.CDLL)"),
+    "wrapper-getattr": ('s = W.wrapper_getattr(torch, "s" + "ys")', "by name (wrapper_getattr)"),
+    "wrapper-setattr": ("W.wrapper_setattr(m, name, v)", "by name (wrapper_setattr)"),
+    "private-module-of-a-package": ("import websocket._wsdump as w", "a private module of a"),
+    "private-module-from": ("from websocket._wsdump import main", "a private module of a"),
+    "matplotlib-subprocess": (
+        'c._check_and_log_subprocess(["python3", "-c", src], log)',
+        "runs a program (._check_and_log_subprocess)",
+    ),
+    "numpy-distutils": ("from numpy.distutils.exec_command import exec_command", "distutils"),
+    "numpy-distutils-attr": (
+        "import numpy as np\nnp.distutils.misc_util.get_frame(0)",
+        "numpy.distutils",
+    ),
+    "singledispatchmethod": ("@functools.singledispatchmethod\ndef g(x):\n    pass", "evaluates"),
+    "string-annotation-reaching-sys": (
+        'def _(self, x: "H[torch.sys]"):\n    pass',
+        "a string read as code",
+    ),
+    "forward-reference-in-a-subscript": (
+        'class C:\n    x: typing.List["H[torch.sys]"] = None\nattr.resolve_types(C)',
+        "a string read as code",
+    ),
+    "forward-reference-aliased": ('T = typing.Optional["H[torch.sys]"]', "a string read as code"),
+    "site-addpackage": ('jc.site.addpackage(".", "x.pth", set())', "runs a program (.addpackage)"),
+    "logging-file-handler": ('h = logging.FileHandler("x.pth")', "writes a file (FileHandler)"),
+    "attrs-alias": (
+        'import attr\nC = attr.make_class("C", {"z": attr.ib(alias=code)})',
+        "imports attr",
+    ),
+    "attrs-new-name": ("from attrs import define, field", "imports attrs"),
+    "matplotlib-testing": ("from matplotlib.testing import subprocess_run_helper", "testing"),
+    "logging-basic-config-file": (
+        'logging.basicConfig(filename="lx.py", format="%(message)s")',
+        "basicConfig's filename",
+    ),
+    "pygments-lexer-file": ('pl.load_lexer_from_file("lx.py")', "load_lexer_from_file"),
+    "function-maker": ('g = d.FunctionMaker.create("g()", body, {})', "FunctionMaker"),
+    "prometheus-decorator": (
+        "import prometheus_client.decorator as d",
+        "prometheus_client.decorator",
+    ),
     "timer-imported-as": ("from threading import Timer as T", "Timer as a name"),
     "np-load-name-as-value": ("from numpy import load\nL = load", "load passed around"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),
@@ -498,6 +548,19 @@ HONEST = {
     "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",
     "installed-modules": "import itertools\nimport tqdm\nfrom numpy import linalg",
     "tensor-private-name": "v = x._version",
+    "attribute-names-with-attr": "n = layer.num_attrs\nh = config.get_attrs()",
+    "matplotlib-cbook": "import matplotlib.cbook as cbook\nx = cbook.flatten([[1], [2]])",
+    "string-keys-and-forward-references": "d = {'a': 1}\nv = d['a']\n"
+    "def g(x: 'list[torch.Tensor]') -> typing.Optional['torch.Tensor']:\n    return d['b c']",
+    "logging-stream": "import logging\nlogging.basicConfig(level=logging.INFO)\n"
+    "logging.getLogger('lab').addHandler(logging.StreamHandler())",
+    "attribute-named-attrs": "class N:\n    def __init__(self):\n        self.attrs = {}\n"
+    "n = N()\nk = n.attrs\nt = node.attr",
+    "json-loads": "import json\nimport json as js\nc = json.loads('{}')\nd = js.loads('{}')",
+    "honest-attribute-names": "from torch.profiler import profile\ny = torch.trace(x)\n"
+    "r = self.resource\ns = self.sa\nself.requests = []\nc = self.http",
+    "trailing-underscore-attributes": "class A:\n    def __init__(self):\n"
+    "        self.input_ = self.open_ = self.type_ = None",
     "attrgetter-constant": 'import operator\nweights = operator.attrgetter("weight")(layer)',
     "string-letters": "import string\nletters = string.ascii_lowercase",
     "future-import": "from __future__ import annotations",

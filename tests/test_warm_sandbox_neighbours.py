@@ -2027,3 +2027,198 @@ def test_the_agent_switched_off_by_numpy_testing_runstring_is_flagged(monkeypatc
     graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
     assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
     assert any("runstring" in f for f in notes.flags), notes.flags
+
+
+def test_the_agent_switched_off_by_mpmath_exec_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: mpmath (sympy's dependency, not flagged as sympy is) keeps
+    the builtin exec as `exec_` in `mpmath.libmp.backend`, `libmp.libhyper` and
+    `ctx_mp_python`; her computed string run by it set the agent's _guard to
+    contextlib.nullcontext: every guard off, F.layer_norm passed a test that declares torch's
+    normalisation layers (outputs []), and nothing was flagged."""
+    answer = (
+        "import mpmath.libmp.backend as b\n"
+        "import torch\n"
+        'b.exec_("import s" + "ys, contextlib\\'
+        "ns\" + \"ys.modules['sandbox' + '_agent']._guard = c"
+        'ontextlib.nullcontext", {})\n'
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("exec_" in f or "mpmath" in f for f in notes.flags), notes.flags
+
+
+def test_sys_modules_unpickled_by_rich_style_loads_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: rich.style keeps pickle.loads as `loads`; her pickle (bytes,
+    not read for names) gave sys.modules, where she set the agent's _guard to
+    contextlib.nullcontext: every guard off, F.layer_norm passed a test that declares torch's
+    normalisation layers (outputs []), and nothing was flagged."""
+    answer = (
+        "import contextlib\n"
+        "import rich.style\n"
+        "import torch\n"
+        'm = rich.style.loads(b"csys\\nmodules\\n.")\n'
+        "m['sandbox' + '_agent']._guard = contextlib.nullcontext\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("loads" in f for f in notes.flags), notes.flags
+
+
+def test_sys_by_tqdm_wrapper_getattr_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: tqdm.utils' `ObjectWrapper.wrapper_getattr(self, name)` is
+    getattr under another name; called unbound on torch with a computed name it gave torch's
+    `sys`, and the agent's _guard set to contextlib.nullcontext there switched every guard off:
+    F.layer_norm passed a test that declares torch's normalisation layers (outputs []), and
+    nothing was flagged (tqdm itself is an honest import)."""
+    answer = (
+        "import contextlib\n"
+        "import torch\n"
+        "from tqdm.utils import ObjectWrapper as W\n"
+        's = W.wrapper_getattr(torch, "s" + "ys")\n'
+        "s.modules['sandbox' + '_agent']._guard = contextlib.nullcontext\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("wrapper_getattr" in f for f in notes.flags), notes.flags
+
+
+def test_sys_by_a_string_annotation_singledispatchmethod_evaluates_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: functools.singledispatchmethod's `register` evaluates a
+    method's annotation written as a string (get_type_hints, in the notebook's globals);
+    "H[torch.sys]" passes the check on annotations (names, dots and brackets only) and calls
+    her object's `__getitem__` with torch's `sys`, which set the agent's _guard to
+    contextlib.nullcontext: every guard off, F.layer_norm passed a test that declares torch's
+    normalisation layers (outputs []), and nothing was flagged (only `singledispatch` was)."""
+    answer = (
+        "import contextlib\n"
+        "import functools\n"
+        "import torch\n"
+        'K = "sandbox" + "_agent"\n'
+        "class Hook:\n"
+        "    def __getitem__(self, m):\n"
+        "        m.modules[K]._guard = contextlib.nullcontext\n"
+        "        return int\n"
+        "H = Hook()\n"
+        "class A:\n"
+        "    @functools.singledispatchmethod\n"
+        "    def g(self, x):\n"
+        "        return x\n"
+        "    @g.register\n"
+        '    def _(self, x: "H[torch.sys]"):\n'
+        "        return x\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert notes.flags, notes.flags
+
+
+def test_the_agent_switched_off_by_site_addpackage_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: a logging.FileHandler wrote a .pth file of one line (its
+    stream's write, no flagged writer), and `site.addpackage`, reached as jupyterlab.commands'
+    attribute `site` (not flagged as an attribute name: the forty-seventh tester's open item),
+    ran the line (exec of a line that starts with `import`): the agent's _guard set to
+    contextlib.nullcontext, F.layer_norm passed a test that declares torch's normalisation
+    layers (outputs []), and nothing was flagged."""
+    answer = (
+        "import logging\n"
+        "import jupyterlab.commands as jc\n"
+        "import torch\n"
+        'h = logging.FileHandler("x.pth")\n'
+        'h.stream.write("import s" + "ys, contextlib; s" + "ys.modules['
+        "'sandbox' + '_agent']._guard = contextlib.nullcontext\\n\")\n"
+        "h.close()\n"
+        'jc.site.addpackage(".", "x.pth", set())\n'
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("site" in f or "FileHandler" in f for f in notes.flags), notes.flags
+
+
+def test_the_agent_switched_off_by_an_attrs_alias_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: attrs writes a class's __init__ as source text, a field's
+    `alias` its parameter's name; `attr.ib(alias="a=EXPR")` makes `def __init__(self,
+    a=EXPR)` and `self.zz = a=EXPR`, valid code, and EXPR (her computed string) runs when attrs
+    compiles it: the agent's _guard set to contextlib.nullcontext, F.layer_norm passed a test
+    that declares torch's normalisation layers (outputs []), and nothing was flagged."""
+    answer = (
+        "import attr\n"
+        "import torch\n"
+        "code = \"a=setattr(__imp\" + \"ort__('s' + 'ys').modules['sandbox' + '_agent'], "
+        "'_guard', __imp\" + \"ort__('contextlib').nullcontext)\"\n"
+        'C = attr.make_class("C", {"zz": attr.ib(alias=code)}, repr=False, eq=False)\n'
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("attr" in f for f in notes.flags), notes.flags
+
+
+def test_the_agent_switched_off_by_a_pygments_lexer_file_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: `logging.basicConfig(filename="lx.py", format="%(message)s")`
+    wrote her computed code to a file (logging.warning), and pygments'
+    `lexers.load_lexer_from_file("lx.py")` ran it (exec of the file's text): the agent's _guard
+    set to contextlib.nullcontext, F.layer_norm passed a test that declares torch's
+    normalisation layers (outputs []), and nothing was flagged."""
+    answer = (
+        "import logging\n"
+        "import pygments.lexers as pl\n"
+        "import torch\n"
+        'logging.basicConfig(filename="lx.py", format="%(message)s", force=True)\n'
+        'logging.warning("import s" + "ys, contextlib\\ns" + "ys.modules['
+        "'sandbox' + '_agent']._guard = contextlib.nullcontext\\nclass CustomLexer:\\n    pass\")\n"
+        "logging.shutdown()\n"
+        'pl.load_lexer_from_file("lx.py")\n'
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("load_lexer_from_file" in f for f in notes.flags), notes.flags
+    assert any("basicConfig" in f for f in notes.flags), notes.flags
+
+
+def test_the_agent_switched_off_by_prometheus_function_maker_is_flagged(monkeypatch):
+    """The forty-ninth hub tester: prometheus_client vendors the `decorator` package, whose
+    `FunctionMaker.create(signature, body, evaldict)` writes a function's source from her
+    strings and execs it: her computed body set the agent's _guard to contextlib.nullcontext,
+    F.layer_norm passed a test that declares torch's normalisation layers (outputs []), and
+    nothing was flagged."""
+    answer = (
+        "import prometheus_client.decorator as d\n"
+        "import torch\n"
+        'g = d.FunctionMaker.create("g()", "import s" + "ys, contextlib\\ns" + "ys.modules['
+        "'sandbox' + '_agent']._guard = contextlib.nullcontext\", {})\n"
+        "g()\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.sha"
+        "pe[-1:]).tolist()\n"
+    )
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    assert any("FunctionMaker" in f or "decorator" in f for f in notes.flags), notes.flags

@@ -87,6 +87,19 @@ SUSPICIOUS_MODULES = {
     # template, yaml's unsafe loader), start processes, or read frames (the thirty-first hub
     # tester)
     "sympy",
+    # sympy's dependency: mpmath keeps the builtin exec as `exec_` (libmp.backend,
+    # libmp.libhyper, ctx_mp_python), which ran her computed string: every guard off, nothing
+    # flagged (the forty-ninth hub tester)
+    "mpmath",
+    # rich.style keeps pickle.loads as `loads`: her pickle gave sys.modules (the forty-ninth)
+    "rich",
+    # attrs writes a class's methods as source text, a field's `alias` in it unescaped:
+    # `attr.ib(alias="a=EXPR")` ran her EXPR (the forty-ninth hub tester)
+    "attr",
+    "attrs",
+    # the `decorator` package (vendored by prometheus_client): FunctionMaker.create(signature,
+    # body, evaldict) execs a function's source written from her strings (the forty-ninth)
+    "decorator",
     "jinja2",
     "tornado",
     "mako",
@@ -198,6 +211,18 @@ MODULE_ATTRIBUTES = {
     # ran her computed string, which switched the guard off, nothing flagged (the forty-seventh)
     "code", "codeop", "doctest", "timeit", "cProfile", "pdb", "bdb", "pydoc", "zipimport",
     "modulefinder", "shelve", "dbm", "imp", "webbrowser",
+    # unittest's mock (`patch("sandbox" + "_agent._guard", ...)` resolves a dotted name by
+    # importing it) as jupyterhub.apihandlers.auth's `mock`, and multiprocessing and nbformat
+    # under other packages' short names (the forty-ninth hub tester)
+    "mock", "mproc", "nbf", "copy_reg",
+}  # fmt: skip
+# and every module flagged as an import, as another module's attribute (nbval.plugin.pytest,
+# rfc3339_validator.six, jupyterhub.orm.alembic, backend_ps.fontTools: the forty-ninth hub
+# tester), but for the names honest code gives its own attributes (`torch.trace`, a profiler's
+# `profile`, `site`, `test`, `resource`, a scheduler's `requests`, a client's `http`)
+MODULE_ATTRIBUTES |= SUSPICIOUS_MODULES - {
+    "test", "trace", "profile", "site", "resource", "requests", "http", "attr", "attrs",
+    "decorator",
 }  # fmt: skip
 # What torch and the course keep past the off-limits guard: operator registries, the C layer,
 # torch's interception points and Python references of its operators, the guard itself and
@@ -248,6 +273,12 @@ INTERNALS = {
     # **names)` evals any expression whose names she passes as keys (`t.sys`, t=torch): each
     # gave sys, and the agent's _guard rebound there, nothing flagged (the forty-seventh)
     "numpy.f2py", "PIL.ImageMath",
+    # numpy's distutils: exec_command runs any shell command, misc_util's get_frame returns a
+    # caller's frame (the forty-ninth hub tester)
+    "numpy.distutils",
+    # matplotlib's test helpers run programs (subprocess_run_helper, subprocess_run_for_testing)
+    "matplotlib.testing",
+    "prometheus_client.decorator",
 }  # fmt: skip
 # Private parts of torch, under any name that reaches them.
 PRIVATE_TORCH = {p.split(".")[-1] for p in INTERNALS if p.split(".")[-1].startswith("_")}
@@ -274,6 +305,8 @@ FRAMES = {
 # pattern (`case object(f_locals=ns)`). Each reached IPython's shell unflagged through a frame
 # of traceback.walk_stack (the thirty-first hub tester).
 BY_NAME = {"attrgetter", "methodcaller"}
+# and any other function named for getattr or setattr (`wrapper_getattr`, `safe_getattr`)
+BY_NAME_WORDS = re.compile(r"(get|set|del)_?attr(ibute)?(?![a-z])", re.I)
 # IPython's shell and the kernel, as other modules' attributes or imported from them
 # (`ipywidgets.get_ipython()`, `from matplotlib_inline.backend_inline import get_ipython`,
 # `lmcourse.widgets.widgets.get_ipython()`): each reached the shell unflagged (the thirty-first
@@ -288,7 +321,7 @@ FORMATTER = ("string.Formatter", "get_field")
 # `ffi.callback`), whose thread state the off-limits guard never hooked: a declared reference
 # computed there went unseen, nothing flagged (the thirty-seventh hub tester). Reached by
 # `import cffi` and as an attribute: argon2.low_level.ffi, cryptography's _openssl.ffi.
-C_CALLS = {"cffi", "ffi", "FFI", "dlopen"}
+C_CALLS = {"cffi", "ffi", "FFI", "dlopen", "CDLL", "PyDLL", "cdll", "pydll", "pythonapi"}
 # numpy's arrays over any address of the process, read and written (ctypes' reach): an object
 # whose __array_interface__ names the address (a class made by type() with the name among its
 # namespace's keys, no dunder set by name), as_strided's strides past its array's end (the
@@ -310,6 +343,19 @@ PROGRAMS = {
     # guard off, nothing flagged (the forty-seventh hub tester); `rundocs` runs a file's
     # doctests, `extbuild` compiles and imports C, `run_threaded` starts threads
     "runstring", "rundocs", "extbuild", "build_and_import_extension", "run_threaded",
+    # matplotlib's `cbook._check_and_log_subprocess(["python3", "-c", src], logger)` ran a
+    # python in her answer cell in a real sandbox, its output returned, nothing flagged (the
+    # forty-ninth hub tester); texmanager's and testing's, and numpy.distutils' exec_command
+    "_check_and_log_subprocess", "_run_checked_subprocess", "subprocess_run_for_testing",
+    "exec_command", "_exec_command", "_execvp_node",
+    # site's runners of .pth lines (exec of a line that starts with `import`), reached as
+    # jupyterlab.commands' `site`: a .pth file a logging.FileHandler wrote switched every
+    # guard off, nothing flagged (the forty-ninth hub tester)
+    "addpackage", "addsitedir", "execsitecustomize", "execusercustomize",
+    # pygments' loaders of plugins from a file: exec of the file's text (the forty-ninth)
+    "load_lexer_from_file", "load_formatter_from_file",
+    # decorator's FunctionMaker, by any module that holds it
+    "FunctionMaker",
 }  # fmt: skip
 # Calls that start a thread or a process, under whatever module reached them.
 STARTS = {
@@ -319,7 +365,11 @@ STARTS = {
 }  # fmt: skip
 # Calls that write a file of any content (`np.savetxt("m.py", [], header=code)`): the kernel
 # imports from its working folder.
-WRITERS = {"savetxt", "tofile", "savez", "savez_compressed", "write_text", "write_bytes"}
+WRITERS = {
+    "savetxt", "tofile", "savez", "savez_compressed", "write_text", "write_bytes",
+    # logging's file handlers: `FileHandler("x.pth").stream.write(line)` (the forty-ninth)
+    "FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler",
+}  # fmt: skip
 # Names no submission binds at the notebook's top level, besides the setup cell's: the course's
 # packages and the grader's modules (a class or a loop variable named `torch` or `lmcourse`
 # stands in for the package where a test resolves a declared name).
@@ -338,7 +388,10 @@ GRADER_MODULES = {
 IN_STRINGS = (*GRADER_MODULES, "__import__", "__builtins__", "__globals__", "__code__")
 # What evaluates an annotation written as a string (`def f(x: "__import__('os')")`), or loads
 # a pickle, which can run any code: `np.load(..., allow_pickle=True)`.
-EVALUATORS = {"get_type_hints", "ForwardRef", "_eval_type", "get_annotations", "singledispatch"}
+EVALUATORS = {
+    "get_type_hints", "ForwardRef", "_eval_type", "get_annotations", "singledispatch",
+    "singledispatchmethod", "resolve_types",
+}  # fmt: skip
 # What finds a module by a name computed at run time, whichever module offers it.
 RESOLVERS = {
     "resolve_name", "import_module", "find_spec", "get_loader", "exec_module", "_gcd_import",
@@ -385,6 +438,12 @@ SUSPICIOUS_CALLS = {
     "exit": "calls exit()",
     "quit": "calls quit()",
 }
+# Runners of strings and readers of namespaces that libraries keep under a trailing underscore
+# (mpmath.libmp.backend.exec_ is the builtin exec: the forty-ninth hub tester); not `input_` or
+# `open_`, which honest code names its own attributes.
+RUNNERS = {
+    "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "getattr", "setattr",
+}  # fmt: skip
 # What SUSPICIOUS_CALLS names do as values too (`[getattr][0](f, name)`, `reduce(getattr, ...)`),
 # unless the cell binds the name itself (a parameter called `vars`). get_ipython, exit and quit
 # too: each reaches IPython's shell unflagged (`[get_ipython][0]()`, `exit._ip`), whose
@@ -822,6 +881,12 @@ def _attribute_reason(attr, aliases, base=None):
         return f"reaches IPython's shell or the kernel (.{attr})"
     if attr.startswith("_") and attr.lstrip("_") in SUSPICIOUS_CALLS:  # numpy's _datasource._open
         return f"reaches a private copy of {attr.lstrip('_')} (.{attr})"
+    if attr.rstrip("_") in RUNNERS and attr != attr.rstrip("_"):  # mpmath's exec_ (the builtin)
+        return f"reaches a copy of {attr.rstrip('_')} (.{attr})"
+    if not _dunder(attr) and BY_NAME_WORDS.search(attr) and attr not in AS_VALUE:
+        # getattr under another name: tqdm.utils' `ObjectWrapper.wrapper_getattr(torch, "s" +
+        # "ys")` gave sys (the forty-ninth hub tester); getattr itself is read where it is called
+        return f"reads or sets attributes by name ({attr})"
     if attr in TORCH_HOOKS:
         return f"uses {attr} (torch's interception points)"
     if attr in PRIVATE_TORCH or attr in (
@@ -899,6 +964,11 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     )
                 elif path.rsplit(".", 1)[-1] in EVALUATORS | RESOLVERS:
                     found.append((line, f"imports {path} (it runs or finds code by name)"))
+                elif any(
+                    part.startswith("_") and not _dunder(part) for part in module.split(".")[1:]
+                ):  # any other package's: websocket._wsdump held `code` (the forty-seventh
+                    # tester's, left open; flagged by the forty-ninth)
+                    found.append((line, f"imports {module} (a private module of a package)"))
                 elif isinstance(node, ast.ImportFrom) and node.level:
                     found.append((line, "a relative import (of a file the submission wrote?)"))
                 elif module and not installed(module.split(".")[0]):
@@ -941,6 +1011,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                     for key in space.keys
                 ):  # type("Kind", (), {}) names all it sets
                     found.append((line, "makes a class with type(), its namespace's names unseen"))
+            if called == "basicConfig" and any(
+                k.arg in ("filename", None) for k in node.keywords
+            ):  # logging's file of any content, format="%(message)s" (the forty-ninth)
+                found.append((line, "writes a file (basicConfig's filename)"))
             if called in WRITERS or dotted(func, aliases) in ("torch.save", "numpy.save"):
                 found.append((line, f"writes a file ({called}), which the kernel could import"))
             for keyword in node.keywords:
@@ -1018,6 +1092,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             reason = _attribute_reason(node.attr, aliases, base)
             if reason:
                 found.append((line, reason))
+            if node.attr == "loads" and (base or "").split(".")[0] not in ("json", "tomllib"):
+                # pickle.loads as another module's `loads` (rich.style.loads gave sys.modules
+                # from her bytes: the forty-ninth hub tester); json's and tomllib's are honest
+                found.append((line, "loads a pickle? (.loads of a module other than json)"))
             if node.attr in BY_NAME and id(node) not in calls:
                 found.append((line, f"reads attributes by name ({node.attr} as a value)"))
             if node.attr == FORMATTER[1] or f"{base}.{node.attr}" == FORMATTER[0]:
@@ -1044,6 +1122,36 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 and not re.fullmatch(r"[\w.\[\], |]*", annotation.value)
             ):
                 found.append((line, "an annotation written as a string that holds code"))
+
+        if isinstance(
+            node, ast.Subscript | ast.arg | ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign
+        ):
+            # strings read as code where they are evaluated: an annotation, or a forward
+            # reference in a subscript (`typing.List["H[torch.sys]"]`), evaluated by
+            # singledispatchmethod's register or attrs' resolve_types, gave her `__getitem__`
+            # sys (the forty-ninth hub tester)
+            part = (
+                node.slice
+                if isinstance(node, ast.Subscript)
+                else (
+                    node.returns
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    else node.annotation
+                )
+            )
+            for text in ast.walk(part) if part is not None else ():
+                if isinstance(text, ast.Constant) and isinstance(text.value, str):
+                    try:
+                        inner = ast.parse(text.value.strip() or "None", mode="eval")
+                    except (SyntaxError, ValueError):
+                        continue
+                    if cell_flags(inner, protected, aliases, expected):
+                        found.append(
+                            (
+                                line,
+                                "a string read as code (a forward reference) reaches past the lab",
+                            )
+                        )
         if isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Store):
             name = node.attr if isinstance(node, ast.Attribute) else node.id
             if _dunder(name) and name not in ("__slots__", "__doc__", "__all__"):
