@@ -456,6 +456,8 @@ REACHES = {
         "import prometheus_client.decorator as d",
         "prometheus_client.decorator",
     ),
+    "parso-getattr": ("from parso.pgen2.generator import _make_transition", "imports parso"),
+    "package-main": ("from platformdirs.__main__ import _dir_or_error", "a package's __main__"),
     "timer-imported-as": ("from threading import Timer as T", "Timer as a name"),
     "np-load-name-as-value": ("from numpy import load\nL = load", "load passed around"),
     "torch-private": ("torch._transformer_encoder_layer_fwd(x)", "torch's private"),

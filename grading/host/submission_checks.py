@@ -100,6 +100,9 @@ SUSPICIOUS_MODULES = {
     # the `decorator` package (vendored by prometheus_client): FunctionMaker.create(signature,
     # body, evaldict) execs a function's source written from her strings (the forty-ninth)
     "decorator",
+    # parso (jedi's parser): pgen2.generator's `_make_transition(torch, {}, "s" + "ys")` is
+    # getattr(torch, "sys") (the forty-ninth hub tester)
+    "parso",
     "jinja2",
     "tornado",
     "mako",
@@ -940,6 +943,10 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             for module, path in modules:
                 if module.split(".")[0] in SUSPICIOUS_MODULES:
                     found.append((line, f"imports {module}"))
+                elif "__main__" in module.split(".")[1:]:
+                    # a package's command-line module: platformdirs.__main__'s
+                    # `_dir_or_error(torch, "s" + "ys")` is getattr (the forty-ninth)
+                    found.append((line, f"imports {module} (a package's __main__)"))
                 elif (
                     module.startswith("_") and module != "__future__"
                 ):  # _frozen_importlib, _ctypes
