@@ -277,6 +277,28 @@ def sandbox_installed():
         pytest.skip(message)
 
 
+def make_gradebook():
+    """`make gradebook` in this repository (every lab in its gradebook and released into
+    grading/exchange, as `make lab` does first), one test at a time: test_browser and
+    test_lab_command both run it, and under `make test` they may run at once on two workers,
+    two nbgraders writing the same gradebook and exchange (a clean clone's run 39: `make
+    gradebook` exited 2 in test_browser). A lock on a file outside the tree waits for the
+    other; the second then finds the stamp up to date. make's own output is in the error."""
+    import fcntl
+    import hashlib
+    import tempfile
+
+    root = TESTS.parent
+    name = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"lm10-gradebook-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(
+            ["make", "--no-print-directory", "gradebook"], cwd=root, capture_output=True, text=True
+        )
+    said = done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, f"make gradebook failed:\n{said}"
+
+
 @pytest.fixture(scope="module")
 def browser():
     """CI (.ci/run sets LM10_REQUIRE_BROWSER=1) must have chromium; elsewhere, skip loudly."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import formgrader_pages
 from browsing import ROOT, RUN_S, SHOTS, START_S, STEP_S, Lab, jupyterlab
+from conftest import make_gradebook
 
 from tools import student_edition
 
@@ -192,9 +192,7 @@ def student(browser, edition: Path, scratch: Path, problems: list[str]) -> None:
 
 def instructor(browser, scratch: Path, problems: list[str]) -> None:
     # As `make lab` does: every lab in the gradebook and released into grading/exchange.
-    subprocess.run(
-        ["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True, capture_output=True
-    )
+    make_gradebook()
     labs = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
     with jupyterlab(ROOT, ROOT / "grading", scratch) as lab:
         page = lab.page(browser, "/formgrader", problems)

@@ -17,6 +17,7 @@ import nbformat
 import pytest
 import traps
 from browsing import BIN, START_S, STEP_S, jupyterlab
+from conftest import make_gradebook
 from lab_cases import course_copy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +32,7 @@ def _free_port() -> int:
 def test_make_lab_serves_jupyterlab_on_the_course_root():
     # `make lab` first puts every lab into the gradebook, minutes on first use (make gradebook):
     # done here, outside the 90 s JupyterLab has to answer in.
-    subprocess.run(
-        ["make", "--no-print-directory", "gradebook"], cwd=ROOT, check=True, capture_output=True
-    )
+    make_gradebook()
     port = _free_port()
     token = "lm10-test"
     args = (
