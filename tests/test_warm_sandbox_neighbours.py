@@ -1802,6 +1802,15 @@ def test_sys_by_a_computed_name_reaching_the_armed_guard_is_flagged(monkeypatch)
     assert any("imports pytest" in f for f in notes.flags), notes.flags
 
 
+def passed_with_the_guard_off(monkeypatch, answer):
+    """Her `answer` (which switches the agent's guard off, then defines f on F.layer_norm)
+    graded in a real sandbox against NORM_TEST_LAYER: the test passed, as the guard cannot hold
+    against her code once it holds sys (JUPYTERHUB.md); the flags, which must catch the route."""
+    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
+    return notes.flags
+
+
 def test_the_agent_switched_off_through_sys_is_flagged(monkeypatch):
     """The lead, after the forty-third hub tester: sys, by a route the flags did not know
     (logging.config's BaseConfigurator.resolve), opens sys.modules, and there the sandbox's
@@ -1818,9 +1827,8 @@ def test_the_agent_switched_off_through_sys_is_flagged(monkeypatch):
         "    x = torch.tensor(values)\n"
         "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("logging.config" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("logging.config" in f for f in flags), flags
 
 
 def test_sys_modules_unpickled_by_np_load_positionally_is_flagged(monkeypatch):
@@ -1852,9 +1860,8 @@ def test_sys_modules_unpickled_by_np_load_positionally_is_flagged(monkeypatch):
         "    x = torch.tensor(values)\n"
         "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("pickle" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("pickle" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_a_pickle_torch_distributed_loads_is_flagged(monkeypatch):
@@ -1897,9 +1904,8 @@ def test_the_agent_switched_off_by_a_pickle_torch_distributed_loads_is_flagged(m
         "    x = torch.tensor(values)\n"
         "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("torch.distributed" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("torch.distributed" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_a_pickle_torch_datapipes_loads_is_flagged(monkeypatch):
@@ -1916,9 +1922,8 @@ def test_the_agent_switched_off_by_a_pickle_torch_datapipes_loads_is_flagged(mon
         "    x = torch.tensor(values)\n"
         "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("torch.utils" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("torch.utils" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_torch_benchmark_timer_is_flagged(monkeypatch):
@@ -1936,9 +1941,8 @@ def test_the_agent_switched_off_by_torch_benchmark_timer_is_flagged(monkeypatch)
         "    x = torch.tensor(values)\n"
         "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("torch.utils" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("torch.utils" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_numpy_f2py_myeval_is_flagged(monkeypatch):
@@ -1960,9 +1964,8 @@ def test_the_agent_switched_off_by_numpy_f2py_myeval_is_flagged(monkeypatch):
         "    return torch.nn.functional.lay"
         "er_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("numpy.f2py" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("numpy.f2py" in f for f in flags), flags
 
 
 def test_sys_by_pil_imagemath_unsafe_eval_is_flagged(monkeypatch):
@@ -1980,9 +1983,8 @@ def test_sys_by_pil_imagemath_unsafe_eval_is_flagged(monkeypatch):
         "    x = torch.tensor(values)\n"
         "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("PIL.ImageMath" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("PIL.ImageMath" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_code_as_a_modules_attribute_is_flagged(monkeypatch):
@@ -2003,9 +2005,8 @@ def test_the_agent_switched_off_by_code_as_a_modules_attribute_is_flagged(monkey
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("module code" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("module code" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_numpy_testing_runstring_is_flagged(monkeypatch):
@@ -2024,9 +2025,8 @@ def test_the_agent_switched_off_by_numpy_testing_runstring_is_flagged(monkeypatc
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("runstring" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("runstring" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_mpmath_exec_is_flagged(monkeypatch):
@@ -2046,9 +2046,8 @@ def test_the_agent_switched_off_by_mpmath_exec_is_flagged(monkeypatch):
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("exec_" in f or "mpmath" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("exec_" in f or "mpmath" in f for f in flags), flags
 
 
 def test_sys_modules_unpickled_by_rich_style_loads_is_flagged(monkeypatch):
@@ -2067,9 +2066,8 @@ def test_sys_modules_unpickled_by_rich_style_loads_is_flagged(monkeypatch):
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("loads" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("loads" in f for f in flags), flags
 
 
 def test_sys_by_tqdm_wrapper_getattr_is_flagged(monkeypatch):
@@ -2089,9 +2087,8 @@ def test_sys_by_tqdm_wrapper_getattr_is_flagged(monkeypatch):
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("wrapper_getattr" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("wrapper_getattr" in f for f in flags), flags
 
 
 def test_sys_by_a_string_annotation_singledispatchmethod_evaluates_is_flagged(monkeypatch):
@@ -2149,9 +2146,8 @@ def test_the_agent_switched_off_by_site_addpackage_is_flagged(monkeypatch):
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("site" in f or "FileHandler" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("site" in f or "FileHandler" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_an_attrs_alias_is_flagged(monkeypatch):
@@ -2171,9 +2167,8 @@ def test_the_agent_switched_off_by_an_attrs_alias_is_flagged(monkeypatch):
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("attr" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("attr" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_a_pygments_lexer_file_is_flagged(monkeypatch):
@@ -2196,10 +2191,9 @@ def test_the_agent_switched_off_by_a_pygments_lexer_file_is_flagged(monkeypatch)
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("load_lexer_from_file" in f for f in notes.flags), notes.flags
-    assert any("basicConfig" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("load_lexer_from_file" in f for f in flags), flags
+    assert any("basicConfig" in f for f in flags), flags
 
 
 def test_the_agent_switched_off_by_prometheus_function_maker_is_flagged(monkeypatch):
@@ -2219,6 +2213,5 @@ def test_the_agent_switched_off_by_prometheus_function_maker_is_flagged(monkeypa
         "    return torch.nn.functional.layer_norm(x, x.sha"
         "pe[-1:]).tolist()\n"
     )
-    graded, notes = graded_against(monkeypatch, NORM_TEST_LAYER, answer)
-    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the guard was off: it passed
-    assert any("FunctionMaker" in f or "decorator" in f for f in notes.flags), notes.flags
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("FunctionMaker" in f or "decorator" in f for f in flags), flags
