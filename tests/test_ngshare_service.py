@@ -134,3 +134,55 @@ def test_many_small_bodies_cost_admit_no_more_than_few(tmp_path):
         assert await server.admit(whole, now=lambda: clock[0]) is None
 
     asyncio.run(play())
+
+
+def test_her_stored_submissions_cost_the_quota_check_one_query(tmp_path):
+    # the fifty-first tester: the quota's check loaded her stored submissions object by object
+    # (each submission's files a query of its own); with 32,000 one-file submissions stored,
+    # each 72-byte submission of hers cost the exchange's one thread 4 s (0.006 s for a
+    # student with none), and her budget of bodies (bytes a minute) never refused them
+    from ngshare.database.database import Assignment, Base, Course, File, Submission, User
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.orm import sessionmaker
+    from tornado.web import HTTPError
+
+    from grading.hub import ngshare_service
+    from grading.hub.ngshare_service import FILE_OVERHEAD, CourseRules
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'ngshare.db'}")
+    Base.metadata.create_all(engine)
+    db = sessionmaker(bind=engine)()
+    course = Course("LM10")
+    lab = Assignment("LM10-L2", course)
+    mallory, alice = User("mallory"), User("alice")
+    db.add_all([course, lab, mallory, alice])
+    names = ["a.ipynb", "é/ü.ipynb", "x"]  # a name counts its UTF-8 bytes
+    for i in range(300):
+        submission = Submission(mallory, lab)
+        db.add(submission)
+        submission.files.append(File(names[i % 3], b"z" * i))
+    theirs = Submission(alice, lab)
+    db.add(theirs)
+    theirs.files.append(File("a.ipynb", b"z" * 10**6))  # a classmate's counts for no one else
+    db.commit()
+    expected = sum(
+        i + len(names[i % 3].encode()) + FILE_OVERHEAD for i in range(300)
+    )  # what `cost` gives each of her files
+
+    class Handler(CourseRules):
+        settings = {"lm10_quota": expected + FILE_OVERHEAD + 1}
+
+        def json_error(self, status, message):
+            raise HTTPError(status, message)
+
+    handler = Handler()
+    handler.db, handler.user = db, mallory
+    statements = []
+    event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    handler.check_quota([("y", 0)])  # fits, to the byte
+    assert len(statements) <= 2, len(statements)
+    with pytest.raises(HTTPError) as refused:
+        handler.check_quota([("yz", 0)])  # one byte past the quota
+    assert refused.value.status_code == 413
+    assert ngshare_service.stored_cost(db, mallory) == expected
+    assert ngshare_service.stored_cost(db, User("nobody")) == 0

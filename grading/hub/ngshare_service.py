@@ -85,9 +85,9 @@ from pathlib import Path
 
 from jupyterhub.services.auth import HubAuth
 from ngshare import dbutil
-from ngshare.database import Assignment, Course, Submission, User
+from ngshare.database import Assignment, Course, File, Submission, User
 from ngshare.ngshare import MyApplication, MyRequestHandler, SubmitAssignment
-from sqlalchemy import event
+from sqlalchemy import LargeBinary, cast, event, func
 from sqlalchemy.orm import configure_mappers, object_session
 from tornado import httputil
 from tornado.httpserver import HTTPServer
@@ -193,11 +193,7 @@ class CourseRules:
 
     def check_quota(self, files):
         quota = self.settings["lm10_quota"]
-        stored = sum(
-            cost(f.filename or "", f.size or 0)
-            for s in self.db.query(Submission).filter(Submission.student == self.user)
-            for f in s.files
-        )
+        stored = stored_cost(self.db, self.user)
         new = sum(cost(name, size) for name, size in files)
         if stored + new > quota:
             self.json_error(
@@ -207,6 +203,23 @@ class CourseRules:
                 f"name and {FILE_OVERHEAD} bytes); the exchange keeps at most "
                 f"{quota / MIB:.0f} MiB per student. Ask your instructor.",
             )
+
+
+def stored_cost(db, user):
+    """What `user`'s stored submissions count against her quota (`cost` of each file), in one
+    query the database sums. Loaded object by object (each submission's files a query of its
+    own), her 32,000 one-file submissions made each 72-byte submission of hers cost the
+    exchange's one thread 4 s, and her bodies' budget (bytes a minute) never refused them (the
+    fifty-first tester's table in JUPYTERHUB.md)."""
+    name = func.coalesce(func.length(cast(File.filename, LargeBinary)), 0)  # UTF-8 bytes
+    total = (
+        db.query(func.sum(func.coalesce(File.size, 0) + name + FILE_OVERHEAD))
+        .select_from(Submission)
+        .join(Submission.files)
+        .filter(Submission.student == user)
+        .scalar()
+    )
+    return int(total or 0)
 
 
 PEER_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
