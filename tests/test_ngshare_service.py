@@ -180,9 +180,54 @@ def test_her_stored_submissions_cost_the_quota_check_one_query(tmp_path):
     statements = []
     event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
     handler.check_quota([("y", 0)])  # fits, to the byte
-    assert len(statements) <= 2, len(statements)
+    assert len(statements) <= 3, len(statements)  # her count of submissions, then the sum
     with pytest.raises(HTTPError) as refused:
         handler.check_quota([("yz", 0)])  # one byte past the quota
     assert refused.value.status_code == 413
     assert ngshare_service.stored_cost(db, mallory) == expected
     assert ngshare_service.stored_cost(db, User("nobody")) == 0
+
+
+def test_her_submissions_are_counted_too(tmp_path, monkeypatch):
+    # the fifty-first tester: within the quota in bytes, 32,000 one-file submissions of hers
+    # made ngshare's lists of them (hers, the instructor's collect) cost the exchange's one
+    # thread 0.55 s each, requests without a body that no budget counts
+    from ngshare.database.database import Assignment, Base, Course, File, Submission, User
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from tornado.web import HTTPError
+
+    from grading.hub import ngshare_service
+    from grading.hub.ngshare_service import CourseRules
+
+    monkeypatch.setattr(ngshare_service, "MAX_SUBMISSIONS", 20)
+    engine = create_engine(f"sqlite:///{tmp_path / 'ngshare.db'}")
+    Base.metadata.create_all(engine)
+    db = sessionmaker(bind=engine)()
+    course = Course("LM10")
+    labs = [Assignment("LM10-L1", course), Assignment("LM10-L2", course)]
+    mallory, alice = User("mallory"), User("alice")
+    db.add_all([course, *labs, mallory, alice])
+    for i in range(19):  # every lab together
+        submission = Submission(mallory, labs[i % 2])
+        db.add(submission)
+        submission.files.append(File("a.ipynb", b""))
+    for _ in range(30):  # a classmate's count for no one else
+        db.add(Submission(alice, labs[0]))
+    db.commit()
+
+    class Handler(CourseRules):
+        settings = {"lm10_quota": 1 << 30}
+
+        def json_error(self, status, message):
+            raise HTTPError(status, message)
+
+    handler = Handler()
+    handler.db, handler.user = db, mallory
+    handler.check_quota([("a.ipynb", 10)])  # her twentieth
+    db.add(Submission(mallory, labs[1]))
+    db.commit()
+    with pytest.raises(HTTPError) as refused:
+        handler.check_quota([("a.ipynb", 10)])
+    assert refused.value.status_code == 413
+    assert "keeps 20 submissions of yours, at most 20" in refused.value.log_message

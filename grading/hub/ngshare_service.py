@@ -30,8 +30,9 @@ does not do:
   zero-width) and line or paragraph separator characters (refused with a 400 that shows the
   name escaped). A student's stored submissions, every lab together, cost at most --quota-mib
   MiB, where each file costs its content, its name and FILE_OVERHEAD bytes (what the file
-  system and the database spend on it even when it is empty): past that, a submission is
-  refused with a 413 that says so (ngshare keeps every submission).
+  system and the database spend on it even when it is empty), and they are at most
+  MAX_SUBMISSIONS (1,000): past either, a submission is refused with a 413 that says so
+  (ngshare keeps every submission).
 - Time: a request with a body is answered before any of it is read unless it carries a
   valid token as above (403) and its length (411: no chunked bodies), and the student's bodies
   of the last minute leave room for it under --mib-per-minute (429, with Retry-After; the
@@ -100,6 +101,11 @@ MIB = 1 << 20
 FILE_OVERHEAD = 4096  # what one stored file costs beyond its content and name: a block
 MAX_NAME_BYTES = 255  # the longest file name (its whole path in the submission), UTF-8
 REFUSED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}  # control, format (bidi), separators
+# a student's stored submissions, every lab together: ngshare reads each of them, row by row,
+# wherever it lists them (her list, the instructor's collect): with 32,000 one-file submissions
+# of hers (within the quota in bytes), each such list cost the exchange's one thread 0.55 s, a
+# request without a body that no budget counts (the fifty-first tester's table in JUPYTERHUB.md)
+MAX_SUBMISSIONS = 1000
 
 
 def shown(name):
@@ -192,6 +198,17 @@ class CourseRules:
                 self.check_quota(files)
 
     def check_quota(self, files):
+        kept = (
+            self.db.query(func.count(Submission._id))
+            .filter(Submission.student == self.user)
+            .scalar()
+        )
+        if kept >= MAX_SUBMISSIONS:
+            self.json_error(
+                413,
+                f"Submission refused: the exchange keeps {kept} submissions of yours, at most "
+                f"{MAX_SUBMISSIONS} per student. Ask your instructor.",
+            )
         quota = self.settings["lm10_quota"]
         stored = stored_cost(self.db, self.user)
         new = sum(cost(name, size) for name, size in files)
