@@ -763,7 +763,9 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
     "ok": ("graded", 10, "all autograded tests passed"),
     "renamed": ("graded", 10, f"graded {LAB} (1).ipynb as {LAB}.ipynb"),
     "badkernel": ("graded", 10, "all autograded tests passed"),
-    "stderr": ("graded", 10, "stderr (not penalised) in l2_attention"),
+    # logging is outside the labs' vocabulary (its config module finds modules by name): a
+    # person reads it; its stderr still costs nothing
+    "stderr": ("flagged", 10, "stderr (not penalised) in l2_attention"),
     "sysexit": ("graded", 10, "all autograded tests passed"),
     "flood": ("graded", 10, "all autograded tests passed"),
     "blank": ("graded", 0, "first failure l2_test_attention: NotImplementedError"),

@@ -514,11 +514,6 @@ REACHES = {
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
 }
 HONEST = {
-    "np-testing": "import numpy as np\nnp.testing.assert_allclose(np.ones(2), np.ones(2))",
-    "pil-image": "from PIL import Image\nimport numpy as np\nim = Image.fromarray(np.ones(4))",
-    "torch-data": "from torch.utils.data import DataLoader, TensorDataset",
-    "np-load": "import numpy as np\nm = np.load('x.npy')\nn = np.load('x.npy', 'r', False)",
-    "torch-load": "import torch\nm = torch.load('x.pt', 'cpu', weights_only=True)",
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
     "torch-as-strided": "def windows(x):\n    return x.as_strided((2, 2), (1, 1))",
     "type-with-plain-names": "Kind = type('Kind', (Exception,), {'size': 1})",
@@ -549,24 +544,36 @@ HONEST = {
     "annotations": 'def f(x: "torch.Tensor", n: "int | None") -> "list[int]":\n    pass',
     "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",
     "installed-modules": "import itertools\nimport tqdm\nfrom numpy import linalg",
-    "tensor-private-name": "v = x._version",
-    "attribute-names-with-attr": "n = layer.num_attrs\nh = config.get_attrs()",
-    "matplotlib-cbook": "import matplotlib.cbook as cbook\nx = cbook.flatten([[1], [2]])",
     "string-keys-and-forward-references": "d = {'a': 1}\nv = d['a']\n"
     "def g(x: 'list[torch.Tensor]') -> typing.Optional['torch.Tensor']:\n    return d['b c']",
-    "logging-stream": "import logging\nlogging.basicConfig(level=logging.INFO)\n"
-    "logging.getLogger('lab').addHandler(logging.StreamHandler())",
-    "attribute-named-attrs": "class N:\n    def __init__(self):\n        self.attrs = {}\n"
-    "n = N()\nk = n.attrs\nt = node.attr",
-    "json-loads": "import json\nimport json as js\nc = json.loads('{}')\nd = js.loads('{}')",
-    "honest-attribute-names": "from torch.profiler import profile\ny = torch.trace(x)\n"
-    "r = self.resource\ns = self.sa\nself.requests = []\nc = self.http",
     "trailing-underscore-attributes": "class A:\n    def __init__(self):\n"
     "        self.input_ = self.open_ = self.type_ = None",
     "attrgetter-constant": 'import operator\nweights = operator.attrgetter("weight")(layer)',
     "string-letters": "import string\nletters = string.ascii_lowercase",
     "future-import": "from __future__ import annotations",
     "match-class-honest": "match point:\n    case Point(x=0, y=y):\n        pass",
+}
+
+# Honest code outside the labs' vocabulary (grading/host/vocabulary.py): a library the labs do
+# not need (logging, PIL, matplotlib, regex), a loader of files, a private name of torch's, an
+# attribute name that is no word (also one her own class sets: `n.attrs`): flagged as outside
+# the vocabulary, for a person to read, and by nothing else.
+OUTSIDE_VOCABULARY = {
+    "attribute-named-attrs": "class N:\n    def __init__(self):\n        self.attrs = {}\n"
+    "n = N()\nk = n.attrs\nt = node.attr",
+    "np-testing": "import numpy as np\nnp.testing.assert_allclose(np.ones(2), np.ones(2))",
+    "pil-image": "from PIL import Image\nimport numpy as np\nim = Image.fromarray(np.ones(4))",
+    "torch-data": "from torch.utils.data import DataLoader, TensorDataset",
+    "np-load": "import numpy as np\nm = np.load('x.npy')\nn = np.load('x.npy', 'r', False)",
+    "torch-load": "import torch\nm = torch.load('x.pt', 'cpu', weights_only=True)",
+    "tensor-private-name": "v = x._version",
+    "attribute-names-with-attr": "n = layer.num_attrs\nh = config.get_attrs()",
+    "matplotlib-cbook": "import matplotlib.cbook as cbook\nx = cbook.flatten([[1], [2]])",
+    "logging-stream": "import logging\nlogging.basicConfig(level=logging.INFO)\n"
+    "logging.getLogger('lab').addHandler(logging.StreamHandler())",
+    "json-loads": "import json\nimport json as js\nc = json.loads('{}')\nd = js.loads('{}')",
+    "honest-attribute-names": "from torch.profiler import profile\ny = torch.trace(x)\n"
+    "r = self.resource\ns = self.sa\nself.requests = []\nc = self.http",
     "re-compile": "import re\nimport regex as rx\nW = re.compile(r'\\w+').match('a')\n"
     "B = rx.compile('b')",
 }
@@ -588,9 +595,76 @@ def test_every_route_to_os_sys_code_and_the_grader_is_flagged(case):
     assert all(f.startswith("answer line ") for f in found), found
 
 
+# The routes the lists of submission_checks flag by the construct, not by a name of a module or
+# function (so no vocabulary is needed for them): an attribute name computed at run time, a
+# dunder defined or set, a class made by type() from a namespace of hers, torch.compile (its
+# word `compile` is re.compile's too), a grader module's name in a string, a string annotation
+# that calls her code; and cases whose snippet names a class it never imports (Thread,
+# ThreadPoolExecutor, TorchFunctionMode: the import is what the vocabulary flags).
+BY_CONSTRUCT = {
+    "attrgetter-as-value",
+    "attrgetter-imported-as",
+    "compile",
+    "compile-alias",
+    "compile-decorator",
+    "compile-import",
+    "dunder-attribute",
+    "dunder-class-body",
+    "executor-start",
+    "function-mode",
+    "getattr-as-value",
+    "getattr-computed",
+    "getattr-variable",
+    "grader-string",
+    "hasattr-computed",
+    "import-in-string",
+    "methodcaller-mapped",
+    "module-compile",
+    "numpy-array-interface-by-type",
+    "numpy-array-interface-property",
+    "numpy-array-interface-string",
+    "string-annotation-call",
+    "thread-start",
+    "torch-dispatch",
+    "torch-function",
+    "type-with-a-namespace-of-hers",
+    "type-with-keys-of-hers",
+}
+
+
+@pytest.mark.parametrize("case", sorted(set(REACHES) - BY_CONSTRUCT))
+def test_every_route_by_a_name_is_outside_the_vocabulary_too(case):
+    """Each route the testers found through a module or function nobody had listed (234 of
+    the 261 cases) is flagged by the vocabulary as well, without its list entry: the next one,
+    in a module nobody lists, is flagged the same way."""
+    found = flags(REACHES[case][0])
+    assert any(sc.OUTSIDE in f for f in found), found
+
+
+def test_the_routes_flagged_by_the_construct_are_still_routes():
+    assert set(REACHES) >= BY_CONSTRUCT
+
+
 @pytest.mark.parametrize("case", sorted(HONEST))
 def test_honest_code_is_not_flagged(case):
     assert flags(HONEST[case]) == []
+
+
+def test_an_attribute_name_she_sets_is_no_word_on_a_module():
+    """`self.transformers = 0` in a class of hers does not make `.transformers` a word: the
+    same name on the course's module is the module transformers."""
+    source = (
+        "import lmcourse.pretrained as p\nclass A:\n    def __init__(self):\n"
+        "        self.transformers = 0\nt = p.transformers"
+    )
+    assert flags(source) == ["answer line 5: outside the labs' vocabulary: .transformers"]
+
+
+@pytest.mark.parametrize("case", sorted(OUTSIDE_VOCABULARY))
+def test_honest_code_outside_the_vocabulary_is_flagged_as_that_only(case):
+    found = flags(OUTSIDE_VOCABULARY[case])
+    assert found and sc.without_outside(found) == [], found
+    assert all(sc.OUTSIDE in f for f in found), found
 
 
 def test_a_flag_names_the_cell_and_line():
@@ -603,7 +677,9 @@ def test_a_cell_the_student_added_is_read_too():
     released = release()
     nb = copy.deepcopy(released)
     nb.cells.append(nbformat.v4.new_code_cell("x = 1\nimport sandbox_agent"))
-    assert sc.flags(nb, released) == ["cell 4 line 2: imports sandbox_agent"]
+    assert sc.flags(nb, released) == [
+        "cell 4 line 2: imports sandbox_agent; outside the labs' vocabulary: imports sandbox_agent"
+    ]
 
 
 def test_bound_names_reads_every_binding_form():

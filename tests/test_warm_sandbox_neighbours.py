@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grading.host import sandbox
+from grading.host import sandbox, submission_checks
 
 # each test starts a sandbox: bubblewrap required, and slow (SLOW_MODULES: tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("sandbox_installed")
@@ -732,15 +732,17 @@ def stopped_unflagged(monkeypatch, test, answer, timeout=30, flagged_for=None):
     cell is `test`: the test's one error is OffLimitsError and nothing of her answer is
     flagged (the guard and the agent hold by themselves), or, with `flagged_for` (a text, or
     several), nothing but flags of those texts (a construct flagged since, which the guard
-    stops by itself too)."""
+    stops by itself too). The vocabulary's flags (names outside the labs' vocabulary) are left
+    out: the guard holds without any flag."""
     graded, notes = graded_against(monkeypatch, test, answer, timeout)
     errors = [o.get("ename") for o in graded.cells[1].outputs]
     assert errors == ["OffLimitsError"], graded.cells[1].outputs
+    found = submission_checks.without_outside(notes.flags)
     if flagged_for is None:
-        assert notes.flags == [], notes.flags
+        assert found == [], notes.flags
     else:
         texts = (flagged_for,) if isinstance(flagged_for, str) else flagged_for
-        assert notes.flags and all(any(x in f for x in texts) for f in notes.flags), notes.flags
+        assert found and all(any(x in f for x in texts) for f in found), notes.flags
 
 
 def grade_one(monkeypatch, submitted, timeout):
@@ -996,7 +998,7 @@ def test_no_stack_of_hers_shows_the_test_cells_source(monkeypatch):
     assert [o.get("ename") for o in graded.cells[1].outputs] == ["AssertionError"], graded.cells[
         1
     ].outputs
-    assert notes.flags == [], notes.flags
+    assert submission_checks.without_outside(notes.flags) == [], notes.flags
 
 
 # Input requests whose content is a list (a string is sent as the JSON it holds), from her
@@ -1275,7 +1277,7 @@ def test_no_context_of_hers_shows_the_test_cells_source(monkeypatch):
     assert [o.get("ename") for o in graded.cells[1].outputs] == ["AssertionError"], graded.cells[
         1
     ].outputs
-    assert notes.flags == [], notes.flags
+    assert submission_checks.without_outside(notes.flags) == [], notes.flags
 
 
 # Her f hangs torch's own layer_norm (a partial of it) on a tensor as a hook and calls backward:
@@ -1566,7 +1568,7 @@ def test_a_child_is_seen_with_no_descriptor_left(monkeypatch):
         two_tests(WORKER_NO_DESCRIPTORS), {"nbgrader": {"assignment": "lab"}}
     )
     notes = course_preprocessors.take_notes()
-    assert notes.flags == [], notes.flags
+    assert submission_checks.without_outside(notes.flags) == [], notes.flags
     errors = [[o.get("ename") for o in cell.outputs] for cell in graded.cells[1:]]
     assert errors == [["OffLimitsError"], ["OffLimitsError"]], [c.outputs for c in graded.cells]
 

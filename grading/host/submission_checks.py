@@ -13,11 +13,18 @@ no code in the kernel can hide a flag from it; obfuscation itself needs one of t
 constructs. A flag costs no points: the report marks the submission for a person to read.
 A cell counts as the lab's only when it is locked and the released notebook has a locked cell
 of its grade_id: a student who marks a cell of their own as locked is still read.
+
+Those lists name what is known to reach past a lab, and each tester found a route in a module
+no list named. So every name a student's cell uses is also read against the labs' vocabulary
+(vocabulary.py: what honest answers use), and a name that is neither in it, nor the student's
+own, nor the released lab's is flagged as outside it (`outside`, `Known`).
 """
 
 import ast
 import functools
 import re
+
+from grading.host import vocabulary
 
 SUSPICIOUS_MODULES = {
     "os",
@@ -1198,6 +1205,136 @@ def cell_flags(tree, protected, aliases=None, expected=None):
     return found
 
 
+def _local_names(tree):
+    """Every name `tree` binds in any scope: a function's locals and parameters, a
+    comprehension's, an except clause's, a match pattern's."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(
+            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.ExceptHandler
+        ) or (isinstance(node, ast.MatchAs | ast.MatchStar) and node.name):
+            if node.name:
+                found.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            found.add(node.rest)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+    return found
+
+
+class Known:
+    """What a notebook's cells may name without the vocabulary's word (vocabulary.py): the
+    released lab's names (bound in any of its code cells), the attribute names its code reads,
+    the modules it imports; and the names the student's own cells bind, in any scope. Not the
+    attribute names her cells set: a name is read whatever object it is read on, and an
+    attribute name of hers (`self.transformers = 0`) would let the same name through on a
+    module (`lmcourse.pretrained.transformers`), so it counts only if it is a word."""
+
+    def __init__(self, lab_trees, student_trees):
+        self.names, self.attributes, self.modules = set(), set(), set()
+        for tree in lab_trees:
+            self.names |= bound_names(tree)
+            self.attributes |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            self.modules |= {path.rsplit(".", 1)[0] for path in imported(tree).values()}
+            self.modules |= set(imported(tree).values())
+        for tree in student_trees:
+            self.names |= bound_names(tree) | _local_names(tree)
+
+    def attribute(self, name):
+        return name in self.attributes or name in vocabulary.words()
+
+    def module(self, path):
+        return path in vocabulary.IMPORTABLE or path in self.modules
+
+
+def _annotation_strings(node):
+    """The strings of `node` that an evaluator of annotations reads as code: an annotation
+    written as a string, or a forward reference in a subscript (`typing.Optional["H[x]"]`)."""
+    if isinstance(node, ast.Subscript):
+        part = node.slice
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        part = node.returns
+    elif isinstance(node, ast.arg | ast.AnnAssign):
+        part = node.annotation
+    else:
+        return []
+    return [
+        text.value
+        for text in (ast.walk(part) if part is not None else ())
+        if isinstance(text, ast.Constant) and isinstance(text.value, str)
+    ]
+
+
+def outside(tree, known):
+    """(line, reason) for every line of `tree` that uses a name that is neither a word of the
+    labs' vocabulary (vocabulary.py) nor `known` (Known): a module it imports, a builtin or
+    other name it reads, an attribute it reads (also by a constant name, through getattr or a
+    match pattern). What such a flag names is no wrong: a person reads what it reaches."""
+    found = {}
+
+    def check(line, attribute):
+        if not known.attribute(attribute):
+            found.setdefault(line, []).append(f".{attribute}")
+
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not known.module(alias.name):
+                    found.setdefault(line, []).append(f"imports {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            module = node.module or ""
+            for alias in node.names:
+                path = f"{module}.{alias.name}"
+                if node.level or not known.module(module):
+                    found.setdefault(line, []).append(f"imports {'.' * node.level}{module}")
+                elif not (known.module(path) or known.attribute(alias.name)):
+                    found.setdefault(line, []).append(f"imports {path}")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id not in known.names and vocabulary.unknown_name(node.id):
+                found.setdefault(line, []).append(node.id)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
+            check(line, node.attr)
+        elif isinstance(node, ast.Call):
+            target = _attribute_name(node)
+            if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                for part in target.value.split("."):
+                    check(line, part)
+        elif isinstance(node, ast.MatchClass):
+            for attribute in node.kwd_attrs:
+                check(line, attribute)
+        for text in _annotation_strings(node):  # read as code where they are evaluated
+            try:
+                inner = ast.parse(text.strip() or "None", mode="eval")
+            except (SyntaxError, ValueError):
+                continue
+            for _, reason in outside(inner, known):
+                found.setdefault(line, []).append(reason.removeprefix(f"{OUTSIDE}: "))
+    return [
+        (line, f"{OUTSIDE}: {', '.join(dict.fromkeys(names))}")
+        for line, names in sorted(found.items())
+    ]
+
+
+OUTSIDE = "outside the labs' vocabulary"
+
+
+def without_outside(phrases):
+    """`phrases` (flags') with the vocabulary's reasons left out, and a phrase that had no
+    other reason dropped: what the lists of routes past the lab flag."""
+    kept = []
+    for phrase in phrases:
+        where, _, reasons = phrase.partition(": ")
+        others = [r for r in reasons.split("; ") if not r.startswith(OUTSIDE)]
+        if others:
+            kept.append(f"{where}: {'; '.join(others)}")
+    return kept
+
+
 def flags(nb, release=None):
     """Suspicious constructs in the student's cells, as report phrases, in notebook order, one
     per line of a cell that has any ("l2_cache line 3: imports os; opens a file"); `release`
@@ -1220,11 +1357,16 @@ def flags(nb, release=None):
         cells.append((index, cell, tree))
         for name, path in imported(tree).items():
             aliases.setdefault(name, path)
+    lab_trees = [t for c in lab.cells if c.cell_type == "code" and (t := parse(c.source))]
+    if release is None:  # no release: the lab is the notebook's locked cells
+        lab_trees = [t for c in lab.cells if is_locked(c) and (t := parse(c.source))]
+    known = Known(lab_trees, [tree for _, _, tree in cells])
     phrases = []
     for index, cell, tree in cells:
         where = meta(cell).get("grade_id") or f"cell {index + 1}"
         seen, lines = set(), {}
-        for line, reason in sorted(cell_flags(tree, protected, aliases, expected)):
+        found = cell_flags(tree, protected, aliases, expected) + outside(tree, known)
+        for line, reason in sorted(found):
             if reason not in seen:  # a reason once per cell, at its first line
                 seen.add(reason)
                 lines.setdefault(line, []).append(reason)

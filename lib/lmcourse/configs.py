@@ -111,7 +111,7 @@ FIELD_MAP = (
 )
 
 
-def read_field(config, name: str):
+def _read_field(config, name: str):
     """The value of `name` in a transformers config; a dotted name reads inside a dict field."""
     value = config
     for part in name.split("."):
@@ -153,9 +153,9 @@ def field_table(gpt2, llamas: dict) -> list[dict]:
         row = {
             "decides": concept,
             "GPT-2 field": old or "-",
-            "GPT-2": _shown(read_field(gpt2, old)) if old else missing,
+            "GPT-2": _shown(_read_field(gpt2, old)) if old else missing,
             "Llama field": new,
         }
-        row |= {name: _shown(read_field(config, new)) for name, config in llamas.items()}
+        row |= {name: _shown(_read_field(config, new)) for name, config in llamas.items()}
         rows.append(row)
     return rows

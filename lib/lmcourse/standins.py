@@ -182,23 +182,25 @@ class standing_in:  # noqa: N801 (used as a statement: `with standing_in(...)`)
                 rows.append([arguments, value])
             StandIn(name, listed, rows)  # a key that does not fit the parameters fails here
             self.functions[name] = (listed, rows)
-        self.namespace = sys._getframe(1).f_globals
+        # private: the caller's globals are no word of the labs' vocabulary (her code could
+        # read `__builtins__` in them by a computed key, grading/host/vocabulary.py)
+        self._namespace = sys._getframe(1).f_globals
         self.before, self.standing, self.calls = {}, {}, {}
 
     def __enter__(self):
         if _route is not None:  # first: if the sandbox cannot take it, nothing was swapped
             _route.stand_in(self.functions)
         for name, (listed, rows) in self.functions.items():
-            self.before[name] = self.namespace.get(name, _ABSENT)
-            self.namespace[name] = self.standing[name] = StandIn(name, listed, rows)
+            self.before[name] = self._namespace.get(name, _ABSENT)
+            self._namespace[name] = self.standing[name] = StandIn(name, listed, rows)
         return self
 
     def __exit__(self, *exc):
         for name, before in self.before.items():
             if before is _ABSENT:
-                self.namespace.pop(name, None)
+                self._namespace.pop(name, None)
             else:
-                self.namespace[name] = before
+                self._namespace[name] = before
         there = _route.stand_down(list(self.functions)) if _route is not None else None
         # `calls`: how many calls each stand-in answered, here and in the sandbox: none means
         # the later part did not call the earlier one by its name

@@ -1,0 +1,97 @@
+"""The labs' vocabulary (grading/host/vocabulary.py): the file is what the installed packages
+give, it holds the words honest answers use, and none of the names the testers' routes went
+through. The flagger's use of it is in tests/test_submission_checks.py."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from grading.host import vocabulary
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_file_is_what_the_installed_packages_give():
+    """An upgrade of torch, numpy or transformers shows as a diff of vocabulary.txt, which a
+    person reads (`python -m grading.host.vocabulary --write`). Built in a fresh interpreter:
+    what else a process has imported adds names (transformers adds `smart_apply` to
+    torch's modules)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "grading.host.vocabulary", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_words_of_honest_answers_are_words():
+    honest = {
+        # tensors and torch's functions
+        "rsqrt", "mean", "pow", "var", "sqrt", "matmul", "softmax", "einsum", "numel",
+        "unsqueeze", "repeat_interleave", "layer_norm", "silu", "float32", "no_grad",
+        # modules, parameters and the lab's models
+        "parameters", "named_parameters", "weight", "bias", "in_features", "normalized_shape",
+        "eps", "self_attn", "q_proj", "embed_tokens", "lm_head", "layers",
+        # configurations
+        "hidden_size", "num_key_value_heads", "intermediate_size", "rope_theta",
+        "n_routed_experts", "kv_lora_rank", "tie_word_embeddings", "rms_norm_eps",
+        # the standard library, numpy, the builtin types, tqdm
+        "prod", "product", "reduce", "Counter", "zeros", "items", "append",
+        "format", "trange", "update",
+        # dunders honest code reads, and modules read as attributes
+        "__init__", "__name__", "nn", "functional", "linalg",
+    }  # fmt: skip
+    assert honest - vocabulary.words() == set()
+
+
+def test_no_route_the_testers_went_through_is_a_word():
+    routes = {
+        # modules, and what reaches them
+        "sys", "os", "utils", "testing", "lib", "core", "ctypes", "ctypeslib", "importlib",
+        "builtins", "gc", "inspect", "f2py",
+        # runners, loaders and resolvers under their own or other names
+        "exec_", "runsource", "runstring", "resolve", "import_module", "importorskip",
+        "load", "loads", "wrapper_getattr", "load_lexer_from_file", "addpackage",
+        "read_module", "load_backend_module", "enum_object_hook", "FunctionMaker",
+        "get_type_hints", "singledispatchmethod", "Formatter",
+        # torch's machinery: TorchScript, the C extension's files and threads, raw memory
+        "fork", "wait", "CompilationUnit", "FileCheck", "PyTorchFileReader", "from_file",
+        "import_ir_module", "DisableTorchFunction", "untyped_storage", "data_ptr", "memmap",
+        "fromfile", "tofile",
+        # the course's own: standing_in's caller's globals (her `__builtins__` by a computed
+        # key), configs' getattr by a dotted name
+        "namespace", "read_field",
+        # the guard's own names, frames
+        "Guard", "cell_prefixes", "for_agent", "f_back", "f_globals", "gi_frame", "tb_frame",
+        "__globals__", "__dict__", "__class__", "__subclasses__", "__builtins__",
+    }  # fmt: skip
+    assert routes & vocabulary.words() == set()
+
+
+def test_no_word_is_private_or_a_module_but_those_read_as_attributes():
+    words = vocabulary.words()
+    assert {w for w in words if w.startswith("_")} == set(vocabulary.DUNDERS)
+    modules = words & set(sys.stdlib_module_names)
+    assert modules <= {"array", "chunk", "copy", "random", "select", "trace"}, modules
+
+
+def test_what_a_student_may_import():
+    assert {"torch", "torch.nn.functional", "math", "lmcourse.configs"} <= vocabulary.IMPORTABLE
+    assert not {"lmcourse.offlimits", "sys", "os", "logging", "torch.utils"} & (
+        vocabulary.IMPORTABLE
+    )
+
+
+def test_an_unbound_name_reaches_something_only_if_the_kernel_or_builtins_hold_it():
+    assert [vocabulary.unknown_name(n) for n in ("open", "_ih", "In", "__loader__")] == [True] * 4
+    assert [vocabulary.unknown_name(n) for n in ("len", "__name__", "heads_1")] == [False] * 3
+
+
+def test_check_says_when_the_file_differs(tmp_path, monkeypatch, capsys):
+    stale = tmp_path / "vocabulary.txt"
+    stale.write_text("sys\n", encoding="utf-8")
+    monkeypatch.setattr(vocabulary, "FILE", stale)
+    assert vocabulary.main(["--check"]) == 1
+    assert "differs from the installed packages" in capsys.readouterr().out
