@@ -4,6 +4,7 @@ through. The flagger's use of it is in tests/test_submission_checks.py."""
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from grading.host import vocabulary
@@ -95,3 +96,12 @@ def test_check_says_when_the_file_differs(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(vocabulary, "FILE", stale)
     assert vocabulary.main(["--check"]) == 1
     assert "differs from the installed packages" in capsys.readouterr().out
+
+
+def test_the_file_goes_with_the_package():
+    """The course image installs grading as a wheel (grading/k8s/Dockerfile): the words must be
+    in it, or every submission's flags fail to read them."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        data = tomllib.load(f)["tool"]["setuptools"]["package-data"]
+    assert "vocabulary.txt" in data["grading.host"]
+    assert vocabulary.FILE.parent == ROOT / "grading" / "host"

@@ -11,4 +11,5 @@ formgrader's autograde button) and in the trusted test process that it starts.
     trusted_tests         the trusted process: the tests run here, the verdicts too
     room                  what of a lab's setup the graded sandbox holds, and its plain copies
     submission_checks     which cells are the lab's, the student's, tests; flags for a person
+    vocabulary            the labs' vocabulary (vocabulary.txt): a name outside it is flagged
 """

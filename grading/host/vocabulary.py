@@ -37,8 +37,15 @@ import warnings
 from functools import cache
 from pathlib import Path
 
-FILE = Path(__file__).with_name("vocabulary.txt")
-ROOT = Path(__file__).resolve().parents[2]
+FILE = Path(__file__).with_name("vocabulary.txt")  # package data: pyproject.toml
+
+
+def _package_dir(name):
+    """Where package `name` is installed, found without importing it."""
+    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
+
+
+LMCOURSE = _package_dir("lmcourse")
 
 # What a student's cell may import. The setup cell's own imports are the lab's (a student may
 # import them again); anything else is read by a person.
@@ -84,10 +91,10 @@ MODULES = tuple(sorted(IMPORTABLE - {"__future__"}))
 # The course's package may be imported too (its words are read from its source, below), but
 # not the guard, lmcourse.offlimits.
 IMPORTABLE |= {
-    ".".join(
-        ("lmcourse", *path.relative_to(ROOT / "lib" / "lmcourse").with_suffix("").parts)
-    ).removesuffix(".__init__")
-    for path in (ROOT / "lib" / "lmcourse").rglob("*.py")
+    ".".join(("lmcourse", *path.relative_to(LMCOURSE).with_suffix("").parts)).removesuffix(
+        ".__init__"
+    )
+    for path in LMCOURSE.rglob("*.py")
     if path.name != "offlimits.py"
 }
 
@@ -366,10 +373,6 @@ def _set_by(tree, defs=True, module_level=False, receivers=("self", "cls")):
     return {name for name in found if not name.startswith("_")}
 
 
-def _package_dir(name):
-    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
-
-
 def _source_words():
     """Words read from source files, without importing them: transformers' configurations'
     fields, the course families' modelling attributes, the outputs' fields, the caches, and
@@ -386,8 +389,7 @@ def _source_words():
     files += sorted((_package_dir("torch") / "nn" / "modules").glob("*.py"))
     for path in files:
         words |= _set_by(ast.parse(path.read_text(encoding="utf-8")))
-    lmcourse = ROOT / "lib" / "lmcourse"
-    for path in sorted(p for p in lmcourse.rglob("*.py") if p.name != "offlimits.py"):
+    for path in sorted(p for p in LMCOURSE.rglob("*.py") if p.name != "offlimits.py"):
         words |= _set_by(ast.parse(path.read_text(encoding="utf-8")), module_level=True)
     return words
 
