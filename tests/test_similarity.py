@@ -329,3 +329,37 @@ def test_her_answers_count_by_the_release_s_grade_ids_and_her_added_cells_count(
     )
     honest = [score for pair, score in got.items() if not pair & {"unmarked", "moved"}]
     assert honest and max(honest) < similarity.THRESHOLD
+
+
+def test_her_answer_cells_count_whatever_type_she_gives_them(tmp_path):
+    """The fifty-third hub tester: a verbatim copy whose answer cells she typed markdown or raw
+    (grade ids kept). nbgrader gives each the release's type back (OverwriteCells) and runs it:
+    graded 10.0 of 13.0 like the original, nothing flagged, and the page read nothing of it
+    (its text empty, no pair). Each is paired with the original now; the honest class's pairs
+    stay below the threshold."""
+    students, _, _ = copying.build(LAB, honest=8, copies=0, kinds=())
+    released = copying.release(LAB)
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    grading = tmp_path / "grading"
+    class_ = {s: copying.notebook(LAB, a, released) for s, a in students.items()}
+    for kind in ("markdown", "raw"):
+        typed = copying.notebook(LAB, students["honest-03"], released)
+        for cell in typed.cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.cell_type = kind
+                cell.pop("outputs", None)
+                cell.pop("execution_count", None)
+        class_[kind] = typed
+    for student, nb in class_.items():
+        (grading / "submitted" / student / LAB).mkdir(parents=True)
+        nbformat.write(nb, grading / "submitted" / student / LAB / f"{LAB}.ipynb")
+    starter, texts, problems = similarity.read_class(LAB, grading)
+    assert not problems
+    assert texts["markdown"] == texts["raw"] == texts["honest-03"]
+    _, pairs, _ = similarity.match(starter, texts)
+    got = {frozenset((p.a, p.b)): p.score for p in pairs}
+    assert got[frozenset(("honest-03", "markdown"))] >= 0.99
+    assert got[frozenset(("honest-03", "raw"))] >= 0.99
+    honest = [score for pair, score in got.items() if not pair & {"markdown", "raw"}]
+    assert honest and max(honest) < similarity.THRESHOLD

@@ -95,25 +95,34 @@ def answer_text(nb, release=None):
     not hold, which grading runs as hers too: one without a grade id the release knows (a cell
     she added), or repeating one (nbgrader keeps the first cell of an id: DeduplicateIds).
     Skipped: the first cell of each of the release's other ids, its setup and tests (locked:
-    nbgrader puts the release's code back)."""
+    nbgrader puts the release's code back). An answer cell counts whatever type her notebook
+    gives it: nbgrader gives it the release's type back and runs it (a copy in answer cells
+    typed markdown or raw was graded in full and never read here, the fifty-third hub
+    tester's)."""
     if release is not None:
         ids = [submission_checks.meta(c).get("grade_id") for c in release.cells]
         answers = {
             i for i, c in zip(ids, release.cells, strict=True) if submission_checks.is_solution(c)
         }
         known = {i for i in ids if isinstance(i, str)}
+        kinds = {}  # each grade id's cell type in the release
+        for i, c in zip(ids, release.cells, strict=True):
+            if isinstance(i, str):
+                kinds.setdefault(i, c.cell_type)
     parts, seen = [], set()
     for cell in nb.cells:
-        if cell.get("cell_type") != "code":
-            continue
         grade_id = submission_checks.meta(cell).get("grade_id")
         if release is None:
-            if not submission_checks.is_solution(cell):
+            if cell.get("cell_type") != "code" or not submission_checks.is_solution(cell):
                 continue
         elif isinstance(grade_id, str) and grade_id in known and grade_id not in seen:
             seen.add(grade_id)
-            if grade_id not in answers:
+            # nbgrader gives the cell the release's type back (OverwriteCells) and runs it:
+            # her answer cell typed markdown or raw is graded as code all the same
+            if grade_id not in answers or kinds[grade_id] != "code":
                 continue
+        elif cell.get("cell_type") != "code":
+            continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         name = "?" if grade_id is None else str(grade_id)
