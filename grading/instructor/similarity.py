@@ -16,6 +16,11 @@ How a pair is scored:
   hers (answer_text). Setup and test cells are never read, and everything of the release
   (the starter code of the answer cells, the setup and the tests) is boilerplate: a passage the
   release holds counts for no one.
+- Statements that do nothing are left out first (`idle`): `pass`, an expression that calls
+  nothing but a builtin that changes nothing (a docstring apart), and a value stored in names no
+  statement reads. A copy padded with such a statement after each of hers has fingerprints
+  across every seam that the original lacks (0.23 against its original before, the forty-eighth
+  hub tester's; grading/JUPYTERHUB.md).
 - The matcher is copydetect (PyPI; winnowing, as MOSS does): its tokenizer replaces every name
   by one letter and drops comments, whitespace and line breaks, so renaming, reformatting and
   comments change nothing, and a fingerprint is a k-gram of those tokens, so reordered
@@ -34,6 +39,7 @@ makes honest answers alike. The page says so.
 """
 
 import argparse
+import ast
 import html
 import math
 import re
@@ -85,6 +91,121 @@ class Pair:
 # ------------------------------------------------------------------------------ reading
 
 
+# Builtins whose call, as a statement of its own or stored in a name nobody reads, changes
+# nothing a reader would copy (print's output is no answer).
+PURE = frozenset(
+    {
+        "abs", "bool", "dict", "divmod", "float", "hash", "id", "int", "isinstance", "len",
+        "list", "max", "min", "pow", "print", "range", "repr", "round", "set", "sorted",
+        "str", "sum", "tuple", "type",
+    }
+)  # fmt: skip
+
+
+def _calls_nothing(expr):
+    """Whether evaluating `expr` calls nothing but PURE builtins and binds nothing."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom):
+            return False
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in PURE
+        ):
+            return False
+    return True
+
+
+def _stored_names(target):
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        names = [_stored_names(t) for t in target.elts]
+        return None if None in names else [n for group in names for n in group]
+    return None
+
+
+def idle(node, read):
+    """Whether statement `node` does nothing a reader would copy: `pass`, an expression that
+    calls nothing but PURE builtins (not a docstring: the caller keeps those), or a store into
+    names that no statement reads (`read`) of a value that calls nothing but PURE builtins."""
+    if isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        return _calls_nothing(node.value)
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [_stored_names(t) for t in targets]
+        if None in names or any(n in read for group in names for n in group):
+            return False
+        return node.value is None or _calls_nothing(node.value)
+    return False
+
+
+def _docstrings(tree):
+    return {
+        id(body[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    }
+
+
+LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def without_idle(sources):
+    """`sources` (code cells) with their idle statements cut out (`idle`; the names read are
+    read across all of them); a source that does not parse is left as it is."""
+    trees = []
+    for source in sources:
+        try:
+            trees.append(ast.parse(source))
+        except (SyntaxError, ValueError):
+            trees.append(None)
+    read = {
+        n.id
+        for tree in trees
+        if tree is not None
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)
+    }
+    kept = []
+    for source, tree in zip(sources, trees, strict=True):
+        if tree is None:
+            kept.append(source)
+            continue
+        # lines as Python's tokenizer ends them (not str.splitlines, which ends them at a form
+        # feed too), and the AST's columns are UTF-8 bytes
+        lines = LINES.findall(source)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+
+        def at(lineno, col, lines=lines, starts=starts):
+            head = lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", "replace")
+            return starts[lineno - 1] + len(head)
+
+        docs = _docstrings(tree)
+        spans = sorted(
+            (at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset))
+            for n in ast.walk(tree)
+            if isinstance(n, ast.stmt) and id(n) not in docs and idle(n, read)
+        )
+        text, done = [], 0
+        for start, end in spans:
+            if start >= done:  # an idle statement is never inside another
+                text.append(source[done:start])
+                done = end
+        text.append(source[done:])
+        if spans:  # the lines the cut statements leave empty (or holding a `;`) go too
+            lines = "".join(text).splitlines()
+            source = "\n".join(line for line in lines if line.strip(" \t;"))
+        kept.append(source)
+    return kept
+
+
 def answer_text(nb, release=None):
     """The student's code cells of a notebook, in order, each after a comment naming it.
 
@@ -126,8 +247,11 @@ def answer_text(nb, release=None):
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         name = "?" if grade_id is None else str(grade_id)
-        parts.append(f"# [{plain(name)}]\n{source.rstrip()}\n")
-    return "\n".join(parts)
+        parts.append((plain(name), source))
+    sources = without_idle([source for _, source in parts])
+    return "\n".join(
+        f"# [{name}]\n{source.rstrip()}\n" for (name, _), source in zip(parts, sources, strict=True)
+    )
 
 
 def release_text(nb):
@@ -137,7 +261,7 @@ def release_text(nb):
         if cell.get("cell_type") == "code":
             source = cell.get("source", "")
             sources.append("".join(source) if isinstance(source, list) else str(source))
-    return "\n\n".join(sources)
+    return "\n\n".join(without_idle(sources))
 
 
 def starter_texts(release):
@@ -393,7 +517,9 @@ def similarity_page(lab, subs, pairs, df, problems, threshold):
     out.append(
         "<p class='note'>What is compared: each submission's answer cells only (nbgrader's "
         "solution cells); the release's starter code, setup and tests count for no one. Names, "
-        "layout and comments are ignored, so renaming and reformatting hide nothing. Each "
+        "layout and comments are ignored, so renaming and reformatting hide nothing, and so "
+        "are statements that do nothing (<code>pass</code>, an expression that calls no "
+        "function, a value stored in a name nothing reads), which the code below leaves out. Each "
         "shared passage is weighted by how rare it is in the class: a passage in d of the "
         f"{n} submissions weighs log2({n}/(2d)), and nothing when half the class or more "
         "writes it. A pair's <em>score</em> is the weight the two share divided by the weight "

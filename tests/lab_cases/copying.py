@@ -14,8 +14,9 @@ Copies, each of another honest student (the original), by kind of disguise (DISG
 verbatim; renamed (every local name); reformatted and commented (the code re-laid out by
 ast.unparse, two-space indents, a comment before every statement); reordered (functions of a
 cell and independent statements of a function in another order); one function changed (renamed,
-and the largest part rewritten with another method); all of these at once; and a copy of a
-copy (renamed, then that copy reordered, reformatted and renamed again by a third student).
+and the largest part rewritten with another method); all of these at once; padded (renamed, and
+a statement that does nothing after every statement); and a copy of a copy (renamed, then that
+copy reordered, reformatted and renamed again by a third student).
 """
 
 import ast
@@ -621,6 +622,38 @@ def reordered(answers, lab=None):
     return out
 
 
+PADDING = ("_ = 1", "pass", "0", "len(())", "_unused = None")
+
+
+def padded(answers, lab=None):
+    """A statement that does nothing after every statement of every function (and of its
+    loops' and branches' bodies), one of PADDING in turn (the forty-eighth hub tester's copy:
+    each fingerprint of the original spans a seam the padding breaks)."""
+    out = {}
+    for grade_id, source in answers.items():
+        lines = source.splitlines()
+        body = [
+            node
+            for top in ast.walk(ast.parse(source))
+            if isinstance(top, ast.FunctionDef)
+            for node in top.body
+        ]
+        body += [
+            node
+            for outer in body
+            for field in ("body", "orelse")
+            for node in getattr(outer, field, [])
+            if isinstance(outer, ast.For | ast.If | ast.While | ast.With)
+        ]
+        # from the bottom up; where statements end on the same line, the outermost's line goes
+        # in first, so that the deeper one's, put in at the same place after it, comes first
+        for i, node in enumerate(sorted(body, key=lambda n: (-n.end_lineno, n.col_offset))):
+            indent = " " * node.col_offset
+            lines.insert(node.end_lineno, indent + PADDING[i % len(PADDING)])
+        out[grade_id] = "\n".join(lines) + "\n"
+    return out
+
+
 def _largest(answers):
     return max(answers, key=lambda g: (len(answers[g]), g))
 
@@ -643,6 +676,8 @@ def disguise(kind, original, lab, own_method=None):
         return copy_
     if kind == "all at once":
         return reformatted(reordered(renamed(original, lab, copier_names)))
+    if kind == "padded":
+        return padded(renamed(original, lab, copier_names))
     raise ValueError(f"unknown disguise {kind!r}")
 
 
@@ -653,6 +688,7 @@ DISGUISES = (
     "reordered",
     "one function changed",
     "all at once",
+    "padded",
     "copy of a copy",
 )
 
