@@ -384,3 +384,50 @@ def test_statements_that_do_nothing_are_left_out_and_nothing_else():
         "z = kept",
         "def broken(:\n    pass\n",
     ]
+
+
+def test_a_copy_in_cells_carrying_the_tests_ids_counts(tmp_path):
+    """The fifty-third hub tester: a verbatim copy of a classmate's answers in code cells of her
+    own that carry a test cell's grade id (its nbgrader metadata copied), each put just before
+    that test, the answer cells left with the release's starter code. nbgrader's
+    DeduplicateIds keeps the id of the last cell of an id and strips hers: her cells ran as
+    hers, graded 10.0 of 13.0 like the original, nothing flagged; the page skipped each as the
+    test it named and paired it with no one. It is paired with the original now."""
+    students, _, _ = copying.build(LAB, honest=8, copies=0, kinds=())
+    released = copying.release(LAB)
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    grading = tmp_path / "grading"
+    class_ = {s: copying.notebook(LAB, a, released) for s, a in students.items()}
+    marks = [c.metadata.get("nbgrader", {}) for c in class_["honest-03"].cells]
+    theirs = {
+        m["grade_id"]: c.source
+        for m, c in zip(marks, class_["honest-03"].cells, strict=True)
+        if m.get("solution")
+    }
+    cells, pending = [], []
+    for cell in copy.deepcopy(released).cells:
+        mark = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and mark.get("solution"):
+            pending.append(theirs[mark["grade_id"]])
+        elif cell.cell_type == "code" and mark.get("grade") and pending:
+            twin = nbformat.v4.new_code_cell("\n\n".join(pending))
+            twin.metadata = copy.deepcopy(cell.metadata)
+            cells.append(twin)
+            pending = []
+        cells.append(cell)
+    hidden = copy.deepcopy(released)
+    hidden.cells = cells
+    class_["hidden"] = hidden
+    for student, nb in class_.items():
+        (grading / "submitted" / student / LAB).mkdir(parents=True)
+        nbformat.write(nb, grading / "submitted" / student / LAB / f"{LAB}.ipynb")
+    starter, texts, problems = similarity.read_class(LAB, grading)
+    assert not problems
+    _, pairs, _ = similarity.match(starter, texts)
+    got = {frozenset((p.a, p.b)): p.score for p in pairs}
+    assert got[frozenset(("honest-03", "hidden"))] >= 0.99
+    honest = [score for pair, score in got.items() if "hidden" not in pair]
+    assert honest and max(honest) < similarity.THRESHOLD
+    # the release's own cells keep their ids: its tests are still skipped as the release's
+    assert similarity.kept_ids(released) == set(range(len(released.cells)))

@@ -206,6 +206,25 @@ def without_idle(sources):
     return kept
 
 
+def kept_ids(nb):
+    """The indices of the cells of `nb` whose grade id nbgrader keeps (DeduplicateIds): it walks
+    the notebook from the end and strips the id of every cell marked graded, an answer or
+    locked but the last of each id; a cell marked none of these keeps its id."""
+    kept, marked = set(), set()
+    for index in reversed(range(len(nb.cells))):
+        cell = nb.cells[index]
+        if not (
+            submission_checks.is_grade(cell)
+            or submission_checks.is_solution(cell)
+            or submission_checks.is_locked(cell)
+        ):
+            kept.add(index)
+        elif submission_checks.meta(cell).get("grade_id") not in marked:
+            marked.add(submission_checks.meta(cell).get("grade_id"))
+            kept.add(index)
+    return kept
+
+
 def answer_text(nb, release=None):
     """The student's code cells of a notebook, in order, each after a comment naming it.
 
@@ -214,12 +233,14 @@ def answer_text(nb, release=None):
     her answer cells' `solution` to false; nbgrader still grades them by their grade ids): the
     cells whose grade id the release gives an answer cell, and every code cell the release does
     not hold, which grading runs as hers too: one without a grade id the release knows (a cell
-    she added), or repeating one (nbgrader keeps the first cell of an id: DeduplicateIds).
-    Skipped: the first cell of each of the release's other ids, its setup and tests (locked:
-    nbgrader puts the release's code back). An answer cell counts whatever type her notebook
-    gives it: nbgrader gives it the release's type back and runs it (a copy in answer cells
-    typed markdown or raw was graded in full and never read here, the fifty-third hub
-    tester's)."""
+    she added), or one whose id nbgrader strips (DeduplicateIds keeps the id of the *last*
+    cell of an id marked graded, an answer or locked, from the notebook's end: a copy in a cell
+    carrying a test's id, put before that test, ran as hers and was never read here, the
+    fifty-third hub tester's). Skipped: each other cell that keeps one of the release's other
+    ids, its setup and tests (locked: nbgrader puts the release's code back). An answer cell
+    counts whatever type her notebook gives it: nbgrader gives it the release's type back and
+    runs it (a copy in answer cells typed markdown or raw was graded in full and never read
+    here, the same tester's)."""
     if release is not None:
         ids = [submission_checks.meta(c).get("grade_id") for c in release.cells]
         answers = {
@@ -230,14 +251,14 @@ def answer_text(nb, release=None):
         for i, c in zip(ids, release.cells, strict=True):
             if isinstance(i, str):
                 kinds.setdefault(i, c.cell_type)
-    parts, seen = [], set()
-    for cell in nb.cells:
+        kept = kept_ids(nb)
+    parts = []
+    for index, cell in enumerate(nb.cells):
         grade_id = submission_checks.meta(cell).get("grade_id")
         if release is None:
             if cell.get("cell_type") != "code" or not submission_checks.is_solution(cell):
                 continue
-        elif isinstance(grade_id, str) and grade_id in known and grade_id not in seen:
-            seen.add(grade_id)
+        elif index in kept and isinstance(grade_id, str) and grade_id in known:
             # nbgrader gives the cell the release's type back (OverwriteCells) and runs it:
             # her answer cell typed markdown or raw is graded as code all the same
             if grade_id not in answers or kinds[grade_id] != "code":
