@@ -4,14 +4,14 @@
 A course copy holds the release of LM10-L2 and a class of tests/lab_cases/copying.py: twelve
 honest students who wrote their answers independently and one planted copy per kind of
 disguise (verbatim, renamed, reformatted and commented, reordered, one function changed, all at
-once, padded with statements that do nothing, a copy of a copy), beside a student whose notebook is not JSON, one who handed in the
-release untouched, and a hostile pair (a student id and code that are HTML). The report is
-built by its command, and then: every planted pair scores at least the threshold and above
-every honest pair; a passage half the class writes weighs nothing; starter code counts for no
-one; the page escapes everything a submission holds and opens in Chromium from disk with no
-console error and no request; nothing outside the report is written; bad input is refused with
-a reason. The full measurement (25 honest students a lab, L1, L2 and L6) is
-benchmarks/similarity.py.
+once, padded with statements that do nothing, a copy of a copy), beside a student whose notebook
+is not JSON, one who handed in the release untouched, and a hostile pair (a student id and code
+that are HTML). The report is built by its command, and then: every planted pair scores at least
+the threshold and above every honest pair; a passage half the class writes weighs nothing;
+starter code counts for no one; the page escapes everything a submission holds and opens in
+Chromium from disk with no console error and no request; nothing outside the report is written;
+bad input is refused with a reason. The full measurement (25 honest students a lab, L1, L2 and
+L6) is benchmarks/similarity.py.
 """
 
 import copy
