@@ -512,6 +512,56 @@ REACHES = {
     "sympy-attribute": ("torch.fx.experimental.symbolic_shapes.sympy.sympify(s)", "module sympy"),
     "walk-stack": ("frame = next(traceback.walk_stack(None))[0]", "walk_stack"),
     "walk-stack-import": ("from traceback import walk_stack", "imports traceback.walk_stack"),
+    # the fifty-second hub tester: a name bound only as a local of a function the cell never
+    # calls is not hers at the top, where it is the builtin
+    "exec-bound-in-a-dead-function": (
+        "def never():\n    exec = 0\n    return exec\nrun = exec\nrun('x = 1')",
+        "exec passed around as a value",
+    ),
+    "exec-a-parameter-elsewhere": (
+        "def never(exec):\n    return exec\n[exec][0]('x = 1')",
+        "exec passed around as a value",
+    ),
+    "open-a-comprehension-variable-elsewhere": (
+        "names = [open for open in 'ab']\nf = open",
+        "open passed around as a value",
+    ),
+    "exec-local-of-a-method-read-in-the-class": (
+        "class A:\n    def m(self):\n        exec = 0\n        return exec\n    run = exec",
+        "exec passed around as a value",
+    ),
+    "exec-declared-global-in-a-function": (
+        "def g():\n    exec = 0\n    def h():\n        global exec\n        return exec\n"
+        "    return h",
+        "exec passed around as a value",
+    ),
+    "exec-in-a-class-body-that-binds-it-in-a-function-that-does": (
+        "def f():\n    exec = 0\n    class A:\n        weight = exec\n        exec = 1\n"
+        "    return A.weight",
+        "exec passed around as a value",
+    ),
+    # a name her cell binds at the top is hers for every read at the top, bound or not yet
+    "exec-bound-by-an-empty-loop": (
+        "for exec in []:\n    pass\nrun = exec\nrun('x = 1')",
+        "binds exec (a for loop's target), a builtin's name",
+    ),
+    "exec-bound-in-a-dead-branch": (
+        "if False:\n    exec = 0\nrun = exec\nrun('x = 1')",
+        "binds exec (assignment), a builtin's name",
+    ),
+    "exec-bound-by-except": (
+        "try:\n    pass\nexcept Exception as exec:\n    pass\nrun = exec",
+        "binds exec (except ... as), a builtin's name",
+    ),
+    "open-bound-after-its-read": ("f = open\nopen = 1", "binds open (assignment), a builtin's"),
+    "vars-bound-global-in-a-function": (
+        "def g():\n    global vars\n    vars = 1\nv = vars",
+        "binds vars (assignment), a builtin's name",
+    ),
+    "getattr-bound-by-an-empty-loop": (
+        "for getattr in []:\n    pass\nlook = getattr\nm = look(torch, 'sy' + 's').modules",
+        "binds getattr (a for loop's target), a builtin's name",
+    ),
 }
 HONEST = {
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
@@ -540,6 +590,9 @@ HONEST = {
     "nested-function": "def f():\n    def reference():\n        return 1\n    return reference()",
     "exception": "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n    message = str(error)",
     "function-attribute": "def answer(x):\n    return x\nanswer.calls = 0",
+    "builtin-names-as-locals": "def answer(vars, input=None):\n    f = lambda open: open\n"
+    "    def inner():\n        return [vars for _ in range(2)], input\n"
+    "    class Local:\n        seen = vars\n    return f, inner, {exec: 1 for exec in 'ab'}",
     "parameter-named-vars": "def answer(vars, compile=None):\n    return vars, compile",
     "annotations": 'def f(x: "torch.Tensor", n: "int | None") -> "list[int]":\n    pass',
     "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",
@@ -613,6 +666,7 @@ BY_CONSTRUCT = {
     "executor-start",
     "function-mode",
     "getattr-as-value",
+    "getattr-bound-by-an-empty-loop",
     "getattr-computed",
     "getattr-variable",
     "grader-string",

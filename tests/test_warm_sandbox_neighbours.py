@@ -2217,3 +2217,47 @@ def test_the_agent_switched_off_by_prometheus_function_maker_is_flagged(monkeypa
     )
     flags = passed_with_the_guard_off(monkeypatch, answer)
     assert any("FunctionMaker" in f or "decorator" in f for f in flags), flags
+
+
+def test_the_agent_switched_off_by_exec_bound_only_in_a_dead_function_is_flagged(monkeypatch):
+    """The fifty-second hub tester: her answer binds `exec` as a local of a function it never
+    calls, so the cell "binds the name itself" and neither the list of runners as values nor
+    the vocabulary read `run = exec` at the top, which is the builtin; her string set the
+    agent's _guard to contextlib.nullcontext, F.layer_norm passed a test that declares torch's
+    normalisation layers (outputs []), and nothing was flagged."""
+    answer = (
+        "import torch\n"
+        "def never():\n"
+        "    exec = 0\n"
+        "    return exec\n"
+        "run = exec\n"
+        'run(\'import sys, contextlib\\nsys.modules["sandbox" + "_agent"]._guard = '
+        "lambda names: contextlib.nullcontext()', {})\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
+    )
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("exec" in f for f in flags), flags
+
+
+def test_the_agent_switched_off_by_getattr_bound_by_an_empty_loop_is_flagged(monkeypatch):
+    """The fifty-second hub tester: `for getattr in []` binds nothing, but it makes `getattr`
+    a name of her cell's, so neither the list of readers by name as values nor the vocabulary
+    read `look = getattr` (the builtin); through it torch's `sys`, sys.modules, the agent's
+    __dict__, whose _guard she set to torch.no_grad (every name a word, hers or a builtin of
+    the vocabulary's): F.layer_norm passed a test that declares torch's normalisation layers
+    (outputs []), and nothing was flagged."""
+    answer = (
+        "import torch\n"
+        "for getattr in []:\n"
+        "    pass\n"
+        "look = getattr\n"
+        "agent = look(torch, 'sy' + 's').modules['sandbox' + chr(95) + 'agent']\n"
+        "look(agent, '__di' + 'ct__')[chr(95) + 'guard'] = lambda names: torch.no_grad()\n"
+        "def f(values):\n"
+        "    x = torch.tensor(values)\n"
+        "    return torch.nn.functional.layer_norm(x, x.shape[-1:]).tolist()\n"
+    )
+    flags = passed_with_the_guard_off(monkeypatch, answer)
+    assert any("binds getattr" in f for f in flags), flags

@@ -934,10 +934,14 @@ def cell_flags(tree, protected, aliases=None, expected=None):
     import that binds the same module again is no rebinding)."""
     aliases, expected = aliases or {}, expected or {}
     calls = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    own = {
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    }
-    own |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | bound_names(tree)
+    # a name the cell binds is hers where a read resolves to that binding: at the top, or in
+    # a function that binds it (not the builtin `exec` at the top of a cell whose dead
+    # function binds a local `exec`: the fifty-second hub tester)
+    top, local = bound_names(tree), local_reads(tree)
+
+    def own(name):
+        return not isinstance(name.ctx, ast.Load) or name.id in top or id(name) in local
+
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -1086,9 +1090,9 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 found.append(
                     (line, f"uses {node.id} (it evaluates annotations written as strings)")
                 )
-            elif node.id in BY_NAME and id(node) not in calls and node.id not in own:
+            elif node.id in BY_NAME and id(node) not in calls and not own(node):
                 found.append((line, f"reads attributes by name ({node.id} as a value)"))
-            elif node.id in AS_VALUE and id(node) not in calls and node.id not in own:
+            elif node.id in AS_VALUE and id(node) not in calls and not own(node):
                 found.append((line, f"{AS_VALUE[node.id]}: {node.id} passed around as a value"))
             elif isinstance(node.ctx, ast.Load) and (
                 expected.get(node.id, "").split(".")[0] in SUSPICIOUS_MODULES
@@ -1202,34 +1206,116 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 else ("a package's name")
             )
             found.append((line, f"redefines {name} ({how}), {whose}"))
+        elif vocabulary.builtin_reaching(name) or name in AS_VALUE:
+            # a name of the notebook's namespace is hers for every read at the top, bound or
+            # not yet: `for exec in []`, `if False: exec = 0`, `except E as exec` (deleted
+            # after the handler), `del exec` leave the builtin (the fifty-second hub tester)
+            found.append((line, f"binds {name} ({how}), a builtin's name: a read may be it"))
     return found
 
 
-def _local_names(tree):
-    """Every name `tree` binds in any scope: a function's locals and parameters, a
-    comprehension's, an except clause's, a match pattern's."""
+_FUNCTION_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _scope_parts(node):
+    """(parameters, inside, outside) of a scope node: the names it takes, the children
+    evaluated in its own scope, and those evaluated in the scope around it (decorators,
+    defaults, annotations, a comprehension's first iterable, a class's bases)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
+        outside = [*a.defaults, *(d for d in a.kw_defaults if d)]
+        outside += [x.annotation for x in params if x.annotation]
+        if isinstance(node, ast.Lambda):
+            return {x.arg for x in params}, [node.body], outside
+        outside += [*node.decorator_list, *([node.returns] if node.returns else [])]
+        return {x.arg for x in params}, node.body, outside
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+        first, *rest = node.generators
+        inside = [first.target, *first.ifs, *rest]
+        inside += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        return set(), inside, [first.iter]
+    if isinstance(node, ast.ClassDef):
+        return set(), node.body, [*node.decorator_list, *node.bases, *node.keywords]
+    return set(), list(ast.iter_child_nodes(node)), []
+
+
+def _scope(node):
+    """A scope's names: (binds, global, reads, nested) for the scope `node` opens: the names
+    it binds itself (not those it declares global or nonlocal), those it declares global, its
+    ast.Name reads, and the scopes nested in it."""
+    params, stack, _ = _scope_parts(node)
+    binds, declared, nonlocal_, reads, nested = set(params), set(), set(), [], []
+    stack = list(stack)
+    while stack:
+        here = stack.pop()
+        if isinstance(here, (*_FUNCTION_SCOPES, ast.ClassDef)):
+            stack += _scope_parts(here)[2]
+            nested.append(here)
+            if not isinstance(here, ast.Lambda) and hasattr(here, "name"):
+                binds.add(here.name)
+            continue
+        if isinstance(here, ast.Name):
+            if isinstance(here.ctx, ast.Load):
+                reads.append(here)
+            else:
+                binds.add(here.id)
+        elif isinstance(here, ast.alias):
+            binds.add((here.asname or here.name).split(".")[0])
+        elif isinstance(here, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and here.name:
+            binds.add(here.name)
+        elif isinstance(here, ast.MatchMapping) and here.rest:
+            binds.add(here.rest)
+        elif isinstance(here, ast.Global):
+            declared.update(here.names)
+        elif isinstance(here, ast.Nonlocal):
+            nonlocal_.update(here.names)
+        stack += list(ast.iter_child_nodes(here))
+    return binds - declared - nonlocal_, declared, reads, nested
+
+
+def local_reads(tree):
+    """ids of the ast.Name reads of `tree` that resolve to a function's own binding: a name read
+    in a def, lambda or comprehension (or a class body in one) that it or a function around it
+    binds (a parameter, a local, a nested def), with no `global` for it between. Any other read
+    is of the notebook's namespace or a builtin, whatever the cell binds elsewhere: `def
+    never(): exec = 0` binds no `exec` for the top of the cell, where `exec` is the builtin
+    (the fifty-second hub tester)."""
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            found.add(node.id)
-        elif isinstance(node, ast.arg):
-            found.add(node.arg)
-        elif isinstance(
-            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.ExceptHandler
-        ) or (isinstance(node, ast.MatchAs | ast.MatchStar) and node.name):
-            if node.name:
-                found.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            found.add(node.rest)
-        elif isinstance(node, ast.alias):
-            found.add((node.asname or node.name).split(".")[0])
+
+    def visit(node, chain):
+        # chain: (binds, declared global, is a function) of every scope around node
+        binds, declared, reads, nested = _scope(node)
+        here = (*chain, (binds, declared, isinstance(node, _FUNCTION_SCOPES)))
+        for read in reads:
+            for depth, (scope_binds, scope_global, function) in enumerate(reversed(here)):
+                if read.id in scope_global:
+                    break
+                if function and read.id in scope_binds:
+                    found.add(id(read))
+                    break
+                if depth == 0 and read.id in scope_binds:
+                    break  # a class body's own name: its namespace, then the notebook's
+        for inner in nested:
+            visit(inner, here)
+
+    visit(tree, ())
     return found
 
 
 class Known:
     """What a notebook's cells may name without the vocabulary's word (vocabulary.py): the
     released lab's names (bound in any of its code cells), the attribute names its code reads,
-    the modules it imports; and the names the student's own cells bind, in any scope. Not the
+    the modules it imports; and the names the student's own cells bind at the top, and in a
+    function those it binds where a read resolves to them (local_reads). Not the
     attribute names her cells set: a name is read whatever object it is read on, and an
     attribute name of hers (`self.transformers = 0`) would let the same name through on a
     module (`lmcourse.pretrained.transformers`), so it counts only if it is a word."""
@@ -1241,8 +1327,10 @@ class Known:
             self.attributes |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
             self.modules |= {path.rsplit(".", 1)[0] for path in imported(tree).values()}
             self.modules |= set(imported(tree).values())
-        for tree in student_trees:
-            self.names |= bound_names(tree) | _local_names(tree)
+        self.local = set()  # ids of her reads of a function's own names (local_reads)
+        for tree in student_trees:  # not a builtin's name that reaches (vocabulary.py)
+            self.names |= {n for n in bound_names(tree) if not vocabulary.builtin_reaching(n)}
+            self.local |= local_reads(tree)
 
     def attribute(self, name):
         return name in self.attributes or name in vocabulary.words()
@@ -1295,7 +1383,11 @@ def outside(tree, known):
                 elif not (known.module(path) or known.attribute(alias.name)):
                     found.setdefault(line, []).append(f"imports {path}")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id not in known.names and vocabulary.unknown_name(node.id):
+            if (
+                node.id not in known.names
+                and id(node) not in known.local
+                and vocabulary.unknown_name(node.id)
+            ):
                 found.setdefault(line, []).append(node.id)
         elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
             check(line, node.attr)

@@ -265,6 +265,13 @@ def unknown_name(name):
     return name in vars(builtins) or name.startswith("_") or name in KERNEL_NAMES
 
 
+def builtin_reaching(name):
+    """Whether `name` is a builtin's that a student's read of is flagged (not BUILTINS, not
+    `input`, which reads a kernel's stdin and nothing else): her cells' binding of it at the
+    top makes every read of it at the top hers, bound or not."""
+    return name in vars(builtins) and name != "input" and unknown_name(name)
+
+
 # Public names of the modules and classes above that read or write files, load pickles,
 # evaluate annotations written as strings, or reach raw memory: an honest lab answer has no
 # use for them.
