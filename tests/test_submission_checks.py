@@ -593,6 +593,9 @@ HONEST = {
     "builtin-names-as-locals": "def answer(vars, input=None):\n    f = lambda open: open\n"
     "    def inner():\n        return [vars for _ in range(2)], input\n"
     "    class Local:\n        seen = vars\n    return f, inner, {exec: 1 for exec in 'ab'}",
+    "chain-and-a-cache": "import functools\nimport itertools\n@functools.lru_cache(maxsize=None)\n"
+    "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+    "flat = list(itertools.chain.from_iterable([[1], [2]]))\nfib.cache_clear()\nfib.cache_info()",
     "parameter-named-vars": "def answer(vars, compile=None):\n    return vars, compile",
     "annotations": 'def f(x: "torch.Tensor", n: "int | None") -> "list[int]":\n    pass',
     "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",

@@ -164,6 +164,8 @@ CLASSES = (
     "collections.defaultdict",
     "collections.deque",
     "fractions.Fraction",
+    "functools._lru_cache_wrapper",  # a cached function's cache_clear, cache_info
+    "itertools.chain",  # chain.from_iterable
     "numpy.dtype",
     "numpy.finfo",
     "numpy.generic",
