@@ -431,3 +431,43 @@ def test_a_copy_in_cells_carrying_the_tests_ids_counts(tmp_path):
     assert honest and max(honest) < similarity.THRESHOLD
     # the release's own cells keep their ids: its tests are still skipped as the release's
     assert similarity.kept_ids(released) == set(range(len(released.cells)))
+
+
+# honest-03's answers of LM10-L2 as lambdas stored in the names the tests call (the helpers
+# passed as a default named like a builtin, so that no call names a function of hers)
+LAMBDAS = {
+    "l2_attention": "attention_parameters = lambda d, heads, kv_heads: d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))\n",  # noqa: E501
+    "l2_cache": "cache_bytes_per_token = lambda layers, kv_heads, head_dim, bytes_per_number=2: bytes_per_number * (kv_heads * 2 * head_dim * layers)\n",  # noqa: E501
+    "l2_flops": "attention_flops_per_token = lambda d, heads, kv_heads, layers, context: layers * ((d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))) * 2 + d * (4 * context))\n",  # noqa: E501
+    "l2_compare": "compare_variants = lambda d, heads, layers, gqa_kv_heads, context, len=lambda d, heads, layers, context, k0: {'parameters': layers * (d * d + (d * (d // heads * k0) + (d * d + d // heads * k0 * d))), 'cache_bytes': 2 * (k0 * 2 * (d // heads) * layers), 'flops': layers * ((d * d + (d * (d // heads * k0) + (d * d + d // heads * k0 * d))) * 2 + d * (4 * context))}: {'MHA': len(d, heads, layers, context, heads), 'GQA': len(d, heads, layers, context, gqa_kv_heads), 'MQA': len(d, heads, layers, context, 1)}\n",  # noqa: E501
+    "l2_serving": "max_concurrent_requests = lambda gpu_bytes, weight_bytes, per_token, tokens_per_request: max(0, gpu_bytes - weight_bytes) // (per_token * tokens_per_request)\n",  # noqa: E501
+}
+
+
+def test_answers_written_as_lambdas_are_read(tmp_path):
+    """The fifty-fifth hub tester: answers written as lambdas stored in the names the tests
+    call, calling nothing but builtins (a helper passed as a default named `len`). Each store
+    was idle (a value that calls nothing, in a name no cell of hers reads): graded 10.0 of 13.0
+    by the real autograde, nothing flagged, and the page read nothing of it (its text the grade
+    ids alone), so a verbatim copy of it (renamed) was paired with no one. A lambda is code
+    she wrote: the pair scores 1.0 now, the honest class's pairs stay below the threshold."""
+    students, _, _ = copying.build(LAB, honest=8, copies=0, kinds=())
+    released = copying.release(LAB)
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    grading = tmp_path / "grading"
+    class_ = {s: copying.notebook(LAB, a, released) for s, a in students.items()}
+    renamed = {g: s.replace("heads", "h").replace("layers", "n") for g, s in LAMBDAS.items()}
+    class_["lambdas"] = copying.notebook(LAB, LAMBDAS, released)
+    class_["copy"] = copying.notebook(LAB, renamed, released)
+    for student, nb in class_.items():
+        (grading / "submitted" / student / LAB).mkdir(parents=True)
+        nbformat.write(nb, grading / "submitted" / student / LAB / f"{LAB}.ipynb")
+    starter, texts, problems = similarity.read_class(LAB, grading)
+    assert not problems
+    assert "lambda" in texts["lambdas"] and "max_concurrent_requests" in texts["copy"]
+    _, pairs, _ = similarity.match(starter, texts)
+    got = {frozenset((p.a, p.b)): p.score for p in pairs}
+    assert got.get(frozenset(("lambdas", "copy")), 0.0) >= 0.99
+    honest = [score for pair, score in got.items() if not pair & {"lambdas", "copy"}]
+    assert honest and max(honest) < similarity.THRESHOLD

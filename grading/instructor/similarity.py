@@ -103,9 +103,11 @@ PURE = frozenset(
 
 
 def _calls_nothing(expr):
-    """Whether evaluating `expr` calls nothing but PURE builtins and binds nothing."""
+    """Whether evaluating `expr` calls nothing but PURE builtins, binds nothing and defines no
+    function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
+    hub tester's copy written as lambdas was cut whole and paired with no one)."""
     for node in ast.walk(expr):
-        if isinstance(node, ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom):
+        if isinstance(node, ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom | ast.Lambda):
             return False
         if isinstance(node, ast.Call) and not (
             isinstance(node.func, ast.Name) and node.func.id in PURE
