@@ -15,6 +15,7 @@ L6) is benchmarks/similarity.py.
 """
 
 import copy
+import re
 import shutil
 import subprocess
 import sys
@@ -471,3 +472,37 @@ def test_answers_written_as_lambdas_are_read(tmp_path):
     assert got.get(frozenset(("lambdas", "copy")), 0.0) >= 0.99
     honest = [score for pair, score in got.items() if not pair & {"lambdas", "copy"}]
     assert honest and max(honest) < similarity.THRESHOLD
+
+
+def test_answers_bound_in_a_bare_annotation_are_read(tmp_path):
+    """The fifty-fifth hub tester: the same answers each bound by a walrus in a bare annotation
+    (`_: (max_concurrent_requests := lambda ...)`, evaluated at the top of a cell). A store
+    with no value was idle whatever its annotation ran: graded 10.0 of 13.0, nothing
+    flagged, and a renamed copy was paired with no one. It scores 1.0 now."""
+    students, _, _ = copying.build(LAB, honest=8, copies=0, kinds=())
+    released = copying.release(LAB)
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    grading = tmp_path / "grading"
+    annotated = {
+        g: re.sub(r"^(\w+) = (lambda.*)$", r"_: (\1 := \2)", s.rstrip("\n")) + "\n"
+        for g, s in LAMBDAS.items()
+    }
+    assert all(s.startswith("_: (") for s in annotated.values())
+    renamed = {g: s.replace("heads", "h").replace("layers", "n") for g, s in annotated.items()}
+    class_ = {s: copying.notebook(LAB, a, released) for s, a in students.items()}
+    class_["annotated"] = copying.notebook(LAB, annotated, released)
+    class_["copy"] = copying.notebook(LAB, renamed, released)
+    for student, nb in class_.items():
+        (grading / "submitted" / student / LAB).mkdir(parents=True)
+        nbformat.write(nb, grading / "submitted" / student / LAB / f"{LAB}.ipynb")
+    starter, texts, problems = similarity.read_class(LAB, grading)
+    assert not problems
+    assert ":= lambda" in texts["annotated"] and "max_concurrent_requests" in texts["copy"]
+    _, pairs, _ = similarity.match(starter, texts)
+    got = {frozenset((p.a, p.b)): p.score for p in pairs}
+    assert got.get(frozenset(("annotated", "copy")), 0.0) >= 0.99
+    honest = [score for pair, score in got.items() if not pair & {"annotated", "copy"}]
+    assert honest and max(honest) < similarity.THRESHOLD
+    # a plain annotation stays idle
+    assert similarity.without_idle(["x: int\ny: list[int] = []\n"]) == [""]

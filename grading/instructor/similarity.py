@@ -138,6 +138,10 @@ def idle(node, read):
         names = [_stored_names(t) for t in targets]
         if None in names or any(n in read for group in names for n in group):
             return False
+        # a bare annotation is evaluated at the top of a cell: `_: (f := lambda ...)` binds
+        # her answer (the fifty-fifth hub tester's, cut whole before)
+        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation):
+            return False
         return node.value is None or _calls_nothing(node.value)
     return False
 
