@@ -506,3 +506,14 @@ def test_answers_bound_in_a_bare_annotation_are_read(tmp_path):
     assert honest and max(honest) < similarity.THRESHOLD
     # a plain annotation stays idle
     assert similarity.without_idle(["x: int\ny: list[int] = []\n"]) == [""]
+
+
+def test_a_value_only_the_tests_read_is_her_answer():
+    """A store into a name no cell of hers reads is cut, unless the release's code reads the
+    name: a test reads her answer by its name (`head_dim = 64 // 4`, no call in it)."""
+    cells = ["head_dim = 64 // 4\nscratch = 3\n"]
+    assert similarity.without_idle(cells, {"head_dim"}) == ["head_dim = 64 // 4"]
+    assert similarity.without_idle(cells) == [""]
+    released = nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    reads = similarity.names_read(similarity._parsed(similarity.release_sources(released)))
+    assert {"attention_parameters", "cache_bytes_per_token"} <= reads

@@ -158,25 +158,26 @@ def _docstrings(tree):
     }
 
 
-LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
-
-def without_idle(sources):
-    """`sources` (code cells) with their idle statements cut out (`idle`; the names read are
-    read across all of them); a source that does not parse is left as it is."""
-    trees = []
-    for source in sources:
-        try:
-            trees.append(ast.parse(source))
-        except (SyntaxError, ValueError):
-            trees.append(None)
-    read = {
+def names_read(trees):
+    """The names the parsed `trees` (None for a source that did not parse) read."""
+    return {
         n.id
         for tree in trees
         if tree is not None
         for n in ast.walk(tree)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)
     }
+
+
+LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def without_idle(sources, read_elsewhere=()):
+    """`sources` (code cells) with their idle statements cut out (`idle`; the names read are
+    read across all of them, and `read_elsewhere`: the release's tests read her answers by
+    name); a source that does not parse is left as it is."""
+    trees = _parsed(sources)
+    read = set(read_elsewhere) | names_read(trees)
     kept = []
     for source, tree in zip(sources, trees, strict=True):
         if tree is None:
@@ -275,20 +276,37 @@ def answer_text(nb, release=None):
         source = "".join(source) if isinstance(source, list) else str(source)
         name = "?" if grade_id is None else str(grade_id)
         parts.append((plain(name), source))
-    sources = without_idle([source for _, source in parts])
+    # a name the release's code reads (a test reads her answer by its name) is read
+    lab = () if release is None else names_read(_parsed(release_sources(release)))
+    sources = without_idle([source for _, source in parts], lab)
     return "\n".join(
         f"# [{name}]\n{source.rstrip()}\n" for (name, _), source in zip(parts, sources, strict=True)
     )
 
 
-def release_text(nb):
-    """Every code cell of the release: starter code, setup and tests are all boilerplate."""
+def release_sources(nb):
+    """The sources of the release's code cells."""
     sources = []
     for cell in nb.cells:
         if cell.get("cell_type") == "code":
             source = cell.get("source", "")
             sources.append("".join(source) if isinstance(source, list) else str(source))
-    return "\n\n".join(without_idle(sources))
+    return sources
+
+
+def _parsed(sources):
+    trees = []
+    for source in sources:
+        try:
+            trees.append(ast.parse(source))
+        except (SyntaxError, ValueError):
+            trees.append(None)
+    return trees
+
+
+def release_text(nb):
+    """Every code cell of the release: starter code, setup and tests are all boilerplate."""
+    return "\n\n".join(without_idle(release_sources(nb)))
 
 
 def starter_texts(release):
