@@ -40,7 +40,7 @@ def test_the_words_of_honest_answers_are_words():
         "n_routed_experts", "kv_lora_rank", "tie_word_embeddings", "rms_norm_eps",
         # the standard library, numpy, the builtin types, tqdm
         "prod", "product", "reduce", "Counter", "zeros", "items", "append",
-        "format", "trange", "update",
+        "format", "trange", "update", "time",
         # dunders honest code reads, and modules read as attributes
         "__init__", "__name__", "nn", "functional", "linalg",
     }  # fmt: skip
@@ -75,7 +75,7 @@ def test_no_word_is_private_or_a_module_but_those_read_as_attributes():
     words = vocabulary.words()
     assert {w for w in words if w.startswith("_")} == set(vocabulary.DUNDERS)
     modules = words & set(sys.stdlib_module_names)
-    assert modules <= {"array", "chunk", "copy", "random", "select", "trace"}, modules
+    assert modules <= {"array", "chunk", "copy", "random", "select", "time", "trace"}, modules
 
 
 def test_what_a_student_may_import():

@@ -437,13 +437,21 @@ def build():
 
 def _kept_module_names(words):
     """Names that are both a standard module's and a method's (Tensor.select, ndarray.copy,
-    numpy.array, Tensor.trace): a word, since the method is; the module by that name is read
-    on through words only."""
+    numpy.array, Tensor.trace) or an importable module's own function (time.time): a word,
+    since the method is; the module by that name is read on through words only."""
     methods = set()
     for dotted in ("torch.Tensor", "numpy.ndarray", "builtins.dict", "builtins.list"):
         methods |= set(_public(_resolve(dotted)))
     methods |= set(_public(importlib.import_module("numpy")))
     methods |= set(_public(importlib.import_module("torch")))
+    # a module she may import that holds a function of its own name (`time.time()`, timing an
+    # answer, flagged in every lab: the fifty-fourth hub tester): the module by that name is
+    # one she imports anyway
+    methods |= {
+        name
+        for name in IMPORTABLE
+        if "." not in name and name in set(_public(importlib.import_module(name)))
+    }
     return (methods & set(sys.stdlib_module_names) & words) - NOT_WORDS
 
 
