@@ -517,3 +517,39 @@ def test_a_value_only_the_tests_read_is_her_answer():
     released = nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
     reads = similarity.names_read(similarity._parsed(similarity.release_sources(released)))
     assert {"attention_parameters", "cache_bytes_per_token"} <= reads
+
+
+# honest-03's first two answers, their code moved into generator expressions stored in a class
+# body and taken by next(C.g) (the fifty-seventh hub tester's)
+IN_CLASSES = {
+    "l2_attention": 'def attention_parameters(d, heads, kv_heads):\n    """Parameters."""\n    class C:\n        g = (d * d + (d * kw0 + (d * d + kw0 * d)) for _ in range(1) for kw0 in [d // heads * kv_heads])\n\n    return next(C.g)\n',  # noqa: E501
+    "l2_cache": "def cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_number=2):\n    class C:\n        g = (bytes_per_number * tn1 for _ in range(1) for npl0 in [kv_heads * 2 * head_dim] for tn1 in [npl0 * layers])\n\n    return next(C.g)\n",  # noqa: E501
+}
+
+
+def test_answers_in_a_class_s_namespace_are_read(tmp_path):
+    """The fifty-seventh hub tester: each answer's code in a generator expression stored in a
+    class body (`class C: g = (... for _ in range(1))`, `return next(C.g)`), calling nothing but
+    builtins. The store was idle (a name no statement reads: the class's names are read as its
+    attributes) and a generator expression counted as calling nothing, so the page read the
+    answers' signatures and `class C:` alone: graded 10.0 of 13.0 by the real autograde, nothing
+    flagged. A store in a class's namespace is never idle, nor is a generator expression (its
+    code runs later, as a lambda's)."""
+    namespace = {}
+    for source in IN_CLASSES.values():
+        exec(source, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert namespace["cache_bytes_per_token"](2, 2, 16) == 2 * 2 * 2 * 16 * 2
+    released = copying.release(LAB)
+    (tmp_path / "labs" / LAB).mkdir(parents=True)
+    shutil.copy(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path / "labs" / LAB)
+    folder = tmp_path / "grading" / "submitted" / "classes" / LAB
+    folder.mkdir(parents=True)
+    nbformat.write(copying.notebook(LAB, IN_CLASSES, released), folder / f"{LAB}.ipynb")
+    _, texts, problems = similarity.read_class(LAB, tmp_path / "grading")
+    assert not problems
+    assert "d * kw0 + (d * d + kw0 * d)" in texts["classes"]
+    assert "bytes_per_number * tn1" in texts["classes"]
+    # a generator expression stored in a name nobody reads is kept too; a plain value is not
+    kept = similarity.without_idle(["g = (d * d for _ in range(1))\nx = d * d\n"])
+    assert kept == ["g = (d * d for _ in range(1))"]

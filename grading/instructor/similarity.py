@@ -107,7 +107,10 @@ def _calls_nothing(expr):
     function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
     hub tester's copy written as lambdas was cut whole and paired with no one)."""
     for node in ast.walk(expr):
-        if isinstance(node, ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom | ast.Lambda):
+        if isinstance(
+            node,
+            ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom | ast.Lambda | ast.GeneratorExp,
+        ):  # a generator expression's code runs when it is iterated, later: as a lambda's
             return False
         if isinstance(node, ast.Call) and not (
             isinstance(node.func, ast.Name) and node.func.id in PURE
@@ -158,6 +161,29 @@ def _docstrings(tree):
     }
 
 
+def class_stores(tree):
+    """The ids of the stores made in a class's namespace (its body, and the blocks in its body
+    outside functions): never idle. A class's names are read by whatever reads the class, as
+    its attributes (`C.g`), by its metaclass or through `vars`, never as names: the fifty-seventh
+    hub tester's answers were generator expressions stored in class bodies and taken by
+    `next(C.g)`, each store cut as a name nobody reads, so a copy was paired with no one."""
+    found = set()
+
+    def visit(node, in_class):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, True)
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, False)
+            else:
+                if in_class and isinstance(child, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                    found.add(id(child))
+                visit(child, in_class)
+
+    visit(tree, False)
+    return found
+
+
 def names_read(trees):
     """The names the parsed `trees` (None for a source that did not parse) read."""
     return {
@@ -194,11 +220,11 @@ def without_idle(sources, read_elsewhere=()):
             head = lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", "replace")
             return starts[lineno - 1] + len(head)
 
-        docs = _docstrings(tree)
+        kept_ids = _docstrings(tree) | class_stores(tree)
         spans = sorted(
             (at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset))
             for n in ast.walk(tree)
-            if isinstance(n, ast.stmt) and id(n) not in docs and idle(n, read)
+            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read)
         )
         text, done = [], 0
         for start, end in spans:
