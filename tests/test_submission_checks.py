@@ -597,6 +597,7 @@ HONEST = {
     "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
     "flat = list(itertools.chain.from_iterable([[1], [2]]))\nfib.cache_clear()\nfib.cache_info()",
     "timed-with-time": "import time\nstart = time.time()\nprint(f'{time.time() - start:.2f} s')",
+    "device-by-cuda": "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'",
     "parameter-named-vars": "def answer(vars, compile=None):\n    return vars, compile",
     "annotations": 'def f(x: "torch.Tensor", n: "int | None") -> "list[int]":\n    pass',
     "typing": "from typing import Optional\ndef f(x: Optional[int] = None):\n    return x",

@@ -40,7 +40,7 @@ def test_the_words_of_honest_answers_are_words():
         "n_routed_experts", "kv_lora_rank", "tie_word_embeddings", "rms_norm_eps",
         # the standard library, numpy, the builtin types, tqdm
         "prod", "product", "reduce", "Counter", "zeros", "items", "append",
-        "format", "trange", "update", "time",
+        "format", "trange", "update", "time", "is_available",
         # dunders honest code reads, and modules read as attributes
         "__init__", "__name__", "nn", "functional", "linalg",
     }  # fmt: skip

@@ -143,6 +143,11 @@ TORCH = (
     "vmap",
 )
 
+# Functions of a module that is no word itself whose own name is a word: `device = "cuda" if
+# torch.cuda.is_available() else "cpu"`, the first line of many an honest answer (flagged in
+# every lab: the fifty-sixth hub tester). Their modules' other names stay no words.
+FUNCTIONS = ("torch.cuda.is_available",)
+
 # Classes whose public attributes (methods, properties, fields) are words.
 CLASSES = (
     "builtins.BaseException",
@@ -429,6 +434,7 @@ def build():
                     words |= set(inspect.signature(value.__init__).parameters) - {"self"}
     for dotted in CLASSES:
         words |= set(_public(_resolve(dotted)))
+    words |= {dotted.rpartition(".")[2] for dotted in FUNCTIONS if callable(_resolve(dotted))}
     words |= _source_words()
     words = {w for w in words if w.isidentifier() and (not w.startswith("_") or w in DUNDERS)}
     kept = _kept_module_names(words) | set(ATTRIBUTE_MODULES)
