@@ -551,5 +551,26 @@ def test_answers_in_a_class_s_namespace_are_read(tmp_path):
     assert "d * kw0 + (d * d + kw0 * d)" in texts["classes"]
     assert "bytes_per_number * tn1" in texts["classes"]
     # a generator expression stored in a name nobody reads is kept too; a plain value is not
-    kept = similarity.without_idle(["g = (d * d for _ in range(1))\nx = d * d\n"])
+    kept = similarity.without_idle(["g = (d * d for _ in range(1))\nx = 64 // 4\n"])
     assert kept == ["g = (d * d for _ in range(1))"]
+
+
+def test_an_operation_on_a_value_of_hers_is_never_idle():
+    """The fifty-seventh hub tester: the formula as the operand of an operator on an object of
+    hers (`r << formula`, her class's `__lshift__` keeping the value, `return r.value`): the
+    statement called nothing and was cut, the formula with it. An operator, a subscript or an
+    attribute on a name's value may call her method: kept; on constants alone it is still cut."""
+    cell = (
+        "class Box:\n    def __lshift__(self, value):\n        self.value = value\n\n\n"
+        "def attention_parameters(d, heads, kv_heads):\n    r = Box()\n"
+        "    r << d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))\n"
+        "    return r.value\n"
+    )
+    namespace = {}
+    exec(cell, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "r << d * d + (d * (d // heads" in similarity.without_idle([cell])[0]
+    for kept in ("r < 2 * d", "r[d]", "r.value", "unused = -r", "print(f'{r}')"):
+        assert similarity.without_idle([kept]) == [kept], kept
+    for cut in ("1 + 2", "unused = 64 // 4", "print(len(()))", "x", "len(r)"):
+        assert similarity.without_idle([cut]) == [""], cut

@@ -102,11 +102,27 @@ PURE = frozenset(
 )  # fmt: skip
 
 
+# Operations that call a method of their operand's class (`r << x` calls `r.__lshift__`): on
+# a value of hers they run her code.
+DISPATCH = (
+    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute,
+    ast.FormattedValue, ast.comprehension, ast.Starred,
+)  # fmt: skip
+
+
 def _calls_nothing(expr):
     """Whether evaluating `expr` calls nothing but PURE builtins, binds nothing and defines no
     function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
-    hub tester's copy written as lambdas was cut whole and paired with no one)."""
-    for node in ast.walk(expr):
+    hub tester's copy written as lambdas was cut whole and paired with no one), and runs no
+    operation on a name's value (an operator, a subscript, an attribute: on a value of hers it
+    calls her method; the fifty-seventh hub tester's answers were `r << formula`, her class's
+    `__lshift__` keeping the value, each statement cut with its formula)."""
+    nodes = list(ast.walk(expr))
+    if any(isinstance(n, DISPATCH) for n in nodes) and any(
+        isinstance(n, ast.Name) and n.id not in PURE for n in nodes
+    ):
+        return False
+    for node in nodes:
         if isinstance(
             node,
             ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom | ast.Lambda | ast.GeneratorExp,
