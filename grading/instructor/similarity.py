@@ -103,23 +103,56 @@ PURE = frozenset(
 
 
 # Operations that call a method of their operand's class (`r << x` calls `r.__lshift__`): on
-# a value of hers they run her code.
+# a value of a class of hers, they run her code.
 DISPATCH = (
     ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute,
     ast.FormattedValue, ast.comprehension, ast.Starred,
 )  # fmt: skip
+DUNDER = re.compile(r"__\w+__")
+# dunder names that no operation calls
+INERT = frozenset({"__name__", "__main__", "__init__", "__doc__", "__file__", "__all__"})
 
 
-def _calls_nothing(expr):
+def hooks(trees):
+    """Whether the parsed `trees` name a method an operation calls: a dunder name of a
+    function, an attribute, a keyword, a name or a string (`type("B", (), {"__lshift__": f})`),
+    `__init__` and the like apart. Without one, an operator on her values runs no code of hers
+    (numbers, tensors, lists), so a store of `d * 1` into an unread name pads, as `_ = 1` does."""
+    for tree in trees:
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            found = (
+                node.name
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else node.arg
+                if isinstance(node, ast.keyword)
+                else node.id
+                if isinstance(node, ast.Name)
+                else node.value
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                else None
+            )
+            if found and found not in INERT and DUNDER.search(found):
+                return True
+    return False
+
+
+def _calls_nothing(expr, hooked=True):
     """Whether evaluating `expr` calls nothing but PURE builtins, binds nothing and defines no
     function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
-    hub tester's copy written as lambdas was cut whole and paired with no one), and runs no
-    operation on a name's value (an operator, a subscript, an attribute: on a value of hers it
-    calls her method; the fifty-seventh hub tester's answers were `r << formula`, her class's
-    `__lshift__` keeping the value, each statement cut with its formula)."""
+    hub tester's copy written as lambdas was cut whole and paired with no one), and, where her
+    cells define a method an operation calls (`hooked`), runs no operation on a name's value (an
+    operator, a subscript, an attribute: on a value of hers it calls her method; the
+    fifty-seventh hub tester's answers were `r << formula`, her class's `__lshift__` keeping
+    the value, each statement cut with its formula)."""
     nodes = list(ast.walk(expr))
-    if any(isinstance(n, DISPATCH) for n in nodes) and any(
-        isinstance(n, ast.Name) and n.id not in PURE for n in nodes
+    if (
+        hooked
+        and any(isinstance(n, DISPATCH) for n in nodes)
+        and any(isinstance(n, ast.Name) and n.id not in PURE for n in nodes)
     ):
         return False
     for node in nodes:
@@ -144,14 +177,14 @@ def _stored_names(target):
     return None
 
 
-def idle(node, read):
+def idle(node, read, hooked=True):
     """Whether statement `node` does nothing a reader would copy: `pass`, an expression that
     calls nothing but PURE builtins (not a docstring: the caller keeps those), or a store into
     names that no statement reads (`read`) of a value that calls nothing but PURE builtins."""
     if isinstance(node, ast.Pass):
         return True
     if isinstance(node, ast.Expr):
-        return _calls_nothing(node.value)
+        return _calls_nothing(node.value, hooked)
     if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names = [_stored_names(t) for t in targets]
@@ -159,9 +192,9 @@ def idle(node, read):
             return False
         # a bare annotation is evaluated at the top of a cell: `_: (f := lambda ...)` binds
         # her answer (the fifty-fifth hub tester's, cut whole before)
-        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation):
+        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation, hooked):
             return False
-        return node.value is None or _calls_nothing(node.value)
+        return node.value is None or _calls_nothing(node.value, hooked)
     return False
 
 
@@ -220,6 +253,7 @@ def without_idle(sources, read_elsewhere=()):
     name); a source that does not parse is left as it is."""
     trees = _parsed(sources)
     read = set(read_elsewhere) | names_read(trees)
+    hooked = hooks(trees)
     kept = []
     for source, tree in zip(sources, trees, strict=True):
         if tree is None:
@@ -240,7 +274,7 @@ def without_idle(sources, read_elsewhere=()):
         spans = sorted(
             (at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset))
             for n in ast.walk(tree)
-            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read)
+            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read, hooked)
         )
         text, done = [], 0
         for start, end in spans:
