@@ -577,10 +577,23 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         assert similarity.without_idle([box, cut])[1] == "", cut
     # a class whose methods no operation calls, or none: an operator on a value of hers pads,
     # as `_ = 1` does (the forty-eighth hub tester's padding, `_ = d * 1` after each statement)
-    plain = "class Plain:\n    def __init__(self):\n        self.v = 0\n"
+    plain = "class Plain:\n    def total(self):\n        return 0\n"
     for padding in ("_ = d * 1", "d + 0", "r.value"):
         assert similarity.without_idle([plain, padding])[1] == "", padding
         assert similarity.without_idle([padding]) == [""], padding
+    # her `__init__` is such a method: a `UserList`'s `+` makes an instance of her subclass
+    user_list = (
+        "from collections import UserList\n\n\nclass Box(UserList):\n"
+        "    def __init__(self, data=()):\n        super().__init__(data)\n"
+        "        Box.last = data\n\n\n"
+        "def attention_parameters(d, heads, kv_heads):\n    r = Box()\n"
+        "    r + [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"
+        "    return Box.last[0]\n"
+    )
+    namespace = {}
+    exec(user_list, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "r + [d * d + (d * (d // heads" in similarity.without_idle([user_list])[0]
     # a method an operation calls, named in a string (`type`'s namespace) counts too
     made = "Box = type('Box', (), {'__lshift__': print})\n"
     assert similarity.without_idle([made, "r << d * d"])[1] == "r << d * d"

@@ -109,14 +109,15 @@ DISPATCH = (
     ast.FormattedValue, ast.comprehension, ast.Starred,
 )  # fmt: skip
 DUNDER = re.compile(r"__\w+__")
-# dunder names that no operation calls
-INERT = frozenset({"__name__", "__main__", "__init__", "__doc__", "__file__", "__all__"})
+# dunder names that no operation calls (`__init__` is one: a `UserList`'s `+` makes a new
+# instance of her subclass, `self.__class__(self.data + other)`)
+INERT = frozenset({"__name__", "__main__", "__doc__", "__file__", "__all__"})
 
 
 def hooks(trees):
     """Whether the parsed `trees` name a method an operation calls: a dunder name of a
     function, an attribute, a keyword, a name or a string (`type("B", (), {"__lshift__": f})`),
-    `__init__` and the like apart. Without one, an operator on her values runs no code of hers
+    `__name__` and the like apart. Without one, an operator on her values runs no code of hers
     (numbers, tensors, lists), so a store of `d * 1` into an unread name pads, as `_ = 1` does."""
     for tree in trees:
         if tree is None:
