@@ -176,6 +176,25 @@ def test_a_model_arrives_as_its_weights_and_torch_modules_as_they_are():
         copy(torch.tensor([[1, 2]]))
 
 
+def test_a_model_in_the_room_answers_for_its_weights_as_transformers_does():
+    """An honest port reads its token table with `model.get_input_embeddings()`, the head with
+    `get_output_embeddings()`, and makes tensors with `model.dtype` and `model.device`: each
+    passed Validate and raised AttributeError in the room, the part scoring 0 (the fifty-sixth
+    hub tester). The layers hold none of them, in the room as in transformers."""
+    model = tiny_llama()
+    copy = through_the_room(model)
+    ids = torch.tensor([[1, 2, 3]])
+    assert torch.equal(copy.get_input_embeddings()(ids), model.get_input_embeddings()(ids))
+    assert copy.get_input_embeddings() is copy.model.embed_tokens
+    assert torch.equal(copy.get_output_embeddings().weight, model.lm_head.weight)
+    assert copy.model.get_input_embeddings() is copy.model.embed_tokens
+    assert (copy.dtype, copy.device) == (model.dtype, model.device)
+    assert copy.model.dtype == model.model.dtype
+    for name in ("dtype", "device", "get_input_embeddings"):
+        assert not hasattr(model.model.layers[0], name)
+        assert not hasattr(copy.model.layers[0], name)
+
+
 def test_a_room_reads_its_copies_without_transformers(tmp_path):
     """The copies unpickle in an interpreter where transformers cannot be imported, as in
     a room, whose transformers is a stand-in that refuses the import."""

@@ -348,10 +348,31 @@ def plain_copy(obj, answers=None):
             "attributes": attributes,
             "training": obj.training,
         }
+        if _from_transformers(obj) and callable(getattr(obj, "get_input_embeddings", None)):
+            state["getters"] = _getters(obj)
         return ("weights", (*kind, state))
     raise pickle.PicklingError(
         f"a {kind[0]}.{kind[1]} cannot enter the sandbox, which holds no transformers"
     )
+
+
+def _getters(model):
+    """A transformers model's ways to its weights that are not attributes, as the room's copy
+    answers them (sandbox_agent.weights_only): `get_input_embeddings()` and
+    `get_output_embeddings()` as the paths of the submodules they return (None: the model has
+    none), besides `dtype` and `device`, which the copy reads off its own parameters. An honest
+    port reads its token table so (the fifty-sixth hub tester: an AttributeError in the room,
+    where Validate passed)."""
+    paths = {id(module): name for name, module in model.named_modules(remove_duplicate=False)}
+    getters = {}
+    for name in ("get_input_embeddings", "get_output_embeddings"):
+        try:
+            found = getattr(model, name)()
+        except Exception:  # noqa: BLE001 (a model without one: the copy has none either)
+            continue
+        if found is None or id(found) in paths:
+            getters[name] = None if found is None else paths[id(found)]
+    return getters
 
 
 def answer_for(helper, config):

@@ -13,7 +13,8 @@ def alternatives(nb):
     """Correct answers written unlike the model solution: heads repeated with
     repeat_interleave, the rotation through complex numbers, RMSNorm divided by a square
     root, attention through PyTorch's scaled_dot_product_attention, the embedding and the head
-    through F.embedding and F.linear. Full marks."""
+    through F.embedding and F.linear, read with get_input_embeddings, get_output_embeddings
+    and dtype (transformers' getters, answered in the room too). Full marks."""
     answers = solution_answers(LAB)
     answers["l5_expand_kv"] = """
 def expand_kv(kv, n_rep):
@@ -44,12 +45,13 @@ def apply_rope(x, positions, base):
     logits = replaced(
         answers["l5_logits"],
         "x = model.model.embed_tokens.weight[input_ids]",
-        "x = F.embedding(input_ids, model.model.embed_tokens.weight)",
+        # transformers' getters and dtype: in the room too (the fifty-sixth hub tester)
+        "x = F.embedding(input_ids, model.get_input_embeddings().weight).to(model.dtype)",
     )
     answers["l5_logits"] = replaced(
         logits,
         "return final_norm(x) @ model.lm_head.weight.T",
-        "return F.linear(final_norm(x), model.lm_head.weight)",
+        "return F.linear(final_norm(x), model.get_output_embeddings().weight)",
     )
     return fill(nb, answers)
 
