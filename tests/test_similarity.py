@@ -575,12 +575,23 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         assert similarity.without_idle([box, kept])[1] == kept, kept
     for cut in ("1 + 2", "unused = 64 // 4", "print(len(()))", "x", "len(r)"):
         assert similarity.without_idle([box, cut])[1] == "", cut
-    # a class whose methods no operation calls, or none: an operator on a value of hers pads,
-    # as `_ = 1` does (the forty-eighth hub tester's padding, `_ = d * 1` after each statement)
-    plain = "class Plain:\n    def total(self):\n        return 0\n"
+    # no class of hers and no dunder: an operator on a value of hers pads, as `_ = 1` does (the
+    # forty-eighth hub tester's padding, `_ = d * 1` after each statement)
     for padding in ("_ = d * 1", "d + 0", "r.value"):
-        assert similarity.without_idle([plain, padding])[1] == "", padding
-        assert similarity.without_idle([padding]) == [""], padding
+        assert similarity.without_idle(["def f(d):\n    return d\n", padding])[1] == "", padding
+    # a class of hers with no dunder: a library base's operator may call her property
+    # (`UserList`'s `+` sets `data` on a new instance of her subclass)
+    user_data = (
+        "from collections import UserList\n\nlast = []\n\n\nclass Box(UserList):\n"
+        "    data = property(lambda self: last[-1], lambda self, value: last.append(value))\n"
+        "\n\ndef attention_parameters(d, heads, kv_heads):\n    r = Box()\n"
+        "    r + [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"
+        "    return last[-1][0]\n"
+    )
+    namespace = {}
+    exec(user_data, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "r + [d * d + (d * (d // heads" in similarity.without_idle([user_data])[0]
     # her `__init__` is such a method: a `UserList`'s `+` makes an instance of her subclass
     user_list = (
         "from collections import UserList\n\n\nclass Box(UserList):\n"

@@ -115,14 +115,26 @@ INERT = frozenset({"__name__", "__main__", "__doc__", "__file__", "__all__"})
 
 
 def hooks(trees):
-    """Whether the parsed `trees` name a method an operation calls: a dunder name of a
-    function, an attribute, a keyword, a name or a string (`type("B", (), {"__lshift__": f})`),
-    `__name__` and the like apart. Without one, an operator on her values runs no code of hers
-    (numbers, tensors, lists), so a store of `d * 1` into an unread name pads, as `_ = 1` does."""
+    """Whether the parsed `trees` may give an operation code of hers to call: they define a
+    class (a library's base may call her properties or methods from its operators: a
+    `UserList`'s `+` sets `data`, her property, on a new instance), call `type` with three
+    arguments, or name a dunder method anywhere (a function, an attribute, a keyword, a name
+    or a string), `__name__` and the like apart. Without any of these, an operator on her
+    values runs no code of hers (numbers, tensors, lists), so a store of `d * 1` into an unread
+    name pads, as `_ = 1` does."""
     for tree in trees:
         if tree is None:
             continue
         for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                return True
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "type"
+                and len(node.args) + len(node.keywords) > 1
+            ):
+                return True
             found = (
                 node.name
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
