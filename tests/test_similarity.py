@@ -579,6 +579,18 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     # forty-eighth hub tester's padding, `_ = d * 1` after each statement)
     for padding in ("_ = d * 1", "d + 0", "r.value"):
         assert similarity.without_idle(["def f(d):\n    return d\n", padding])[1] == "", padding
+    # a lookup with a name in its key may keep the key, with no class of hers (`defaultdict`)
+    seen = (
+        "from collections import defaultdict\n\n\n"
+        "def attention_parameters(d, heads, kv_heads):\n    seen = defaultdict(int)\n"
+        "    seen[d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"
+        "    return list(seen)[0]\n"
+    )
+    namespace = {}
+    exec(seen, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "seen[d * d + (d * (d // heads" in similarity.without_idle([seen])[0]
+    assert similarity.without_idle(["_ = xs[0]"]) == [""]
     # a class of hers with no dunder: a library base's operator may call her property
     # (`UserList`'s `+` sets `data` on a new instance of her subclass)
     user_data = (

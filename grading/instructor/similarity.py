@@ -162,6 +162,14 @@ def _calls_nothing(expr, hooked=True):
     fifty-seventh hub tester's answers were `r << formula`, her class's `__lshift__` keeping
     the value, each statement cut with its formula)."""
     nodes = list(ast.walk(expr))
+    # a lookup may keep its key, whoever's the value is (`defaultdict`: `seen[formula]`, then
+    # `return list(seen)[0]`, the fifty-seventh hub tester's, with no class of hers)
+    if any(
+        isinstance(n, ast.Subscript)
+        and any(isinstance(m, ast.Name) and m.id not in PURE for m in ast.walk(n.slice))
+        for n in nodes
+    ):
+        return False
     if (
         hooked
         and any(isinstance(n, DISPATCH) for n in nodes)
