@@ -591,6 +591,17 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
     assert "seen[d * d + (d * (d // heads" in similarity.without_idle([seen])[0]
     assert similarity.without_idle(["_ = xs[0]"]) == [""]
+    # a builtin given a function of hers calls it: `max(..., key=seen.append)` keeps the value
+    key = (
+        "def attention_parameters(d, heads, kv_heads):\n    seen = []\n"
+        "    max([d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))],"
+        " key=seen.append)\n    return seen[0]\n"
+    )
+    namespace = {}
+    exec(key, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "max([d * d + (d * (d // heads" in similarity.without_idle([key])[0]
+    assert similarity.without_idle(["max([1, 2], key=abs)"]) == [""]
     # a class of hers with no dunder: a library base's operator may call her property
     # (`UserList`'s `+` sets `data` on a new instance of her subclass)
     user_data = (

@@ -162,6 +162,15 @@ def _calls_nothing(expr, hooked=True):
     fifty-seventh hub tester's answers were `r << formula`, her class's `__lshift__` keeping
     the value, each statement cut with its formula)."""
     nodes = list(ast.walk(expr))
+    # a builtin given a function or a file calls it (`max([formula], key=seen.append)` keeps
+    # the formula in `seen`, the fifty-seventh hub tester's; `print(formula, file=...)`)
+    if any(
+        isinstance(n, ast.keyword)
+        and n.arg in (None, "key", "file")
+        and any(isinstance(m, ast.Name) and m.id not in PURE for m in ast.walk(n.value))
+        for n in nodes
+    ):
+        return False
     # a lookup may keep its key, whoever's the value is (`defaultdict`: `seen[formula]`, then
     # `return list(seen)[0]`, the fifty-seventh hub tester's, with no class of hers)
     if any(
