@@ -195,6 +195,18 @@ def test_a_model_in_the_room_answers_for_its_weights_as_transformers_does():
         assert not hasattr(copy.model.layers[0], name)
 
 
+def test_a_model_in_the_room_has_the_state_dict_transformers_gives():
+    """The rotary embedding's inv_freq is a buffer transformers keeps out of the state dict:
+    the room's copy held it as persistent, so an honest port's strict
+    `load_state_dict(model.state_dict())` raised "Unexpected key(s)" in the room only (the
+    fifty-sixth hub tester)."""
+    model = tiny_llama()
+    copy = through_the_room(model)
+    assert copy.state_dict().keys() == model.state_dict().keys()
+    assert "model.rotary_emb.inv_freq" not in copy.state_dict()
+    assert torch.equal(copy.model.rotary_emb.inv_freq, model.model.rotary_emb.inv_freq)
+
+
 def test_a_room_reads_its_copies_without_transformers(tmp_path):
     """The copies unpickle in an interpreter where transformers cannot be imported, as in
     a room, whose transformers is a stand-in that refuses the import."""

@@ -344,6 +344,9 @@ def plain_copy(obj, answers=None):
         state = {
             "parameters": dict(obj._parameters),
             "buffers": dict(obj._buffers),
+            # kept out of the state dict, as in transformers (a rotary embedding's inv_freq):
+            # an honest port's strict load_state_dict(model.state_dict()) raised in the room
+            "transient": sorted(obj._non_persistent_buffers_set & obj._buffers.keys()),
             "modules": dict(obj._modules),
             "attributes": attributes,
             "training": obj.training,

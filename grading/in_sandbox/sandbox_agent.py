@@ -178,8 +178,9 @@ def weights_only(module, qualname, state):
     torch.nn.Module.__init__(made)
     for name, value in state["parameters"].items():
         made.register_parameter(name, value)
+    transient = set(state.get("transient", ()))
     for name, value in state["buffers"].items():
-        made.register_buffer(name, value)
+        made.register_buffer(name, value, persistent=name not in transient)
     for name, value in state["modules"].items():
         made.add_module(name, value)
     for name, value in state["attributes"].items():
