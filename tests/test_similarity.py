@@ -602,6 +602,17 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
     assert "max([d * d + (d * (d // heads" in similarity.without_idle([key])[0]
     assert similarity.without_idle(["max([1, 2], key=abs)"]) == [""]
+    # a comprehension that stores into an item keeps the value
+    stored = (
+        "def attention_parameters(d, heads, kv_heads):\n    seen = [0]\n"
+        "    [0 for seen[0] in [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]]\n"  # noqa: E501
+        "    return seen[0]\n"
+    )
+    namespace = {}
+    exec(stored, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "[0 for seen[0] in [d * d" in similarity.without_idle([stored])[0]
+    assert similarity.without_idle(["[0 for x in [1, 2]]"]) == [""]
     # a class of hers with no dunder: a library base's operator may call her property
     # (`UserList`'s `+` sets `data` on a new instance of her subclass)
     user_data = (

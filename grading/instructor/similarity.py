@@ -162,6 +162,12 @@ def _calls_nothing(expr, hooked=True):
     fifty-seventh hub tester's answers were `r << formula`, her class's `__lshift__` keeping
     the value, each statement cut with its formula)."""
     nodes = list(ast.walk(expr))
+    # a comprehension's target may be an item or an attribute (`[0 for seen[0] in [formula]]`,
+    # then `return seen[0]`, the fifty-seventh hub tester's): a store
+    if any(
+        isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.ctx, ast.Store) for n in nodes
+    ):
+        return False
     # a builtin given a function or a file calls it (`max([formula], key=seen.append)` keeps
     # the formula in `seen`, the fifty-seventh hub tester's; `print(formula, file=...)`)
     if any(
