@@ -613,6 +613,16 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
     assert "[0 for seen[0] in [d * d" in similarity.without_idle([stored])[0]
     assert similarity.without_idle(["[0 for x in [1, 2]]"]) == [""]
+    # an augmented assignment reads its target: `seen += [...]` extends the list `kept` names
+    extended = (
+        "def attention_parameters(d, heads, kv_heads):\n    seen = kept = []\n"
+        "    seen += [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"  # noqa: E501
+        "    return kept[0]\n"
+    )
+    namespace = {}
+    exec(extended, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "seen += [d * d + (d * (d // heads" in similarity.without_idle([extended])[0]
     # a class of hers with no dunder: a library base's operator may call her property
     # (`UserList`'s `+` sets `data` on a new instance of her subclass)
     user_data = (

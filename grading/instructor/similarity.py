@@ -270,13 +270,21 @@ def class_stores(tree):
 
 
 def names_read(trees):
-    """The names the parsed `trees` (None for a source that did not parse) read."""
+    """The names the parsed `trees` (None for a source that did not parse) read; an augmented
+    assignment reads its target (`seen += [formula]` extends the list an alias of `seen`
+    returns: the fifty-seventh hub tester's, cut as a store nothing read)."""
     return {
         n.id
         for tree in trees
         if tree is not None
         for n in ast.walk(tree)
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)
+    } | {
+        n.target.id
+        for tree in trees
+        if tree is not None
+        for n in ast.walk(tree)
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
     }
 
 
