@@ -575,10 +575,22 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         assert similarity.without_idle([box, kept])[1] == kept, kept
     for cut in ("1 + 2", "unused = 64 // 4", "print(len(()))", "x", "len(r)"):
         assert similarity.without_idle([box, cut])[1] == "", cut
-    # no class of hers and no dunder: an operator on a value of hers pads, as `_ = 1` does (the
-    # forty-eighth hub tester's padding, `_ = d * 1` after each statement)
-    for padding in ("_ = d * 1", "d + 0", "r.value"):
-        assert similarity.without_idle(["def f(d):\n    return d\n", padding])[1] == "", padding
+    # with no class of hers, an operation on a name may raise, and a `try` reads that: her
+    # function rebuilt the formula's value bit by bit (`1 // (formula >> k & 1)`)
+    bits = (
+        "def attention_parameters(d, heads, kv_heads):\n    total = 0\n"
+        "    for k in range(64):\n        try:\n"
+        "            1 // ((d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))) >> k & 1)\n"  # noqa: E501
+        "            total += 1 << k\n        except ZeroDivisionError:\n            pass\n"
+        "    return total\n"
+    )
+    namespace = {}
+    exec(bits, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "1 // ((d * d + (d * (d // heads" in similarity.without_idle([bits])[0]
+    # so a padding of `_ = d * 1` is kept, as a padding of calls of hers is ("What this set-up
+    # leaves open"); of constants alone it is cut
+    assert similarity.without_idle(["_ = d * 1"]) == ["_ = d * 1"]
     # a lookup with a name in its key may keep the key, with no class of hers (`defaultdict`)
     seen = (
         "from collections import defaultdict\n\n\n"
@@ -590,7 +602,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     exec(seen, namespace)
     assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
     assert "seen[d * d + (d * (d // heads" in similarity.without_idle([seen])[0]
-    assert similarity.without_idle(["_ = xs[0]"]) == [""]
+    assert similarity.without_idle(["_ = (1, 2)[0]"]) == [""]
     # a builtin given a function of hers calls it: `max(..., key=seen.append)` keeps the value
     key = (
         "def attention_parameters(d, heads, kv_heads):\n    seen = []\n"

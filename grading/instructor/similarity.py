@@ -102,70 +102,26 @@ PURE = frozenset(
 )  # fmt: skip
 
 
-# Operations that call a method of their operand's class (`r << x` calls `r.__lshift__`): on
-# a value of a class of hers, they run her code.
+# Operations on a value: each calls a method of its operand's class (`r << x` calls
+# `r.__lshift__`: on a value of hers, her code), and each may raise, which a `try` around it
+# reads (`1 // (formula >> k & 1)` tells one bit of the formula).
 DISPATCH = (
     ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute,
     ast.FormattedValue, ast.comprehension, ast.Starred,
 )  # fmt: skip
-DUNDER = re.compile(r"__\w+__")
-# dunder names that no operation calls (`__init__` is one: a `UserList`'s `+` makes a new
-# instance of her subclass, `self.__class__(self.data + other)`)
-INERT = frozenset({"__name__", "__main__", "__doc__", "__file__", "__all__"})
 
 
-def hooks(trees):
-    """Whether the parsed `trees` may give an operation code of hers to call: they define a
-    class (a library's base may call her properties or methods from its operators: a
-    `UserList`'s `+` sets `data`, her property, on a new instance), call `type` with three
-    arguments, or name a dunder method anywhere (a function, an attribute, a keyword, a name
-    or a string), `__name__` and the like apart. Without any of these, an operator on her
-    values runs no code of hers (numbers, tensors, lists), so a store of `d * 1` into an unread
-    name pads, as `_ = 1` does."""
-    for tree in trees:
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                return True
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "type"
-                and len(node.args) + len(node.keywords) > 1
-            ):
-                return True
-            found = (
-                node.name
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                else node.attr
-                if isinstance(node, ast.Attribute)
-                else node.arg
-                if isinstance(node, ast.keyword)
-                else node.id
-                if isinstance(node, ast.Name)
-                else node.value
-                if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                else None
-            )
-            if found and found not in INERT and DUNDER.search(found):
-                return True
-    return False
-
-
-def _calls_nothing(expr, hooked=True):
+def _calls_nothing(expr):
     """Whether evaluating `expr` calls nothing but PURE builtins, binds nothing and defines no
     function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
-    hub tester's copy written as lambdas was cut whole and paired with no one), and, where her
-    cells define a method an operation calls (`hooked`), runs no operation on a name's value (an
-    operator, a subscript, an attribute: on a value of hers it calls her method; the
-    fifty-seventh hub tester's answers were `r << formula`, her class's `__lshift__` keeping
-    the value, each statement cut with its formula)."""
+    hub tester's copy written as lambdas was cut whole and paired with no one), and runs no
+    operation on a name's value (DISPATCH: the fifty-seventh hub tester's answers were
+    `r << formula`, her class's `__lshift__` keeping the value, and `1 // (formula >> k & 1)`
+    in a `try`, her function rebuilding the formula's value bit by bit from what raised: each
+    statement was cut with its formula). An operation on constants alone is still cut."""
     nodes = list(ast.walk(expr))
-    # a comprehension's target may be an item or an attribute (`[0 for seen[0] in [formula]]`,
-    # then `return seen[0]`, the fifty-seventh hub tester's): a store
-    if any(
-        isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.ctx, ast.Store) for n in nodes
+    if any(isinstance(n, DISPATCH) for n in nodes) and any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in PURE for n in nodes
     ):
         return False
     # a builtin given a function or a file calls it (`max([formula], key=seen.append)` keeps
@@ -177,18 +133,10 @@ def _calls_nothing(expr, hooked=True):
         for n in nodes
     ):
         return False
-    # a lookup may keep its key, whoever's the value is (`defaultdict`: `seen[formula]`, then
-    # `return list(seen)[0]`, the fifty-seventh hub tester's, with no class of hers)
+    # a comprehension's target may be an item or an attribute (`[0 for seen[0] in [formula]]`,
+    # then `return seen[0]`, the fifty-seventh hub tester's): a store
     if any(
-        isinstance(n, ast.Subscript)
-        and any(isinstance(m, ast.Name) and m.id not in PURE for m in ast.walk(n.slice))
-        for n in nodes
-    ):
-        return False
-    if (
-        hooked
-        and any(isinstance(n, DISPATCH) for n in nodes)
-        and any(isinstance(n, ast.Name) and n.id not in PURE for n in nodes)
+        isinstance(n, ast.Subscript | ast.Attribute) and isinstance(n.ctx, ast.Store) for n in nodes
     ):
         return False
     for node in nodes:
@@ -213,14 +161,14 @@ def _stored_names(target):
     return None
 
 
-def idle(node, read, hooked=True):
+def idle(node, read):
     """Whether statement `node` does nothing a reader would copy: `pass`, an expression that
     calls nothing but PURE builtins (not a docstring: the caller keeps those), or a store into
     names that no statement reads (`read`) of a value that calls nothing but PURE builtins."""
     if isinstance(node, ast.Pass):
         return True
     if isinstance(node, ast.Expr):
-        return _calls_nothing(node.value, hooked)
+        return _calls_nothing(node.value)
     if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names = [_stored_names(t) for t in targets]
@@ -228,9 +176,9 @@ def idle(node, read, hooked=True):
             return False
         # a bare annotation is evaluated at the top of a cell: `_: (f := lambda ...)` binds
         # her answer (the fifty-fifth hub tester's, cut whole before)
-        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation, hooked):
+        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation):
             return False
-        return node.value is None or _calls_nothing(node.value, hooked)
+        return node.value is None or _calls_nothing(node.value)
     return False
 
 
@@ -297,7 +245,6 @@ def without_idle(sources, read_elsewhere=()):
     name); a source that does not parse is left as it is."""
     trees = _parsed(sources)
     read = set(read_elsewhere) | names_read(trees)
-    hooked = hooks(trees)
     kept = []
     for source, tree in zip(sources, trees, strict=True):
         if tree is None:
@@ -318,7 +265,7 @@ def without_idle(sources, read_elsewhere=()):
         spans = sorted(
             (at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset))
             for n in ast.walk(tree)
-            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read, hooked)
+            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read)
         )
         text, done = [], 0
         for start, end in spans:
