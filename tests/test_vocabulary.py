@@ -41,6 +41,8 @@ def test_the_words_of_honest_answers_are_words():
         # the standard library, numpy, the builtin types, tqdm
         "prod", "product", "reduce", "Counter", "zeros", "items", "append",
         "format", "trange", "update", "time", "is_available",
+        # a transformers configuration's fields as plain data (L6)
+        "to_dict", "to_diff_dict",
         # dunders honest code reads, and modules read as attributes
         "__init__", "__name__", "nn", "functional", "linalg",
     }  # fmt: skip
@@ -60,7 +62,7 @@ def test_no_route_the_testers_went_through_is_a_word():
         # torch's machinery: TorchScript, the C extension's files and threads, raw memory
         "fork", "wait", "CompilationUnit", "FileCheck", "PyTorchFileReader", "from_file",
         "import_ir_module", "DisableTorchFunction", "untyped_storage", "data_ptr", "memmap",
-        "fromfile", "tofile",
+        "fromfile", "tofile", "to_json_file", "save_pretrained",
         # the course's own: standing_in's caller's globals (her `__builtins__` by a computed
         # key), configs' getattr by a dotted name
         "namespace", "read_field",

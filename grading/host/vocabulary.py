@@ -148,6 +148,10 @@ TORCH = (
 # every lab: the fifty-sixth hub tester). Their modules' other names stay no words.
 FUNCTIONS = ("torch.cuda.is_available",)
 
+# A transformers configuration's methods that give its fields as plain data (not
+# from_pretrained, save_pretrained, to_json_file: files).
+CONFIG_METHODS = frozenset({"to_dict", "to_diff_dict", "get_text_config"})
+
 # Classes whose public attributes (methods, properties, fields) are words.
 CLASSES = (
     "builtins.BaseException",
@@ -397,6 +401,12 @@ def _source_words():
     configurations = sorted(transformers.glob("models/*/configuration_*.py"))
     for path in [*configurations, transformers / "configuration_utils.py"]:
         words |= _set_by(ast.parse(path.read_text(encoding="utf-8")), defs=False)
+    # of a configuration's methods, those that give its fields as plain data (L6's honest
+    # `config.to_dict()`, the fifty-fourth tester's), where transformers defines them
+    utils = ast.parse((transformers / "configuration_utils.py").read_text(encoding="utf-8"))
+    words |= CONFIG_METHODS & {
+        n.name for n in ast.walk(utils) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
     files = [transformers / "modeling_outputs.py", transformers / "cache_utils.py"]
     for family in FAMILIES:
         files += sorted((transformers / "models" / family).glob("modeling_*.py"))
