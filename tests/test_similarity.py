@@ -588,6 +588,19 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     exec(bits, namespace)
     assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
     assert "1 // ((d * d + (d * (d // heads" in similarity.without_idle([bits])[0]
+    # her names count whatever they are named: locals named like builtins
+    builtin_named = (
+        "def attention_parameters(d, heads, kv_heads):\n"
+        "    int, str, list = d, heads, kv_heads\n    total = 0\n"
+        "    for round in range(64):\n        try:\n"
+        "            1 // ((int * int + (int * (int // str * list) + (int * int + int // str * list * int))) >> round & 1)\n"  # noqa: E501
+        "            total += 1 << round\n        except ZeroDivisionError:\n            pass\n"
+        "    return total\n"
+    )
+    namespace = {}
+    exec(builtin_named, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert "1 // ((int * int + (int * (int // str" in similarity.without_idle([builtin_named])[0]
     # so a padding of `_ = d * 1` is kept, as a padding of calls of hers is ("What this set-up
     # leaves open"); of constants alone it is cut
     assert similarity.without_idle(["_ = d * 1"]) == ["_ = d * 1"]

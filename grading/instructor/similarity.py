@@ -111,7 +111,7 @@ DISPATCH = (
 )  # fmt: skip
 
 
-def _calls_nothing(expr):
+def _calls_nothing(expr, bound=frozenset()):
     """Whether evaluating `expr` calls nothing but PURE builtins, binds nothing and defines no
     function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
     hub tester's copy written as lambdas was cut whole and paired with no one), and runs no
@@ -120,8 +120,15 @@ def _calls_nothing(expr):
     in a `try`, her function rebuilding the formula's value bit by bit from what raised: each
     statement was cut with its formula). An operation on constants alone is still cut."""
     nodes = list(ast.walk(expr))
+    # a builtin's name is hers where she binds it (`bound`): a local named `int` or `round`
+    # (`1 // ((int * int ...) >> round & 1)`, the same tester's, was cut)
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     if any(isinstance(n, DISPATCH) for n in nodes) and any(
-        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in PURE for n in nodes
+        isinstance(n, ast.Name)
+        and isinstance(n.ctx, ast.Load)
+        and id(n) not in called
+        and (n.id not in PURE or n.id in bound)
+        for n in nodes
     ):
         return False
     # a builtin given a function or a file calls it (`max([formula], key=seen.append)` keeps
@@ -129,7 +136,10 @@ def _calls_nothing(expr):
     if any(
         isinstance(n, ast.keyword)
         and n.arg in (None, "key", "file")
-        and any(isinstance(m, ast.Name) and m.id not in PURE for m in ast.walk(n.value))
+        and any(
+            isinstance(m, ast.Name) and (m.id not in PURE or m.id in bound)
+            for m in ast.walk(n.value)
+        )
         for n in nodes
     ):
         return False
@@ -146,7 +156,7 @@ def _calls_nothing(expr):
         ):  # a generator expression's code runs when it is iterated, later: as a lambda's
             return False
         if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in PURE
+            isinstance(node.func, ast.Name) and node.func.id in PURE and node.func.id not in bound
         ):
             return False
     return True
@@ -161,14 +171,14 @@ def _stored_names(target):
     return None
 
 
-def idle(node, read):
+def idle(node, read, bound=frozenset()):
     """Whether statement `node` does nothing a reader would copy: `pass`, an expression that
     calls nothing but PURE builtins (not a docstring: the caller keeps those), or a store into
     names that no statement reads (`read`) of a value that calls nothing but PURE builtins."""
     if isinstance(node, ast.Pass):
         return True
     if isinstance(node, ast.Expr):
-        return _calls_nothing(node.value)
+        return _calls_nothing(node.value, bound)
     if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names = [_stored_names(t) for t in targets]
@@ -176,9 +186,9 @@ def idle(node, read):
             return False
         # a bare annotation is evaluated at the top of a cell: `_: (f := lambda ...)` binds
         # her answer (the fifty-fifth hub tester's, cut whole before)
-        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation):
+        if isinstance(node, ast.AnnAssign) and not _calls_nothing(node.annotation, bound):
             return False
-        return node.value is None or _calls_nothing(node.value)
+        return node.value is None or _calls_nothing(node.value, bound)
     return False
 
 
@@ -217,6 +227,40 @@ def class_stores(tree):
     return found
 
 
+def names_bound(trees):
+    """The names the parsed `trees` bind: stores, parameters, imports, functions, classes,
+    exception and pattern captures."""
+    found = set()
+    for tree in trees:
+        if tree is None:
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                found.add(n.id)
+            elif isinstance(n, ast.arg):
+                found.add(n.arg)
+            elif isinstance(n, ast.alias):
+                found.add((n.asname or n.name).split(".")[0])
+            elif (
+                isinstance(
+                    n,
+                    ast.FunctionDef
+                    | ast.AsyncFunctionDef
+                    | ast.ClassDef
+                    | ast.ExceptHandler
+                    | ast.MatchAs
+                    | ast.MatchStar,
+                )
+                and n.name
+            ):
+                found.add(n.name)
+            elif isinstance(n, ast.MatchMapping) and n.rest:
+                found.add(n.rest)
+            elif isinstance(n, ast.Global | ast.Nonlocal):
+                found.update(n.names)
+    return found
+
+
 def names_read(trees):
     """The names the parsed `trees` (None for a source that did not parse) read; an augmented
     assignment reads its target (`seen += [formula]` extends the list an alias of `seen`
@@ -245,6 +289,7 @@ def without_idle(sources, read_elsewhere=()):
     name); a source that does not parse is left as it is."""
     trees = _parsed(sources)
     read = set(read_elsewhere) | names_read(trees)
+    bound = names_bound(trees) & PURE
     kept = []
     for source, tree in zip(sources, trees, strict=True):
         if tree is None:
@@ -265,7 +310,7 @@ def without_idle(sources, read_elsewhere=()):
         spans = sorted(
             (at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset))
             for n in ast.walk(tree)
-            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read)
+            if isinstance(n, ast.stmt) and id(n) not in kept_ids and idle(n, read, bound)
         )
         text, done = [], 0
         for start, end in spans:
