@@ -538,7 +538,7 @@ def test_answers_in_a_class_s_namespace_are_read(tmp_path):
     namespace = {}
     for source in IN_CLASSES.values():
         exec(source, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
+    assert namespace["attention_parameters"](64, 4, 2) == PARAMETERS
     assert namespace["cache_bytes_per_token"](2, 2, 16) == 2 * 2 * 2 * 16 * 2
     released = copying.release(LAB)
     (tmp_path / "labs" / LAB).mkdir(parents=True)
@@ -555,6 +555,18 @@ def test_answers_in_a_class_s_namespace_are_read(tmp_path):
     assert kept == ["g = (d * d for _ in range(1))"]
 
 
+PARAMETERS = 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64  # attention_parameters(64, 4, 2)
+
+
+def computes_and_is_read(cell, fragment):
+    """The cell's `attention_parameters` computes the count, and `fragment` (where its formula
+    is) survives the cut of idle statements."""
+    namespace = {}
+    exec(cell, namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == PARAMETERS
+    assert fragment in similarity.without_idle([cell])[0], fragment
+
+
 def test_an_operation_on_a_value_of_hers_is_never_idle():
     """The fifty-seventh hub tester: the formula as the operand of an operator on an object of
     hers (`r << formula`, her class's `__lshift__` keeping the value, `return r.value`): the
@@ -566,10 +578,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    r << d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))\n"
         "    return r.value\n"
     )
-    namespace = {}
-    exec(cell, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "r << d * d + (d * (d // heads" in similarity.without_idle([cell])[0]
+    computes_and_is_read(cell, "r << d * d + (d * (d // heads")
     box = cell.split("def attention_parameters")[0]
     for kept in ("r < 2 * d", "r[d]", "r.value", "unused = -r", "print(f'{r}')"):
         assert similarity.without_idle([box, kept])[1] == kept, kept
@@ -584,10 +593,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "            total += 1 << k\n        except ZeroDivisionError:\n            pass\n"
         "    return total\n"
     )
-    namespace = {}
-    exec(bits, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "1 // ((d * d + (d * (d // heads" in similarity.without_idle([bits])[0]
+    computes_and_is_read(bits, "1 // ((d * d + (d * (d // heads")
     # her names count whatever they are named: locals named like builtins
     builtin_named = (
         "def attention_parameters(d, heads, kv_heads):\n"
@@ -597,10 +603,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "            total += 1 << round\n        except ZeroDivisionError:\n            pass\n"
         "    return total\n"
     )
-    namespace = {}
-    exec(builtin_named, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "1 // ((int * int + (int * (int // str" in similarity.without_idle([builtin_named])[0]
+    computes_and_is_read(builtin_named, "1 // ((int * int + (int * (int // str")
     # so a padding of `_ = d * 1` is kept, as a padding of calls of hers is ("What this set-up
     # leaves open"); of constants alone it is cut
     assert similarity.without_idle(["_ = d * 1"]) == ["_ = d * 1"]
@@ -611,10 +614,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    seen[d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"
         "    return list(seen)[0]\n"
     )
-    namespace = {}
-    exec(seen, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "seen[d * d + (d * (d // heads" in similarity.without_idle([seen])[0]
+    computes_and_is_read(seen, "seen[d * d + (d * (d // heads")
     assert similarity.without_idle(["_ = (1, 2)[0]"]) == [""]
     # a builtin given a function of hers calls it: `max(..., key=seen.append)` keeps the value
     key = (
@@ -622,10 +622,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    max([d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))],"
         " key=seen.append)\n    return seen[0]\n"
     )
-    namespace = {}
-    exec(key, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "max([d * d + (d * (d // heads" in similarity.without_idle([key])[0]
+    computes_and_is_read(key, "max([d * d + (d * (d // heads")
     assert similarity.without_idle(["max([1, 2], key=abs)"]) == [""]
     # a comprehension that stores into an item keeps the value
     stored = (
@@ -633,10 +630,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    [0 for seen[0] in [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]]\n"  # noqa: E501
         "    return seen[0]\n"
     )
-    namespace = {}
-    exec(stored, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "[0 for seen[0] in [d * d" in similarity.without_idle([stored])[0]
+    computes_and_is_read(stored, "[0 for seen[0] in [d * d")
     assert similarity.without_idle(["[0 for x in [1, 2]]"]) == [""]
     # an augmented assignment reads its target: `seen += [...]` extends the list `kept` names
     extended = (
@@ -644,10 +638,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    seen += [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"  # noqa: E501
         "    return kept[0]\n"
     )
-    namespace = {}
-    exec(extended, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "seen += [d * d + (d * (d // heads" in similarity.without_idle([extended])[0]
+    computes_and_is_read(extended, "seen += [d * d + (d * (d // heads")
     # a class of hers with no dunder: a library base's operator may call her property
     # (`UserList`'s `+` sets `data` on a new instance of her subclass)
     user_data = (
@@ -657,10 +648,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    r + [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"
         "    return last[-1][0]\n"
     )
-    namespace = {}
-    exec(user_data, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "r + [d * d + (d * (d // heads" in similarity.without_idle([user_data])[0]
+    computes_and_is_read(user_data, "r + [d * d + (d * (d // heads")
     # her `__init__` is such a method: a `UserList`'s `+` makes an instance of her subclass
     user_list = (
         "from collections import UserList\n\n\nclass Box(UserList):\n"
@@ -670,10 +658,7 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
         "    r + [d * d + (d * (d // heads * kv_heads) + (d * d + d // heads * kv_heads * d))]\n"
         "    return Box.last[0]\n"
     )
-    namespace = {}
-    exec(user_list, namespace)
-    assert namespace["attention_parameters"](64, 4, 2) == 64 * 64 + 64 * 32 + 64 * 64 + 32 * 64
-    assert "r + [d * d + (d * (d // heads" in similarity.without_idle([user_list])[0]
+    computes_and_is_read(user_list, "r + [d * d + (d * (d // heads")
     # a method an operation calls, named in a string (`type`'s namespace) counts too
     made = "Box = type('Box', (), {'__lshift__': print})\n"
     assert similarity.without_idle([made, "r << d * d"])[1] == "r << d * d"
