@@ -926,6 +926,28 @@ def _attribute_reason(attr, aliases, base=None):
     return None
 
 
+def read_as_code(node):
+    """The strings of `node` that an evaluator of annotations reads as code (an annotation
+    written as a string, or a forward reference in a subscript: `typing.Optional["H[x]"]`),
+    parsed as expressions; a string that is no expression is left out."""
+    if isinstance(node, ast.Subscript):
+        part = node.slice
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        part = node.returns
+    elif isinstance(node, ast.arg | ast.AnnAssign):
+        part = node.annotation
+    else:
+        return []
+    parsed = []
+    for text in ast.walk(part) if part is not None else ():
+        if isinstance(text, ast.Constant) and isinstance(text.value, str):
+            try:
+                parsed.append(ast.parse(text.value.strip() or "None", mode="eval"))
+            except (SyntaxError, ValueError):
+                continue
+    return parsed
+
+
 def cell_flags(tree, protected, aliases=None, expected=None):
     """(line, reason) for every suspicious construct in one parsed cell. `protected`: names the
     student's cells must not bind (the setup cell's, the roots of what tests declare off
@@ -1141,35 +1163,15 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             ):
                 found.append((line, "an annotation written as a string that holds code"))
 
-        if isinstance(
-            node, ast.Subscript | ast.arg | ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign
-        ):
-            # strings read as code where they are evaluated: an annotation, or a forward
-            # reference in a subscript (`typing.List["H[torch.sys]"]`), evaluated by
-            # singledispatchmethod's register or attrs' resolve_types, gave her `__getitem__`
-            # sys (the forty-ninth hub tester)
-            part = (
-                node.slice
-                if isinstance(node, ast.Subscript)
-                else (
-                    node.returns
-                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                    else node.annotation
+        # strings read as code where they are evaluated: an annotation, or a forward reference
+        # in a subscript (`typing.List["H[torch.sys]"]`), evaluated by singledispatchmethod's
+        # register or attrs' resolve_types, gave her `__getitem__` sys (the forty-ninth hub
+        # tester)
+        for inner in read_as_code(node):
+            if cell_flags(inner, protected, aliases, expected):
+                found.append(
+                    (line, "a string read as code (a forward reference) reaches past the lab")
                 )
-            )
-            for text in ast.walk(part) if part is not None else ():
-                if isinstance(text, ast.Constant) and isinstance(text.value, str):
-                    try:
-                        inner = ast.parse(text.value.strip() or "None", mode="eval")
-                    except (SyntaxError, ValueError):
-                        continue
-                    if cell_flags(inner, protected, aliases, expected):
-                        found.append(
-                            (
-                                line,
-                                "a string read as code (a forward reference) reaches past the lab",
-                            )
-                        )
         if isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Store):
             name = node.attr if isinstance(node, ast.Attribute) else node.id
             if _dunder(name) and name not in ("__slots__", "__doc__", "__all__"):
@@ -1339,24 +1341,6 @@ class Known:
         return path in vocabulary.IMPORTABLE or path in self.modules
 
 
-def _annotation_strings(node):
-    """The strings of `node` that an evaluator of annotations reads as code: an annotation
-    written as a string, or a forward reference in a subscript (`typing.Optional["H[x]"]`)."""
-    if isinstance(node, ast.Subscript):
-        part = node.slice
-    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        part = node.returns
-    elif isinstance(node, ast.arg | ast.AnnAssign):
-        part = node.annotation
-    else:
-        return []
-    return [
-        text.value
-        for text in (ast.walk(part) if part is not None else ())
-        if isinstance(text, ast.Constant) and isinstance(text.value, str)
-    ]
-
-
 def outside(tree, known):
     """(line, reason) for every line of `tree` that uses a name that is neither a word of the
     labs' vocabulary (vocabulary.py) nor `known` (Known): a module it imports, a builtin or
@@ -1399,11 +1383,7 @@ def outside(tree, known):
         elif isinstance(node, ast.MatchClass):
             for attribute in node.kwd_attrs:
                 check(line, attribute)
-        for text in _annotation_strings(node):  # read as code where they are evaluated
-            try:
-                inner = ast.parse(text.strip() or "None", mode="eval")
-            except (SyntaxError, ValueError):
-                continue
+        for inner in read_as_code(node):  # read as code where they are evaluated
             for _, reason in outside(inner, known):
                 found.setdefault(line, []).append(reason.removeprefix(f"{OUTSIDE}: "))
     return [
