@@ -40,6 +40,7 @@ makes honest answers alike. The page says so.
 
 import argparse
 import ast
+import functools
 import html
 import math
 import re
@@ -384,26 +385,31 @@ def answer_text(nb, release=None):
                 continue
         elif cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
         name = "?" if grade_id is None else str(grade_id)
-        parts.append((plain(name), source))
+        parts.append((plain(name), _source(cell)))
     # a name the release's code reads (a test reads her answer by its name) is read
-    lab = () if release is None else names_read(_parsed(release_sources(release)))
+    lab = () if release is None else _lab_reads(tuple(release_sources(release)))
     sources = without_idle([source for _, source in parts], lab)
     return "\n".join(
         f"# [{name}]\n{source.rstrip()}\n" for (name, _), source in zip(parts, sources, strict=True)
     )
 
 
+def _source(cell):
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
 def release_sources(nb):
     """The sources of the release's code cells."""
-    sources = []
-    for cell in nb.cells:
-        if cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            sources.append("".join(source) if isinstance(source, list) else str(source))
-    return sources
+    return [_source(cell) for cell in nb.cells if cell.get("cell_type") == "code"]
+
+
+@functools.lru_cache(maxsize=8)
+def _lab_reads(sources):
+    """The names the release's code cells (`sources`, a tuple) read: parsed once a class, not
+    once a submission."""
+    return frozenset(names_read(_parsed(sources)))
 
 
 def _parsed(sources):
