@@ -103,44 +103,25 @@ PURE = frozenset(
 )  # fmt: skip
 
 
-# Operations on a value: each calls a method of its operand's class (`r << x` calls
-# `r.__lshift__`: on a value of hers, her code), and each may raise, which a `try` around it
-# reads (`1 // (formula >> k & 1)` tells one bit of the formula).
-DISPATCH = (
-    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute,
-    ast.FormattedValue, ast.comprehension, ast.Starred,
-)  # fmt: skip
-
-
 def _calls_nothing(expr, bound=frozenset()):
     """Whether evaluating `expr` calls nothing but PURE builtins, binds nothing and defines no
     function (a lambda stored in a name that only the tests read is her answer: the fifty-fifth
-    hub tester's copy written as lambdas was cut whole and paired with no one), and runs no
-    operation on a name's value (DISPATCH: the fifty-seventh hub tester's answers were
-    `r << formula`, her class's `__lshift__` keeping the value, and `1 // (formula >> k & 1)`
-    in a `try`, her function rebuilding the formula's value bit by bit from what raised: each
-    statement was cut with its formula). An operation on constants alone is still cut."""
+    hub tester's copy written as lambdas was cut whole and paired with no one), and reads no
+    name but a PURE builtin's. Whatever reads a name's value may hand it on: an operation calls
+    a method of its operand's class (`r << formula`, her `__lshift__` keeping the value, the
+    fifty-seventh hub tester's), so does a builtin given her value (`round(r, formula)` calls
+    her `__round__`, `max(..., key=seen.append)` her list's method), and anything may raise,
+    which a `try` around it reads (`1 // (formula >> k & 1)` tells one bit of the formula; so
+    does `pow(bit, -1)`). A statement of constants alone is still cut."""
     nodes = list(ast.walk(expr))
     # a builtin's name is hers where she binds it (`bound`): a local named `int` or `round`
     # (`1 // ((int * int ...) >> round & 1)`, the same tester's, was cut)
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    if any(isinstance(n, DISPATCH) for n in nodes) and any(
+    if any(
         isinstance(n, ast.Name)
         and isinstance(n.ctx, ast.Load)
         and id(n) not in called
         and (n.id not in PURE or n.id in bound)
-        for n in nodes
-    ):
-        return False
-    # a builtin given a function or a file calls it (`max([formula], key=seen.append)` keeps
-    # the formula in `seen`, the fifty-seventh hub tester's; `print(formula, file=...)`)
-    if any(
-        isinstance(n, ast.keyword)
-        and n.arg in (None, "key", "file")
-        and any(
-            isinstance(m, ast.Name) and (m.id not in PURE or m.id in bound)
-            for m in ast.walk(n.value)
-        )
         for n in nodes
     ):
         return False
