@@ -29,6 +29,18 @@ course runs in a server uses it (JupyterLab, a kernel, git and pip traced with s
 io_uring call; the hub's proxy, node's libuv, runs outside the servers and falls back without
 it anyway).
 
+And it refuses a socket of the kernel's socket dumps (`socket(AF_NETLINK, ..., NETLINK_SOCK_DIAG)`,
+what `ss` reads; EACCES): servers share the machine's network namespace, and a dump lists every
+TCP connection of the machine with its `tcp_info`, whose byte counters are exact. From her
+kernel a student found whose server listens on which loopback port (`/user/<name>/api` answers
+without a credential, with the version) and read, for each connection the proxy holds to
+alice's server, how many bytes alice's browser sent and got (a save of 12,394 bytes read as
+12,590 with its headers): how much alice wrote and ran, and when (the fifty-eighth tester's
+table, played against a running hub). `/proc/net/tcp` has no such counters (its queues only).
+32-bit x86 programs open sockets through `socketcall` too, whose arguments a filter cannot
+read: there, `socketcall(SYS_SOCKET, ...)` is refused whatever it asks for (their direct
+`socket` call is judged as above). Nothing the course runs in a server lists sockets.
+
 Nothing a server, a kernel, the course or the grading sandbox runs needs a keyring. bubblewrap
 installs the filter (`--seccomp FD`) for the server and everything it starts, the instructor's
 grading sandboxes too (a filter is inherited and cannot be taken off): the refused calls fail
@@ -38,8 +50,10 @@ architecture the filter does not know (x32's) all fail; 32-bit programs on a 64-
 keyring calls the grading sandbox refuses too (grading/host/sandbox.py).
 """
 
+import errno
 import os
 import platform
+import struct
 
 from grading.host import seccomp
 
@@ -55,9 +69,39 @@ AIO_SETUP = {
 IO_URING = (425, 426, 427)
 
 
+# socket's numbers, and i386's socketcall with its SYS_SOCKET (arm's EABI has no socketcall)
+SOCKET = {seccomp.X86_64: 41, seccomp.I386: 359, seccomp.AARCH64: 198, seccomp.ARM: 281}
+I386_SOCKETCALL, SYS_SOCKET = 102, 1
+AF_NETLINK, NETLINK_SOCK_DIAG = 16, 4
+REFUSED_SOCKET = (0x06, 0, 0, seccomp.SECCOMP_RET_ERRNO | errno.EACCES)  # BPF_RET
+
+
+def _when(arch, number, *values):
+    """Instructions that refuse the call `number` of `arch` (EACCES) when its first arguments'
+    low 32 bits (ints: all the kernel reads) are `values` (None: any), and else fall through."""
+    checks = []
+    for i, value in enumerate(values):
+        if value is not None:
+            checks += [(0x20, 0, 0, 16 + 8 * i), value]  # BPF_LD|BPF_W|BPF_ABS: argument i
+    block = [(0x20, 0, 0, 0), number, *checks, REFUSED_SOCKET]
+    block = [(0x20, 0, 0, 4), arch, *block]  # its architecture first
+    for j, value in enumerate(block):
+        if isinstance(value, int):  # not this value: past the block's end
+            block[j] = (0x15, 0, len(block) - 1 - j, value)  # BPF_JMP|BPF_JEQ|BPF_K
+    return block
+
+
+def socket_dumps():
+    """The instructions, before the rest of the program, that refuse a NETLINK_SOCK_DIAG
+    socket on each architecture, and i386's socketcall(SYS_SOCKET) (see the docstring)."""
+    block = [_when(arch, n, AF_NETLINK, None, NETLINK_SOCK_DIAG) for arch, n in SOCKET.items()]
+    block.append(_when(seccomp.I386, I386_SOCKETCALL, SYS_SOCKET))
+    return b"".join(struct.pack("=HBBI", *step) for part in block for step in part)
+
+
 def program():
     """The classic BPF program (struct sock_filter[]) that bubblewrap's --seccomp installs."""
-    return seccomp.refusing(
+    return socket_dumps() + seccomp.refusing(
         {arch: numbers + AIO_SETUP[arch] + IO_URING for arch, numbers in seccomp.KEYRINGS.items()}
     )
 
