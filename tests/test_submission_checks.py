@@ -610,6 +610,23 @@ HONEST = {
     "string-letters": "import string\nletters = string.ascii_lowercase",
     "future-import": "from __future__ import annotations",
     "match-class-honest": "match point:\n    case Point(x=0, y=y):\n        pass",
+    # honest answers flagged as outside once (the fifty-second, fifty-fourth and fifty-sixth
+    # hub testers' tables): a named tuple's methods, a numpy Generator, heaps, bisection,
+    # pprint, decimal, statistics, ChainMap, string.Template
+    "namedtuple-methods": "from collections import namedtuple\nShape = namedtuple('Shape', 'd h')\n"
+    "s = Shape(64, 4)._replace(h=8)\nrow = s._asdict()\nnames = Shape._fields\n"
+    "t = Shape._make([1, 2])",
+    "numpy-generator": "import numpy as np\nrng = np.random.default_rng(0)\n"
+    "ids = rng.integers(0, 10, size=4)\nx = rng.normal(size=3)",
+    "heaps-bisect-pprint": "import heapq\nimport bisect\nfrom pprint import pprint, pformat\n"
+    "h = []\nheapq.heappush(h, 3)\nbig = heapq.nlargest(2, [1, 5, 3])\n"
+    "i = bisect.bisect_left([1, 2, 4], 3)\npprint({'a': 1})\ntext = pformat([1])",
+    "decimal-statistics-template": "from decimal import Decimal\nimport statistics\n"
+    "from collections import ChainMap\nfrom string import Template\n"
+    "r = Decimal('1.2345').quantize(Decimal('0.01'))\n"
+    "slope = statistics.linear_regression([1, 2, 3], [2, 4, 6]).slope\n"
+    "p = statistics.NormalDist(0, 1).cdf(1.0)\nc = ChainMap({}, {'a': 1}).new_child()\n"
+    "s = Template('$n heads').substitute(n=4)",
 }
 
 # Honest code outside the labs' vocabulary (grading/host/vocabulary.py): a library the labs do

@@ -52,6 +52,7 @@ LMCOURSE = _package_dir("lmcourse")
 IMPORTABLE = frozenset(
     {
         "__future__",
+        "bisect",
         "cmath",
         "collections",
         "copy",
@@ -59,6 +60,7 @@ IMPORTABLE = frozenset(
         "decimal",
         "fractions",
         "functools",
+        "heapq",
         "itertools",
         "json",
         "math",
@@ -67,6 +69,7 @@ IMPORTABLE = frozenset(
         "numpy.linalg",
         "numpy.random",
         "operator",
+        "pprint",
         "random",
         "re",
         "statistics",
@@ -168,10 +171,12 @@ CLASSES = (
     "builtins.slice",
     "builtins.str",
     "builtins.tuple",
+    "collections.ChainMap",
     "collections.Counter",
     "collections.OrderedDict",
     "collections.defaultdict",
     "collections.deque",
+    "decimal.Decimal",
     "fractions.Fraction",
     "functools._lru_cache_wrapper",  # a cached function's cache_clear, cache_info
     "itertools.chain",  # chain.from_iterable
@@ -180,8 +185,12 @@ CLASSES = (
     "numpy.generic",
     "numpy.iinfo",
     "numpy.ndarray",
+    "numpy.random.Generator",  # np.random.default_rng()'s integers, normal ...
     "re.Match",
     "re.Pattern",
+    "statistics.LinearRegression",  # linear_regression(...).slope
+    "statistics.NormalDist",
+    "string.Template",
     "torch.Generator",
     "torch.Size",
     "torch.Tensor",
@@ -196,6 +205,10 @@ CLASSES = (
 
 # The dunder names an honest answer reads: super().__init__(), type(x).__name__.
 DUNDERS = ("__call__", "__doc__", "__init__", "__name__", "__qualname__")
+
+# A named tuple's methods and fields, named with an underscore so as not to clash with its
+# own fields (`Shape(...)._replace(heads=8)`, `row._asdict()`): the only private words.
+NAMEDTUPLE = ("_asdict", "_field_defaults", "_fields", "_make", "_replace")
 
 # Builtins a student's code may name without defining them.
 BUILTINS = frozenset(
@@ -314,6 +327,7 @@ NOT_WORDS = frozenset(
         "show_runtime",
         "singledispatch",
         "singledispatchmethod",
+        "spawn",  # a numpy Generator's children; torch.multiprocessing's start of processes
         "storage",
         "tofile",
         "untyped_storage",
@@ -432,7 +446,7 @@ def _torch_words():
 
 def build():
     """Every word, from the installed packages and the course's source."""
-    words = set(ATTRIBUTE_MODULES) | set(DUNDERS) | _torch_words()
+    words = set(ATTRIBUTE_MODULES) | set(DUNDERS) | set(NAMEDTUPLE) | _torch_words()
     for name in MODULES:
         module = importlib.import_module(name)
         if name != "torch":
@@ -446,7 +460,8 @@ def build():
         words |= set(_public(_resolve(dotted)))
     words |= {dotted.rpartition(".")[2] for dotted in FUNCTIONS if callable(_resolve(dotted))}
     words |= _source_words()
-    words = {w for w in words if w.isidentifier() and (not w.startswith("_") or w in DUNDERS)}
+    private = set(DUNDERS) | set(NAMEDTUPLE)
+    words = {w for w in words if w.isidentifier() and (not w.startswith("_") or w in private)}
     kept = _kept_module_names(words) | set(ATTRIBUTE_MODULES)
     return sorted((words - NOT_WORDS - set(sys.stdlib_module_names)) | kept)
 
