@@ -28,6 +28,7 @@ import pytest
 from browsing import VIEWPORT
 from lab_cases import copying
 
+from grading.host import submission_checks
 from grading.instructor import csvout, similarity
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -667,3 +668,56 @@ def test_an_operation_on_a_value_of_hers_is_never_idle():
     # a method an operation calls, named in a string (`type`'s namespace) counts too
     made = "Box = type('Box', (), {'__lshift__': print})\n"
     assert similarity.without_idle([made, "r << d * d"])[1] == "r << d * d"
+
+
+SYMBOLS = """def combine(s, other, how):
+    g = other.f if isinstance(other, Sym) else (lambda a: other)
+    return Sym(lambda a: how(s.f(a), g(a)))
+
+
+class Sym:
+    def __init__(self, f):
+        self.f = f
+
+    def __add__(self, other):
+        return combine(self, other, lambda x, y: x + y)
+
+    def __mul__(self, other):
+        return combine(self, other, lambda x, y: x * y)
+
+    def __floordiv__(self, other):
+        return combine(self, other, lambda x, y: x // y)
+
+
+class Box:
+    def __lshift__(self, value):
+        self.value = value
+
+
+def attention_parameters(d, heads, kv_heads):
+    return divmod.value.f((d, heads, kv_heads))
+"""
+
+
+def test_names_a_cell_of_prompts_binds_count():
+    """The sixtieth hub tester: a cell of `>>> ` prompts is no Python (`ast.parse` fails), but
+    IPython strips the prompts and runs it. Hers bound builtins' names to symbols of hers
+    (`>>> divmod, hash, repr, abs = Box(), Sym(...), ...`, nothing flagged), and the formula,
+    written in those names (`divmod << hash * hash + ...`: no call, only builtins' names), was
+    cut from the page as idle while her kernel computed it and the tests passed. The names
+    such a cell binds and reads count; the cell itself is left as it is."""
+    prompts = (
+        ">>> divmod, hash, repr, abs = (\n... Box(), Sym(lambda a: a[0]), Sym(lambda a: a[1]),"
+        " Sym(lambda a: a[2]))\n"
+    )
+    formula = (
+        "divmod << hash * hash + (hash * (hash // repr * abs) + (hash * hash + hash // repr"
+        " * abs * hash))"
+    )
+    namespace = {}
+    for cell in (SYMBOLS, prompts, formula):
+        exec(submission_checks.python_source(cell), namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == PARAMETERS
+    assert similarity.without_idle([SYMBOLS, prompts, formula])[1:] == [prompts, formula]
+    # a cell of prompts that binds no builtin's name leaves the cut as it was
+    assert similarity.without_idle([">>> x = 1\n", "hash * 2"])[1] == ""
