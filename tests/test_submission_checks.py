@@ -558,12 +558,36 @@ REACHES = {
         "def g():\n    global vars\n    vars = 1\nv = vars",
         "binds vars (assignment), a builtin's name",
     ),
+    # the fifty-ninth tester: update_wrapper is a getattr and a setattr by names she gives it
+    # and a write of her class's namespace into a module's (all words)
+    "update_wrapper": (
+        "import functools\nimport torch\ngot = []\nclass Box:\n"
+        "    def __setattr__(self, name, value):\n        got.append(value)\n"
+        "functools.update_wrapper(Box(), torch, assigned=('sy' + 's',), updated=())",
+        "functools.update_wrapper",
+    ),
+    "update_wrapper-imported-as": (
+        "from functools import update_wrapper as u\nclass H:\n    pass\nu(torch, H)",
+        "functools.update_wrapper",
+    ),
+    "wraps-called-on-a-module": (
+        "from functools import wraps\nclass H:\n    pass\nwraps(H)(torch)",
+        "functools.update_wrapper",
+    ),
+    "wraps-decorator-with-names": (
+        "import functools\n@functools.wraps(torch, assigned=('sy' + 's',))\ndef g():\n    pass",
+        "functools.update_wrapper",
+    ),
     "getattr-bound-by-an-empty-loop": (
         "for getattr in []:\n    pass\nlook = getattr\nm = look(torch, 'sy' + 's').modules",
         "binds getattr (a for loop's target), a builtin's name",
     ),
 }
 HONEST = {
+    "wraps-decorator": "import functools\nfrom functools import wraps as w\n\n\n"
+    "def timed(fn):\n    @functools.wraps(fn)\n    def inner(*args, **kwargs):\n"
+    "        return fn(*args, **kwargs)\n\n    @w(fn)\n    def again(*args):\n"
+    "        return fn(*args)\n\n    return inner, again",
     "tqdm": "from tqdm import tqdm\nfor x in tqdm(range(3)):\n    pass\n",
     "torch-as-strided": "def windows(x):\n    return x.as_strided((2, 2), (1, 1))",
     "type-with-plain-names": "Kind = type('Kind', (Exception,), {'size': 1})",
@@ -705,6 +729,11 @@ BY_CONSTRUCT = {
     "torch-function",
     "type-with-a-namespace-of-hers",
     "type-with-keys-of-hers",
+    # words all: functools' update_wrapper, a getattr and setattr by names she gives it
+    "update_wrapper",
+    "update_wrapper-imported-as",
+    "wraps-called-on-a-module",
+    "wraps-decorator-with-names",
 }
 
 

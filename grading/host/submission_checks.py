@@ -420,6 +420,14 @@ RESOLVERS = {
     "_ufunc_reconstruct", "_makenamedict", "lazy_deprecated_import", "enum_object_hook",
     "read_module", "_convert_", "_old_convert_", "try_import", "_import_dotted_name",
 }  # fmt: skip
+# functools' update_wrapper is a getattr and a setattr by the names it is given (`assigned`)
+# and a write of one object's namespace into another's (`updated`, by default `__dict__`):
+# `update_wrapper(box, torch, assigned=("sy" + "s",), updated=())` set torch's sys on an
+# object of hers whose __setattr__ kept it, and `update_wrapper(agent, Holder, (), ("__di" +
+# "ct__",))` wrote her class's namespace, a _guard of hers, into the agent's module: every
+# guard off, nothing flagged, all of it words (the fifty-ninth hub tester). `wraps` calls it:
+# only `@wraps(f)` on a def of hers, which sets her new function's attributes, is not flagged.
+WRAPPERS = {"update_wrapper", "wraps"}
 PICKLE_KEYWORDS = {("allow_pickle", True), ("weights_only", False), ("pickle_module", None)}
 # The same switches by any value but the safe constant (`allow_pickle="y"` is true), by
 # position (`np.load(file, None, True)`, `numpy.lib.format.read_array(fp, True)`,
@@ -964,9 +972,39 @@ def cell_flags(tree, protected, aliases=None, expected=None):
     def own(name):
         return not isinstance(name.ctx, ast.Load) or name.id in top or id(name) in local
 
+    decorating = {
+        id(d.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for d in node.decorator_list
+        if isinstance(d, ast.Call)
+        and len(d.args) == 1
+        and not d.keywords
+        and not isinstance(d.args[0], ast.Starred)
+    }
+
+    def wrapper(node):
+        """Whether `node` names functools' update_wrapper, or wraps but as `@wraps(f)`."""
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            module, _, name = aliases.get(node.id, "").rpartition(".")
+            if module != "functools":  # `from functools import wraps as w` binds w to it
+                return False
+        else:
+            return False
+        return name == "update_wrapper" or (name == "wraps" and id(node) not in decorating)
+
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
+        if wrapper(node):
+            found.append(
+                (
+                    line,
+                    "sets and reads attributes by the names it is given (functools.update_wrapper)",
+                )
+            )
         if isinstance(node, ast.Import | ast.ImportFrom):
             if isinstance(node, ast.Import):
                 modules = [(a.name, a.name) for a in node.names]
