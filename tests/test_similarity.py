@@ -705,7 +705,9 @@ def test_names_a_cell_of_prompts_binds_count():
     (`>>> divmod, hash, repr, abs = Box(), Sym(...), ...`, nothing flagged), and the formula,
     written in those names (`divmod << hash * hash + ...`: no call, only builtins' names), was
     cut from the page as idle while her kernel computed it and the tests passed. The names
-    such a cell binds and reads count; the cell itself is left as it is."""
+    such a cell binds and reads count; the cell itself is left as it is. So do the names of
+    a cell of `In [1]: ` prompts, which parses as other Python (`In[1]: divmod = Box()`, an
+    annotation): a cell is read as the kernel runs it."""
     prompts = (
         ">>> divmod, hash, repr, abs = (\n... Box(), Sym(lambda a: a[0]), Sym(lambda a: a[1]),"
         " Sym(lambda a: a[2]))\n"
@@ -713,6 +715,19 @@ def test_names_a_cell_of_prompts_binds_count():
     formula = (
         "divmod << hash * hash + (hash * (hash // repr * abs) + (hash * hash + hash // repr"
         " * abs * hash))"
+    )
+    namespace = {}
+    for cell in (SYMBOLS, prompts, formula):
+        exec(submission_checks.python_source(cell), namespace)
+    assert namespace["attention_parameters"](64, 4, 2) == PARAMETERS
+    assert similarity.without_idle([SYMBOLS, prompts, formula])[1:] == [prompts, formula]
+    # `In [1]: ` prompts are Python too (an annotation of `In[1]`, which binds nothing)
+    prompts = "".join(
+        f"In [{i}]: {name} = {value}\n"
+        for i, (name, value) in enumerate(
+            [("divmod", "Box()")]
+            + [(n, f"Sym(lambda a: a[{k}])") for k, n in enumerate(("hash", "repr", "abs"))]
+        )
     )
     namespace = {}
     for cell in (SYMBOLS, prompts, formula):

@@ -269,15 +269,18 @@ def without_idle(sources, read_elsewhere=()):
     """`sources` (code cells) with their idle statements cut out (`idle`; the names read are
     read across all of them, and `read_elsewhere`: the release's tests read her answers by
     name); a source that does not parse is left as it is."""
-    trees = _parsed(sources)
-    # a cell that is no Python but runs in the kernel (IPython strips `>>> ` and `In [1]: `
-    # prompts) binds and reads names too: `>>> divmod, hash = Box(), Sym(...)` made a formula
-    # of builtins' names cut as idle while her kernel computed it (the sixtieth hub tester's).
-    # Such a cell is left as it is; the names it binds and reads count.
-    as_run = [
-        tree if tree is not None else _parsed([submission_checks.python_source(source)])[0]
-        for source, tree in zip(sources, trees, strict=True)
-    ]
+    # a cell is read as the kernel runs it: IPython strips `>>> ` and `In [1]: ` prompts and a
+    # common indent first. Her cell `>>> divmod, hash = Box(), Sym(...)` (no Python) or
+    # `In [1]: divmod = Box()` (Python, an annotation of `In[1]` that binds nothing) bound
+    # builtins' names in her kernel, and her formula written in them (`divmod << hash * hash
+    # + ...`) was cut as idle (the sixtieth hub tester's). Such a cell is left as it is; the
+    # names it binds and reads, as run, count.
+    trees, as_run = _parsed(sources), []
+    for index, (source, tree) in enumerate(zip(sources, trees, strict=True)):
+        run = _parsed([submission_checks.python_source(source)])[0]
+        if tree is None or run is None or ast.dump(tree) != ast.dump(run):
+            trees[index] = None
+        as_run.append(run or tree)
     read = set(read_elsewhere) | names_read(as_run)
     bound = names_bound(as_run) & PURE
     kept = []
