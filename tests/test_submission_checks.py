@@ -578,6 +578,18 @@ REACHES = {
         "import functools\n@functools.wraps(torch, assigned=('sy' + 's',))\ndef g():\n    pass",
         "functools.update_wrapper",
     ),
+    # copy.copy writes a reduce value's state into what her function returns, by her names
+    "reduce-state": (
+        "import copy\nimport torch\ndef give():\n    return torch\nclass W:\n"
+        "    def __reduce__(self):\n        return (give, (), (None, {'sy' + 's': 0}))\n"
+        "copy.copy(W())",
+        "defines __reduce__",
+    ),
+    "reduce-ex-state": (
+        "import copy\nclass W:\n    def __reduce_ex__(self, protocol):\n"
+        "        return (list, (), None, None, None)\ncopy.deepcopy(W())",
+        "defines __reduce_ex__",
+    ),
     "getattr-bound-by-an-empty-loop": (
         "for getattr in []:\n    pass\nlook = getattr\nm = look(torch, 'sy' + 's').modules",
         "binds getattr (a for loop's target), a builtin's name",
@@ -729,6 +741,8 @@ BY_CONSTRUCT = {
     "torch-function",
     "type-with-a-namespace-of-hers",
     "type-with-keys-of-hers",
+    "reduce-state",
+    "reduce-ex-state",
     # words all: functools' update_wrapper, a getattr and setattr by names she gives it
     "update_wrapper",
     "update_wrapper-imported-as",

@@ -503,6 +503,11 @@ DUNDER_DEFS = {
     "__contains__",
     "__del__",
 }
+# What copy.copy and copy.deepcopy ask a class of hers for: the state of a reduce value is
+# written into the object her function returns, a dict into its namespace and a second dict by
+# setattr, by names she computes: `copy.copy(W())`, whose `__reduce__` returned `(give, (),
+# (None, {"sy" + "s": 0}))`, set `torch.sys` (the fifty-ninth hub tester), all words.
+REDUCERS = {"__reduce__", "__reduce_ex__"}
 # Dunders that reach past a value: namespaces, code objects, classes' innards, pickling hooks.
 DUNDERS = DUNDER_DEFS | {
     "__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__closure__",
@@ -1219,6 +1224,8 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                 found.append(
                     (line, f"defines {node.name} (it can make a wrong answer compare equal)")
                 )
+            elif node.name in REDUCERS:
+                found.append((line, f"defines {node.name} (copy sets attributes by its names)"))
             elif node.name in TORCH_HOOKS:
                 found.append((line, f"defines {node.name} (torch's interception points)"))
             elif node.name in RAW_MEMORY:
