@@ -26,6 +26,9 @@ from formgrader_pages import (
     placed,
     render,
 )
+from nbconvert.filters import markdown2html
+
+from grading.instructor import sanitise
 
 
 def test_the_grading_page_loads_mathjax_from_the_server_not_a_cdn():
@@ -59,6 +62,28 @@ def test_student_markdown_is_sanitised_on_the_instructors_pages(page):
     assert link in html
 
 
+@pytest.mark.parametrize(
+    "image",
+    [
+        '<img src="/hub/logout">',
+        "![x](../../../hub/logout)",
+        '<img src="https://hub.example/hub/logout">',
+        '<img src=" /user/lm10-instructor/git-pull?repo=x">',
+        '<img src="x">',
+    ],
+)
+def test_an_image_on_the_instructors_pages_carries_itself(image):
+    """The sixtieth hub tester: an image's address is a GET the instructor's browser sends as
+    the page opens, with the instructor's cookies, and the formgrader's policy allows images
+    from 'self': `<img src="/hub/logout">` in her markdown logs the instructor out
+    (JupyterHub's LogoutHandler.get). Only an image that carries itself (data:) keeps its
+    source; the image's text stays."""
+    html = sanitise.markdown_html(markdown2html(image))
+    assert "src" not in html and "<img" in html, html
+    kept = '<img src="data:image/png;base64,iVBORw0KGgo=">'
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in sanitise.markdown_html(kept)
+
+
 @pytest.mark.parametrize("page", ["page", "feedback"])
 def test_no_student_attribute_places_covers_or_restyles(page):
     """Bootstrap's classes, style, ids of the page, names, data-* (Bootstrap's data API),
@@ -70,4 +95,4 @@ def test_no_student_attribute_places_covers_or_restyles(page):
     assert BANNER in html and "All marks given." in html and "a table" in html
     assert placed(html) == []
     # what markdown makes stays
-    assert '<ol start="3">' in html and '<img alt="a large image" src="x"/>' in html
+    assert '<ol start="3">' in html and '<img alt="a large image"/>' in html

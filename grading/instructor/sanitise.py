@@ -12,10 +12,11 @@ filter, the last step of those templates (and of nbconvert's own), and `clean` a
 `clean_html` filter, which nbconvert's templates apply to raw cells and to HTML, markdown and
 SVG outputs: nbconvert's strip_files_prefix, then an allow-list sanitiser (nh3, the Python
 binding of Rust's Ammonia, which parses as a browser's HTML5 parser does): the tags markdown
-produces, links to http, https and mailto only, images from http, https, attachments (data:
-PNG, JPEG, GIF) only; everything else (scripts, event handlers, style, iframes, SVG, forms,
-objects, `javascript:` and other schemes) is removed, never escaped into view, and the contents
-of script and style elements with it.
+produces, links to http, https and mailto only, images that carry themselves (data: PNG, JPEG,
+GIF: attachments) only, never an address (an image loads as the page opens: a request to the
+course's server with the instructor's cookies); everything else (scripts, event handlers,
+style, iframes, SVG, forms, objects, `javascript:` and other schemes) is removed, never escaped
+into view, and the contents of script and style elements with it.
 
 No attribute a student writes can place, cover or restyle anything on the instructor's page,
 so none survives but the address of a link or image, an image's alternative text, a tooltip
@@ -62,20 +63,24 @@ IMAGE_DATA = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z
 
 def allowed(tag, name, value):
     """nh3's attribute filter, for the attributes the allow-list keeps: the schemes links and
-    images may use (a relative link or image stays: it points into the course's own server);
-    None removes the attribute."""
+    images may use (a relative link stays: it points into the course's own server, and only a
+    click follows it); None removes the attribute. An image loads when the page opens, so its
+    address must carry the image itself (data:): a relative one is a GET the instructor's
+    browser sends, with the instructor's cookies, to any page of the course's server
+    (`<img src="/hub/logout">` logs the instructor out: JupyterHub's LogoutHandler.get; the
+    sixtieth hub tester's, and the formgrader's policy allows images from 'self'), and so is an
+    http one naming the course's own host (another host's the policy blocks anyway)."""
     if name not in ATTRIBUTES.get(tag, ()):
         return None if name != "rel" else value  # nh3's own rel="noopener noreferrer"
     if name not in ("href", "src"):
         return value
     url = "".join(value.split()).lower()  # "java\tscript:" is still javascript:
     scheme = re.match(r"([a-z][a-z0-9+.-]*):", url)
-    if tag == "img" and url.startswith("data:"):
-        return value if IMAGE_DATA.match(value.strip()) else None
+    if tag == "img":
+        return value if url.startswith("data:") and IMAGE_DATA.match(value.strip()) else None
     if scheme is None:
         return None if url.startswith("//") else value  # relative, not another host's
-    schemes = ("http", "https", "mailto") if tag == "a" else ("http", "https")
-    return value if scheme.group(1) in schemes else None
+    return value if scheme.group(1) in ("http", "https", "mailto") else None
 
 
 CLEANER = nh3.Cleaner(
