@@ -28,7 +28,7 @@ from grading.host.course_preprocessors import (
 )
 from grading.hub import plain_logs
 from grading.instructor.grades_export import GradesExport
-from grading.instructor.sanitise import clean, markdown_html
+from grading.instructor.sanitise import clean, image_path, markdown_html
 
 # The course whose configuration this is: the folder of this file, wherever it was copied.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -127,7 +127,13 @@ c.Execute.extra_arguments = ["--IPKernelApp.extensions=lmcourse.offlimits"]
 # outputs), which keeps every class and id; a cell's tags, which nbconvert writes into the
 # cell's class, are left out by grading/jupyter-data/.../celltags.j2. No attribute a student
 # writes can place, cover or restyle anything on these pages.
-c.HTMLExporter.filters = {"strip_files_prefix": markdown_html, "clean_html": clean}
+# An output's image is shown from its data, never from an address the notebook names
+# (sanitise.image_path, as nbconvert's `posix_path`).
+c.HTMLExporter.filters = {
+    "strip_files_prefix": markdown_html,
+    "clean_html": clean,
+    "posix_path": image_path,
+}
 c.HTMLExporter.sanitize_html = True
 
 # Feedback is what students see: remove the hidden tests (and any output that quotes them).

@@ -10,8 +10,10 @@ loads the macro's output from a running server and checks that MathJax typesets.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import nbformat
 import pytest
 from formgrader_pages import (
     BANNER,
@@ -96,3 +98,27 @@ def test_no_student_attribute_places_covers_or_restyles(page):
     assert placed(html) == []
     # what markdown makes stays
     assert '<ol start="3">' in html and '<img alt="a large image"/>' in html
+
+
+@pytest.mark.parametrize("what", ["page", "feedback"])
+def test_an_output_image_shows_its_data_not_an_address_it_names(what):
+    """A display of hers, run as the lab is autograded, names the file its image is in
+    (`display({"image/png": ...}, metadata={"filenames": {"image/png": "/hub/logout"}},
+    raw=True)` keeps that metadata in the graded notebook): nbconvert's templates made it
+    `<img src="/hub/logout">`, a GET the instructor's browser sent as the page opened (the
+    sixty-second hub tester's). Only the image's own data may be its source."""
+    cell = nbformat.v4.new_code_cell("chart()")
+    addresses = ["/hub/logout", "http://127.0.0.1:8000/hub/logout", "../../api/shutdown"]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={mime: "iVBORw0KGgo=", "text/plain": "a chart"},
+            metadata={"filenames": {mime: address}},
+        )
+        for mime in ("image/png", "image/jpeg")
+        for address in addresses
+    ]
+    page = render(what, nbformat.v4.new_notebook(cells=[cell]))
+    sources = re.findall(r"<img\b[^>]*?\bsrc=\"([^\"]*)\"", page)
+    assert sources, page[-3000:]
+    assert not [s for s in sources if s and not s.startswith("data:image/")], sources

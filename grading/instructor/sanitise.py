@@ -104,6 +104,19 @@ def markdown_html(text):
     return clean(strip_files_prefix(text))
 
 
+def image_path(path):
+    """Installed as nbconvert's `posix_path` filter, which its templates apply only to the
+    address of an output's image held in a file (`output.metadata.filenames[mime]`, written by
+    nbconvert's ExtractOutputPreprocessor, and `output.svg_filename`). No page nbgrader renders
+    extracts outputs, so such an address comes from the notebook: a display of hers, run when
+    the lab is autograded (`display({"image/png": ...}, metadata={"filenames": {"image/png":
+    "/hub/logout"}}, raw=True)`), put `<img src="/hub/logout">` on the grading page, a GET sent
+    with the instructor's cookies as it opened (the sixty-second hub tester's). Only an image
+    that carries itself stays, as in `allowed`; anything else is "", which loads nothing."""
+    path = str(path)
+    return path if IMAGE_DATA.match(path.strip()) else ""
+
+
 def plain(text):
     """`text` without terminal escape sequences (colours, cursor moves, titles, the clipboard)
     or other control and direction characters: a student's text, in a report line or a CSV
