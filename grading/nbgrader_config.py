@@ -28,7 +28,7 @@ from grading.host.course_preprocessors import (
 )
 from grading.hub import plain_logs
 from grading.instructor.grades_export import GradesExport
-from grading.instructor.sanitise import clean, image_path, markdown_html
+from grading.instructor.sanitise import clean, image_path, markdown_html, output_metadata
 
 # The course whose configuration this is: the folder of this file, wherever it was copied.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -133,6 +133,7 @@ c.HTMLExporter.filters = {
     "strip_files_prefix": markdown_html,
     "clean_html": clean,
     "posix_path": image_path,
+    "get_metadata": output_metadata,  # an image's width and height: numbers only
 }
 c.HTMLExporter.sanitize_html = True
 

@@ -122,3 +122,36 @@ def test_an_output_image_shows_its_data_not_an_address_it_names(what):
     sources = re.findall(r"<img\b[^>]*?\bsrc=\"([^\"]*)\"", page)
     assert sources, page[-3000:]
     assert not [s for s in sources if s and not s.startswith("data:image/")], sources
+
+
+@pytest.mark.parametrize("what", ["page", "feedback"])
+def test_an_output_images_size_adds_no_attribute(what):
+    """nbconvert writes an output image's width and height unquoted, escaping only `&<>"'`: a
+    width of hers of "1 srcset=/hub/logout style=... class=navbar-fixed-top", set by a display
+    run as the lab is autograded, became attributes of the <img> on the grading page (the
+    sixty-second hub tester's). A number stays a number."""
+    injected = "1 srcset=/hub/logout style=background-image:url(/hub/x) class=navbar-fixed-top"
+    cell = nbformat.v4.new_code_cell("chart()")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={mime: "iVBORw0KGgo=", "text/plain": "a chart"},
+            metadata={mime: {"width": injected, "height": "2 onerror=x"}},
+        )
+        for mime in ("image/png", "image/jpeg")
+    ]
+    honest = nbformat.v4.new_code_cell("chart()")
+    honest.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": "iVBORw0KGgo=", "text/plain": "a chart"},
+            metadata={"image/png": {"width": 320, "height": "240"}},
+        )
+    ]
+    page = render(what, nbformat.v4.new_notebook(cells=[cell, honest]))
+    images = re.findall(r"<img\b[^>]*>", page)
+    assert len(images) >= 3, page[-3000:]
+    for image in images:
+        for name in ("srcset", "style", "class", "onerror"):
+            assert not re.search(rf"\s{name}=", image), image
+    assert any('width="320"' in i and 'height="240"' in i for i in images), images
