@@ -590,6 +590,25 @@ REACHES = {
         "        return (list, (), None, None, None)\ncopy.deepcopy(W())",
         "defines __reduce_ex__",
     ),
+    # the same without __reduce__ (the sixty-first hub tester): object's own reduce asks her
+    # class for __getnewargs__ and __getstate__, and copy calls cls.__new__(cls, *newargs),
+    # which torch.inference_mode's answers with her __call__'s value (torch), then sets her
+    # state's second dict on it by setattr
+    "getstate-newargs": (
+        "import copy\nimport torch\nclass W(torch.inference_mode):\n"
+        "    def __call__(self, x):\n        return torch\n"
+        "    def __getnewargs__(self):\n        return (print,)\n"
+        "    def __getstate__(self):\n        return (None, {'sy' + 's': 0})\n"
+        "copy.copy(W())",
+        "defines __getstate__",
+    ),
+    "getnewargs-ex": (
+        "import copy\nimport torch\nclass W(torch.inference_mode):\n"
+        "    def __call__(self, x):\n        return torch\n"
+        "    def __getnewargs_ex__(self):\n        return ((print,), {})\n"
+        "copy.copy(W())",
+        "defines __getnewargs_ex__",
+    ),
     "getattr-bound-by-an-empty-loop": (
         "for getattr in []:\n    pass\nlook = getattr\nm = look(torch, 'sy' + 's').modules",
         "binds getattr (a for loop's target), a builtin's name",
@@ -743,6 +762,8 @@ BY_CONSTRUCT = {
     "type-with-keys-of-hers",
     "reduce-state",
     "reduce-ex-state",
+    "getstate-newargs",
+    "getnewargs-ex",
     # words all: functools' update_wrapper, a getattr and setattr by names she gives it
     "update_wrapper",
     "update_wrapper-imported-as",

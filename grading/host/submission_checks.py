@@ -507,7 +507,11 @@ DUNDER_DEFS = {
 # written into the object her function returns, a dict into its namespace and a second dict by
 # setattr, by names she computes: `copy.copy(W())`, whose `__reduce__` returned `(give, (),
 # (None, {"sy" + "s": 0}))`, set `torch.sys` (the fifty-ninth hub tester), all words.
-REDUCERS = {"__reduce__", "__reduce_ex__"}
+# Without __reduce__ (the sixty-first hub tester), object's own reduce asks her class for
+# __getnewargs__ (or _ex) and __getstate__: copy calls cls.__new__(cls, *newargs), which
+# torch.inference_mode's answers with her __call__'s value (`cls()(arg)`: torch), and sets her
+# state's second dict on it by setattr: torch.sys set to 0, flags [] (all words).
+REDUCERS = {"__reduce__", "__reduce_ex__", "__getstate__", "__getnewargs__", "__getnewargs_ex__"}
 # Dunders that reach past a value: namespaces, code objects, classes' innards, pickling hooks.
 DUNDERS = DUNDER_DEFS | {
     "__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__closure__",
