@@ -35,9 +35,10 @@ def allowed_repos():
     return {r.rstrip("/") for r in os.environ.get(REPOS_VARIABLE, "").split()}
 
 
-def check(repo, target, root):
+def check(repo, target, root, backup=False):
     """Why a pull of `repo` into `target` (a path nbgitpuller made under the server's `root`)
-    is refused, or None if it may go."""
+    is refused, or None if it may go. `backup` is the link's (nbgitpuller moves an existing
+    `target` aside first where it is any non-empty string, "false" too)."""
     allowed = allowed_repos()
     if not allowed:
         return f"this server pulls no repository (${REPOS_VARIABLE} names none for it)"
@@ -49,6 +50,14 @@ def check(repo, target, root):
         return f"{target!r}: a folder under {root} without hidden or '..' parts"
     if not Path(target).resolve().is_relative_to(Path(root).resolve()):
         return f"{target!r} leads out of {root}"
+    # A folder of hers that is no clone stays where it is: a classmate's link of the course's
+    # repository with `targetpath=LM10-L2&backup=true` renamed the clicker's assignment folder
+    # to LM10-L2_backup_<time> and cloned the lessons in its place, so that her Submit sent the
+    # lessons (the sixty-second hub tester's); without `backup` such a pull fails in git.
+    if backup:
+        return "backup=...: a link moves no folder aside"
+    if os.path.lexists(target) and not os.path.isdir(os.path.join(target, ".git")):
+        return f"{target!r} is a folder of this server's that no link pulled"
     return None
 
 
@@ -70,7 +79,8 @@ def guard():
         target = self.get_argument("targetpath", None) or self.get_argument(
             "targetPath", repo.rstrip("/").split("/")[-1]
         )
-        refused = check(repo, os.path.join(root, target), root)
+        backup = self.get_argument("backup", False)
+        refused = check(repo, os.path.join(root, target), root, backup)
         if refused:
             raise web.HTTPError(403, "not pulled: %s", refused)
         return await page(self)
@@ -81,7 +91,7 @@ def guard():
         def __init__(self, git_url, repo_dir, **kwargs):
             parent = kwargs.get("parent")
             root = getattr(parent, "root_dir", None) or os.path.expanduser("~")
-            refused = check(git_url, repo_dir, root)
+            refused = check(git_url, repo_dir, root, kwargs.get("backup"))
             if refused:
                 raise ValueError(f"not pulled: {refused}")
             super().__init__(git_url, repo_dir, **kwargs)
