@@ -207,6 +207,24 @@ def test_a_model_in_the_room_has_the_state_dict_transformers_gives():
     assert torch.equal(copy.model.rotary_emb.inv_freq, model.model.rotary_emb.inv_freq)
 
 
+def test_a_model_in_the_room_applies_its_activation_as_transformers_does():
+    """A Llama MLP's `act_fn` is transformers' SiLUActivation (transformers 5), a module of no
+    weights: an honest port's `mlp.act_fn(gate) * up` passed Validate (the guard fired
+    nothing: transformers.activations is no lab's reference) and raised NotImplementedError in
+    the room, "weights only" (the sixty-first hub tester). GPT-2's NewGELUActivation too."""
+    from transformers.activations import NewGELUActivation
+
+    model = tiny_llama()
+    copy = through_the_room(model)
+    x = torch.randn(2, 3, 24)
+    mlp, theirs = copy.model.layers[0].mlp, model.model.layers[0].mlp
+    assert torch.equal(mlp.act_fn(x), theirs.act_fn(x))
+    gelu = NewGELUActivation()
+    assert torch.allclose(through_the_room(gelu)(x), gelu(x), atol=1e-6, rtol=0)
+    with pytest.raises(NotImplementedError, match="weights only"):
+        copy.model.layers[0].input_layernorm(x[..., :16])
+
+
 def test_a_room_reads_its_copies_without_transformers(tmp_path):
     """The copies unpickle in an interpreter where transformers cannot be imported, as in
     a room, whose transformers is a stand-in that refuses the import."""

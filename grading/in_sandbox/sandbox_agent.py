@@ -167,7 +167,7 @@ def weights_only(module, qualname, state):
                 "graded: its forward is what this lab asks you to write, from those weights"
             )
 
-        methods = {"forward": forward}
+        methods = {"forward": _ACTIVATIONS.get(key, forward)}
         if "getters" in state:  # a transformers model (trusted_tests._getters)
             methods.update(_model_getters())
         kind = type(qualname.rsplit(".", 1)[-1], (torch.nn.Module,), methods)
@@ -189,6 +189,34 @@ def weights_only(module, qualname, state):
     if "getters" in state:
         made._lm10_getters = dict(state["getters"])
     return made
+
+
+def _silu(self, input):
+    import torch
+
+    return torch.nn.functional.silu(input)
+
+
+def _new_gelu(self, input):
+    import math
+
+    import torch
+
+    return (
+        0.5
+        * input
+        * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+    )
+
+
+# transformers' activations of no weights, each a formula of torch's, as transformers'
+# forward computes it: a Llama MLP's `act_fn` (SiLUActivation in transformers 5) raised
+# NotImplementedError in the room, where an honest port's `mlp.act_fn(gate) * up` passed
+# Validate (the sixty-first hub tester). Her call is judged by the guard as hers, as there.
+_ACTIVATIONS = {
+    ("transformers.activations", "SiLUActivation"): _silu,
+    ("transformers.activations", "NewGELUActivation"): _new_gelu,
+}
 
 
 def _model_getters():
