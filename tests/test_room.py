@@ -10,6 +10,7 @@ import io
 import pickle
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -193,6 +194,39 @@ def test_a_model_in_the_room_answers_for_its_weights_as_transformers_does():
     for name in ("dtype", "device", "get_input_embeddings"):
         assert not hasattr(model.model.layers[0], name)
         assert not hasattr(copy.model.layers[0], name)
+
+
+def test_a_configuration_in_the_room_answers_as_transformers_does():
+    """The room's copy held `to_dict()`'s values: `config.dtype` was the string "bfloat16"
+    where transformers gives torch.bfloat16 (an honest `torch.zeros(n, dtype=config.dtype)`
+    passed Validate and raised in the room), and the properties (`num_labels`,
+    `name_or_path`, `use_return_dict`, `torch_dtype`, `rope_scaling`), `to_diff_dict()`,
+    `get_text_config()` and the model's `num_parameters()` raised AttributeError (the
+    fifty-sixth and sixty-first hub testers). Each answers as transformers does."""
+    model = tiny_llama()
+    config = LlamaConfig(**{**model.config.to_dict(), "dtype": torch.bfloat16})
+    copy = through_the_room(config)
+    assert copy.dtype is torch.bfloat16 and torch.zeros(2, dtype=copy.dtype).dtype == copy.dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("num_labels", "name_or_path", "use_return_dict", "torch_dtype"):
+            assert getattr(copy, name) == getattr(config, name), name
+        assert copy.rope_scaling == config.rope_scaling
+    assert copy.to_dict() == config.to_dict() and copy.to_dict()["dtype"] == "bfloat16"
+    assert copy.to_diff_dict() == config.to_diff_dict()
+    assert copy.get_text_config() is copy
+    copy.hidden_size = 32
+    assert copy.to_diff_dict()["hidden_size"] == 32
+    weights = through_the_room(model)
+    for only_trainable in (False, True):
+        for exclude_embeddings in (False, True):
+            counts = [
+                m.num_parameters(
+                    only_trainable=only_trainable, exclude_embeddings=exclude_embeddings
+                )
+                for m in (weights, model)
+            ]
+            assert counts[0] == counts[1], (only_trainable, exclude_embeddings, counts)
 
 
 def test_a_model_in_the_room_has_the_state_dict_transformers_gives():

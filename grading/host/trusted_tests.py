@@ -42,6 +42,7 @@ import contextlib
 import gc
 import io
 import json
+import logging
 import math
 import os
 import pickle
@@ -50,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 from lmcourse import offlimits, standins
 
@@ -329,12 +331,8 @@ def plain_copy(obj, answers=None):
     kind = (type(obj).__module__, type(obj).__qualname__)
     if callable(getattr(obj, "to_dict", None)):  # a configuration
         values = {k: v for k, v in obj.to_dict().items() if _plain(v)}
-        for alias in getattr(type(obj), "attribute_map", {}):
-            with contextlib.suppress(AttributeError):
-                if _plain(value := getattr(obj, alias)):
-                    values[alias] = value
         results = {name: answer_for(helper, obj) for name, helper in (answers or {}).items()}
-        return ("config", (kind[1], values, results))
+        return ("config", (kind[1], values, results, _config_answers(obj, values)))
     if torch is not None and isinstance(obj, torch.nn.Module):
         attributes = {
             k: v
@@ -357,6 +355,45 @@ def plain_copy(obj, answers=None):
     raise pickle.PicklingError(
         f"a {kind[0]}.{kind[1]} cannot enter the sandbox, which holds no transformers"
     )
+
+
+def _config_answers(config, values):
+    """What a configuration answers besides `to_dict()`, for the room's copy
+    (sandbox_agent.Values): its fields, aliases (`attribute_map`) and properties as attributes,
+    as they are (`config.dtype` is a torch.dtype, where to_dict writes "bfloat16"; `num_labels`,
+    `name_or_path`, `use_return_dict`, `rope_scaling` are properties), the fields
+    `to_diff_dict()` gives, and whether `get_text_config()` is the configuration itself. An
+    honest `torch.zeros(n, dtype=config.dtype)` raised in the room where Validate passed."""
+    names = [*values, *getattr(type(config), "attribute_map", {})]
+    names += [
+        name
+        for klass in type(config).__mro__
+        for name, value in vars(klass).items()
+        if isinstance(value, property) and not name.startswith("_")
+    ]
+    attributes = {}
+    library = logging.getLogger("transformers")  # deprecated aliases warn once as they are read
+    level = library.level
+    library.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name in dict.fromkeys(names):
+                try:
+                    value = getattr(config, name)
+                except Exception:  # noqa: BLE001 (a property that does not apply: none here either)
+                    continue
+                if _plain(value):
+                    attributes[name] = value
+            # a GenerationConfig has to_diff_dict, no get_text_config (None: the copy neither)
+            diff = text = None
+            if callable(getattr(config, "to_diff_dict", None)):
+                diff = sorted(k for k in config.to_diff_dict() if k in values)
+            if callable(getattr(config, "get_text_config", None)):
+                text = config.get_text_config() is config
+    finally:
+        library.setLevel(level)
+    return {"attributes": attributes, "diff": diff, "text": text}
 
 
 def _getters(model):

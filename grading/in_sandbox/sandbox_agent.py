@@ -131,18 +131,65 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown reference {kind!r}")
 
 
+def _dtype_names(fields):
+    """`fields` as transformers' to_dict writes them: a `dtype` as its name ("bfloat16"), in
+    nested dicts too (PreTrainedConfig._dict_torch_dtype_to_str)."""
+    written = {}
+    for key, value in fields.items():
+        if isinstance(value, dict):
+            value = _dtype_names(value)
+        elif key == "dtype" and value is not None and not isinstance(value, str | dict):
+            value = str(value).split(".")[1]
+        written[key] = value
+    return written
+
+
 class Values:
     """A configuration of a library the room does not hold (transformers'), as its values:
-    read them as attributes (`config.hidden_size`, `getattr(config, "head_dim", None)`) or
-    with `to_dict()`. `results`: what the helpers the grader answers gave for it."""
+    read them as attributes (`config.hidden_size`, `getattr(config, "head_dim", None)`, its
+    aliases and properties: `config.dtype` a torch.dtype, `config.num_labels`), or with
+    `to_dict()` and `to_diff_dict()` as transformers writes them. `results`: what the helpers
+    the grader answers gave for it; `more`: what trusted_tests._config_answers read off it."""
 
-    def __init__(self, kind, values, results=None):
+    def __init__(self, kind, values, results=None, more=None):
+        more = more or {}
+        attributes = more.get("attributes", {})
         self.__dict__.update(values)
+        self.__dict__.update(attributes)
         self._lm10_kind = kind
-        self._lm10_given = (dict(values), dict(results or {}))
+        self._lm10_only_attributes = frozenset(attributes) - frozenset(values)
+        self._lm10_diff = more.get("diff")
+        self._lm10_text = more.get("text")
+        self._lm10_given = (self.to_dict(), dict(results or {}))
 
     def to_dict(self):
-        return {k: v for k, v in vars(self).items() if not k.startswith("_lm10_")}
+        fields = {
+            k: v
+            for k, v in vars(self).items()
+            if not k.startswith("_lm10_") and k not in self._lm10_only_attributes
+        }
+        return _dtype_names(fields)
+
+    def to_diff_dict(self):
+        """The fields transformers' to_diff_dict gave, and any changed since."""
+        if self._lm10_diff is None:
+            raise AttributeError(f"{self._lm10_kind} has no to_diff_dict")
+        given, absent = self._lm10_given[0], object()
+        return {
+            k: v
+            for k, v in self.to_dict().items()
+            if k in self._lm10_diff or given.get(k, absent) != v
+        }
+
+    def get_text_config(self, decoder=None, encoder=None):
+        if self._lm10_text is None:
+            raise AttributeError(f"{self._lm10_kind} has no get_text_config")
+        if not self._lm10_text:
+            raise AttributeError(
+                f"{self._lm10_kind} keeps its text configuration nested: while your code is "
+                "graded, read its fields from the configuration the lab's tests give"
+            )
+        return self
 
     def __repr__(self):
         shown = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
@@ -222,7 +269,7 @@ _ACTIVATIONS = {
 def _model_getters():
     """What a transformers model answers about its weights besides its attributes: its token
     table and output projection (by the paths the grader sent), its dtype and device (those of
-    its first floating-point parameter, as transformers reads them)."""
+    its first floating-point parameter, as transformers reads them), and its parameter count."""
 
     def getter(name):
         def get(self):
@@ -250,11 +297,28 @@ def _model_getters():
             raise AttributeError(f"{type(self).__qualname__} holds no weights")
         return found.device
 
+    def num_parameters(self, only_trainable=False, exclude_embeddings=False):
+        """As transformers counts them (ModuleUtilsMixin.num_parameters)."""
+        import torch
+
+        embeddings = {
+            f"{name}.weight"
+            for name, module in self.named_modules()
+            if isinstance(module, torch.nn.Embedding)
+        }
+        return sum(
+            p.numel()
+            for name, p in self.named_parameters()
+            if not (exclude_embeddings and name in embeddings)
+            and (p.requires_grad or not only_trainable)
+        )
+
     return {
         "get_input_embeddings": getter("get_input_embeddings"),
         "get_output_embeddings": getter("get_output_embeddings"),
         "dtype": property(dtype),
         "device": property(device),
+        "num_parameters": num_parameters,
     }
 
 
