@@ -108,11 +108,13 @@ def image_path(path):
     """Installed as nbconvert's `posix_path` filter, which its templates apply only to the
     address of an output's image held in a file (`output.metadata.filenames[mime]`, written by
     nbconvert's ExtractOutputPreprocessor, and `output.svg_filename`). No page nbgrader renders
-    extracts outputs, so such an address comes from the notebook: a display of hers, run when
-    the lab is autograded (`display({"image/png": ...}, metadata={"filenames": {"image/png":
-    "/hub/logout"}}, raw=True)`), put `<img src="/hub/logout">` on the grading page, a GET sent
-    with the instructor's cookies as it opened (the sixty-second hub tester's). Only an image
-    that carries itself stays, as in `allowed`; anything else is "", which loads nothing."""
+    extracts outputs, so such an address comes from the notebook: a page rendered from a
+    notebook whose output says `metadata={"filenames": {"image/png": "/hub/logout"}}` held
+    `<img src="/hub/logout">`, a GET sent with the instructor's cookies as it opened (the
+    sixty-second hub tester's). The autograded notebook cannot carry it (course_preprocessors'
+    `clean_output` rebuilds every output from its data alone, and her stored outputs are
+    cleared first): this is a second wall. Only an image that carries itself stays, as in
+    `allowed`; anything else is "", which loads nothing."""
     path = str(path)
     return path if IMAGE_DATA.match(path.strip()) else ""
 
@@ -120,11 +122,12 @@ def image_path(path):
 def output_metadata(output, key, mimetype=None):
     """Installed as nbconvert's `get_metadata` filter. Its templates write an output image's
     `width` and `height` from the output's metadata unquoted (`width={{ width | escape_html }}`),
-    and escape_html leaves spaces and `=`: a display of hers, run as the lab is autograded, with
-    metadata {"image/png": {"width": "1 srcset=/hub/logout style=... class=..."}} wrote those
-    attributes into the grading page's <img> (a GET with the instructor's cookies as it opened,
-    and Bootstrap's classes over the page: the sixty-second hub tester's). A width or height
-    stays only as a plain number; every other key is nbconvert's own answer."""
+    and escape_html leaves spaces and `=`: an output with metadata {"image/png": {"width": "1
+    srcset=/hub/logout style=... class=..."}} wrote those attributes into the page's <img> (a
+    GET with the instructor's cookies as it opened, and Bootstrap's classes over the page: the
+    sixty-second hub tester's, on a page rendered from such a notebook; the autograded one
+    carries no output metadata, see `image_path`: a second wall). A width or height stays only
+    as a plain number; every other key is nbconvert's own answer."""
     value = get_metadata(output, key, mimetype)
     number = not isinstance(value, bool) and re.fullmatch(r"\d{1,6}(?:\.\d{1,6})?", str(value))
     return None if key in ("width", "height") and not number else value
