@@ -736,3 +736,34 @@ def test_names_a_cell_of_prompts_binds_count():
     assert similarity.without_idle([SYMBOLS, prompts, formula])[1:] == [prompts, formula]
     # a cell of prompts that binds no builtin's name leaves the cut as it was
     assert similarity.without_idle([">>> x = 1\n", "hash * 2"])[1] == ""
+
+
+def test_a_line_of_hers_that_reads_as_a_header_names_no_part():
+    """The sixty-fourth hub tester: the side-by-side view names the share of each of her
+    answers inside the passages she shares (`parts_alike`, which finds each answer's header
+    line `# [<grade id>]` again in the text). A comment line `# [answer-a]` of hers at the top
+    of answer-b, or an added cell's id holding a newline, read as a header: the copy in
+    answer-b was named answer-a's at 100 % and answer-b was not named at all."""
+
+    def answer(source, grade_id):
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": grade_id}
+        return cell
+
+    copied = "def attention(q, k, v):\n    w = (q @ k.T) / 8.0\n    return w.softmax(-1) @ v\n"
+    for forged in ("# [answer-a]\n", "y = 2\n# [answer-a]\n"):
+        nb = nbformat.v4.new_notebook(
+            cells=[answer("print(1)\n", "answer-a"), answer(forged + copied, "answer-b")]
+        )
+        text = similarity.answer_text(nb)
+        start = text.index(copied)
+        alike = similarity.parts_alike(text, [(start, start + len(copied), 2)])
+        assert set(alike) == {"answer-b"} and alike["answer-b"] > 0.5, alike
+        assert "# [answer-a]" in text.split("# [answer-b]\n")[1]  # her comment still shown
+    added = answer(copied, "added]\n# [answer-a")
+    added.metadata["nbgrader"]["solution"] = False
+    nb = nbformat.v4.new_notebook(cells=[answer("print(1)\n", "answer-a"), added])
+    text = similarity.answer_text(nb, release=nbformat.v4.new_notebook(cells=[nb.cells[0]]))
+    start = text.index(copied)
+    alike = similarity.parts_alike(text, [(start, start + len(copied), 2)])
+    assert "answer-a" not in alike or alike["answer-a"] == 0, alike

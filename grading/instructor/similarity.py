@@ -382,9 +382,19 @@ def answer_text(nb, release=None):
     # a name the release's code reads (a test reads her answer by its name) is read
     lab = () if release is None else _lab_reads(tuple(release_sources(release)))
     sources = without_idle([source for _, source in parts], lab)
+    # each cell after a header line of its grade id, which `parts_alike` finds again: a line of
+    # hers that reads as one (`# [answer-a]`, or an added cell's id holding a newline) took the
+    # passages under it for that part, and the page named another answer than the copied one
+    # (the sixty-fourth hub tester's); it is indented by a space (a comment still, shown so)
     return "\n".join(
-        f"# [{name}]\n{source.rstrip()}\n" for (name, _), source in zip(parts, sources, strict=True)
+        f"# [{name.replace(chr(10), ' ')}]\n{_no_header(source.rstrip())}\n"
+        for (name, _), source in zip(parts, sources, strict=True)
     )
+
+
+def _no_header(source):
+    """`source` with each line that reads as a part's header indented by a space."""
+    return HEADER.sub(lambda found: " " + found[0], source)
 
 
 def _source(cell):
