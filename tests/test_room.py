@@ -229,6 +229,19 @@ def test_a_configuration_in_the_room_answers_as_transformers_does():
             assert counts[0] == counts[1], (only_trainable, exclude_embeddings, counts)
 
 
+def test_a_model_in_the_room_answers_its_decoder_as_transformers_does():
+    """An honest port's `for layer in model.get_decoder().layers` (no flag: the release's words)
+    passed Validate, where transformers' get_decoder() is `model.model`, and raised
+    AttributeError in the room, the part scoring 0 (the sixty-third hub tester). The copy
+    answers it by the path the grader sent; the decoder's own get_decoder() is itself."""
+    model = tiny_llama()
+    copy = through_the_room(model)
+    assert copy.get_decoder() is copy.model
+    assert copy.model.get_decoder() is copy.model
+    assert len(copy.get_decoder().layers) == len(model.get_decoder().layers) == 2
+    assert not hasattr(copy.model.layers[0], "get_decoder")
+
+
 def test_a_model_in_the_room_has_the_state_dict_transformers_gives():
     """The rotary embedding's inv_freq is a buffer transformers keeps out of the state dict:
     the room's copy held it as persistent, so an honest port's strict

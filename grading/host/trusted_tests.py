@@ -400,12 +400,13 @@ def _getters(model):
     """A transformers model's ways to its weights that are not attributes, as the room's copy
     answers them (sandbox_agent.weights_only): `get_input_embeddings()` and
     `get_output_embeddings()` as the paths of the submodules they return (None: the model has
-    none), besides `dtype` and `device`, which the copy reads off its own parameters. An honest
-    port reads its token table so (the fifty-sixth hub tester: an AttributeError in the room,
-    where Validate passed)."""
+    none), `get_decoder()` too ("": the model itself), besides `dtype` and `device`, which the
+    copy reads off its own parameters. An honest port reads its token table so (the fifty-sixth
+    hub tester: an AttributeError in the room, where Validate passed), and its layers as
+    `model.get_decoder().layers` (the sixty-third)."""
     paths = {id(module): name for name, module in model.named_modules(remove_duplicate=False)}
     getters = {}
-    for name in ("get_input_embeddings", "get_output_embeddings"):
+    for name in ("get_input_embeddings", "get_output_embeddings", "get_decoder"):
         try:
             found = getattr(model, name)()
         except Exception:  # noqa: BLE001 (a model without one: the copy has none either)

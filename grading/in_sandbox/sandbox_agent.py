@@ -268,8 +268,9 @@ _ACTIVATIONS = {
 
 def _model_getters():
     """What a transformers model answers about its weights besides its attributes: its token
-    table and output projection (by the paths the grader sent), its dtype and device (those of
-    its first floating-point parameter, as transformers reads them), and its parameter count."""
+    table, output projection and decoder (by the paths the grader sent), its dtype and device
+    (those of its first floating-point parameter, as transformers reads them), and its
+    parameter count."""
 
     def getter(name):
         def get(self):
@@ -316,6 +317,7 @@ def _model_getters():
     return {
         "get_input_embeddings": getter("get_input_embeddings"),
         "get_output_embeddings": getter("get_output_embeddings"),
+        "get_decoder": getter("get_decoder"),
         "dtype": property(dtype),
         "device": property(device),
         "num_parameters": num_parameters,

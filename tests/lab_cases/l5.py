@@ -14,7 +14,8 @@ def alternatives(nb):
     repeat_interleave, the rotation through complex numbers, RMSNorm divided by a square
     root, attention through PyTorch's scaled_dot_product_attention, the embedding and the head
     through F.embedding and F.linear, read with get_input_embeddings, get_output_embeddings
-    and dtype (transformers' getters, answered in the room too). Full marks."""
+    and dtype, the layers with get_decoder (transformers' getters, answered in the room too).
+    Full marks."""
     answers = solution_answers(LAB)
     answers["l5_expand_kv"] = """
 def expand_kv(kv, n_rep):
@@ -48,10 +49,14 @@ def apply_rope(x, positions, base):
         # transformers' getters and dtype: in the room too (the fifty-sixth hub tester)
         "x = F.embedding(input_ids, model.get_input_embeddings().weight).to(model.dtype)",
     )
-    answers["l5_logits"] = replaced(
+    logits = replaced(
         logits,
         "return final_norm(x) @ model.lm_head.weight.T",
         "return F.linear(final_norm(x), model.get_output_embeddings().weight)",
+    )
+    # transformers' get_decoder(): in the room too (the sixty-third hub tester)
+    answers["l5_logits"] = replaced(
+        logits, "for layer in model.model.layers:", "for layer in model.get_decoder().layers:"
     )
     return fill(nb, answers)
 
