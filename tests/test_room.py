@@ -242,6 +242,21 @@ def test_a_model_in_the_room_answers_its_decoder_as_transformers_does():
     assert not hasattr(copy.model.layers[0], "get_decoder")
 
 
+def test_a_configuration_in_the_room_iterates_as_transformers_does():
+    """transformers' configurations iterate over their keys: an honest L6
+    `if "kv_lora_rank" in config:` (no flag) passed Validate and raised TypeError in the room
+    ("not iterable"), Parts 3 and 4 scoring 0 (the sixty-third hub tester)."""
+    model = tiny_llama()
+    config = model.config
+    copy = through_the_room(config)
+    assert list(copy) == list(config)
+    assert "head_dim" in copy and "kv_lora_rank" not in copy
+    config.extra, copy.extra = 1, 1
+    del config.vocab_size, copy.vocab_size
+    assert list(copy) == list(config)
+    assert list(through_the_room(model).config) == list(model.config)
+
+
 def test_a_model_in_the_room_has_the_state_dict_transformers_gives():
     """The rotary embedding's inv_freq is a buffer transformers keeps out of the state dict:
     the room's copy held it as persistent, so an honest port's strict

@@ -362,7 +362,8 @@ def _config_answers(config, values):
     (sandbox_agent.Values): its fields, aliases (`attribute_map`) and properties as attributes,
     as they are (`config.dtype` is a torch.dtype, where to_dict writes "bfloat16"; `num_labels`,
     `name_or_path`, `use_return_dict`, `rope_scaling` are properties), the fields
-    `to_diff_dict()` gives, and whether `get_text_config()` is the configuration itself. An
+    `to_diff_dict()` gives, whether `get_text_config()` is the configuration itself, and the
+    keys it iterates over (`"sliding_window" in config`; None: it does not iterate). An
     honest `torch.zeros(n, dtype=config.dtype)` raised in the room where Validate passed."""
     names = [*values, *getattr(type(config), "attribute_map", {})]
     names += [
@@ -391,9 +392,14 @@ def _config_answers(config, values):
                 diff = sorted(k for k in config.to_diff_dict() if k in values)
             if callable(getattr(config, "get_text_config", None)):
                 text = config.get_text_config() is config
+            # transformers' configurations iterate over their keys: an honest
+            # `"kv_lora_rank" in config` raised TypeError in the room (the sixty-third hub tester)
+            keys = None
+            if callable(getattr(type(config), "__iter__", None)):
+                keys = [key for key in config if type(key) is str]
     finally:
         library.setLevel(level)
-    return {"attributes": attributes, "diff": diff, "text": text}
+    return {"attributes": attributes, "diff": diff, "text": text, "keys": keys}
 
 
 def _getters(model):

@@ -148,7 +148,8 @@ class Values:
     """A configuration of a library the room does not hold (transformers'), as its values:
     read them as attributes (`config.hidden_size`, `getattr(config, "head_dim", None)`, its
     aliases and properties: `config.dtype` a torch.dtype, `config.num_labels`), or with
-    `to_dict()` and `to_diff_dict()` as transformers writes them. `results`: what the helpers
+    `to_dict()` and `to_diff_dict()` as transformers writes them; it iterates over the keys
+    transformers' does (`"kv_lora_rank" in config`). `results`: what the helpers
     the grader answers gave for it; `more`: what trusted_tests._config_answers read off it."""
 
     def __init__(self, kind, values, results=None, more=None):
@@ -160,7 +161,23 @@ class Values:
         self._lm10_only_attributes = frozenset(attributes) - frozenset(values)
         self._lm10_diff = more.get("diff")
         self._lm10_text = more.get("text")
+        self._lm10_keys = more.get("keys")
         self._lm10_given = (self.to_dict(), dict(results or {}))
+        self._lm10_held = frozenset(vars(self))
+
+    def __iter__(self):
+        """Its keys, as transformers' configuration iterates over them (`"sliding_window" in
+        config`), with those set since and without those deleted."""
+        if self._lm10_keys is None:
+            raise TypeError(f"'{self._lm10_kind}' object is not iterable")
+        now = vars(self)
+        kept = [k for k in self._lm10_keys if k in now or k not in self._lm10_held]
+        added = [
+            k
+            for k in now
+            if k not in self._lm10_held and k not in self._lm10_keys and not k.startswith("_lm10_")
+        ]
+        return iter(kept + added)
 
     def to_dict(self):
         fields = {

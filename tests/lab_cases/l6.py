@@ -11,7 +11,8 @@ def correct(nb):
 
 def alternatives(nb):
     """Correct answers written unlike the model solution: the width rounded with math.ceil, the
-    mixture counted layer by layer, the cache summed layer by layer. Full marks."""
+    mixture counted layer by layer, the cache summed layer by layer, a field looked up with `in
+    config` (the sixty-third hub tester: TypeError in the room, fixed). Full marks."""
     return fill(
         nb,
         {
@@ -52,7 +53,7 @@ def alternatives(nb):
                 "\n"
                 "\n"
                 "def cache_bytes_per_token(config, kv_bytes=2):\n"
-                "    if getattr(config, 'kv_lora_rank', None):\n"
+                "    if 'kv_lora_rank' in config:  # it iterates its keys, in the room too\n"
                 "        numbers = config.kv_lora_rank + config.qk_rope_head_dim\n"
                 "    else:\n"
                 "        kv = getattr(config, 'num_key_value_heads', None)\n"
