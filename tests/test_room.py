@@ -6,6 +6,7 @@ its values, a transformers model as its weights (torch's own modules as they are
 transformers needed to read them (sandbox_agent's unpickler)."""
 
 import base64
+import copy as copy_module
 import io
 import pickle
 import subprocess
@@ -255,6 +256,26 @@ def test_a_configuration_in_the_room_iterates_as_transformers_does():
     del config.vocab_size, copy.vocab_size
     assert list(copy) == list(config)
     assert list(through_the_room(model).config) == list(model.config)
+
+
+def test_a_configuration_in_the_room_is_a_dataclass_as_transformers_does():
+    """transformers 5's configurations are dataclasses: an honest
+    `dataclasses.asdict(config).get("kv_lora_rank")` (no flag) passed Validate and raised
+    TypeError in the room (the sixty-third hub tester). asdict and fields answer as there; a
+    copy still pickles and copies; `dataclasses.replace` builds no copy, and says so."""
+    import dataclasses
+
+    model = tiny_llama()
+    config = model.config
+    copy = through_the_room(config)
+    assert dataclasses.is_dataclass(copy)
+    assert dataclasses.asdict(copy) == dataclasses.asdict(config)
+    names = [[f.name for f in dataclasses.fields(c)] for c in (copy, config)]
+    assert names[0] == names[1]
+    assert pickle.loads(pickle.dumps(copy)).to_dict() == copy.to_dict()
+    assert dataclasses.asdict(copy_module.deepcopy(copy)) == dataclasses.asdict(config)
+    with pytest.raises(TypeError, match="not built again"):
+        dataclasses.replace(copy, hidden_size=8)
 
 
 def test_a_model_in_the_room_has_the_state_dict_transformers_gives():

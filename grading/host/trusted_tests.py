@@ -39,6 +39,7 @@ reads one as a partial score).
 import base64
 import builtins
 import contextlib
+import dataclasses
 import gc
 import io
 import json
@@ -397,9 +398,14 @@ def _config_answers(config, values):
             keys = None
             if callable(getattr(type(config), "__iter__", None)):
                 keys = [key for key in config if type(key) is str]
+            # transformers 5's configurations are dataclasses: `dataclasses.asdict(config)`
+            fields = None
+            if dataclasses.is_dataclass(config):
+                fields = [field.name for field in dataclasses.fields(config)]
+                fields = [name for name in fields if name in attributes or name in values]
     finally:
         library.setLevel(level)
-    return {"attributes": attributes, "diff": diff, "text": text, "keys": keys}
+    return {"attributes": attributes, "diff": diff, "text": text, "keys": keys, "fields": fields}
 
 
 def _getters(model):

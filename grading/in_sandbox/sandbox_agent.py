@@ -20,6 +20,7 @@ import binascii
 import builtins
 import contextlib
 import ctypes
+import dataclasses
 import io
 import pickle
 import sys
@@ -40,6 +41,10 @@ _a2b_base64 = binascii.a2b_base64
 _BytesIO = io.BytesIO
 _make_encoder = _json.make_encoder
 _encode_string = _json.encode_basestring_ascii
+# A configuration's copy is a dataclass, as transformers 5's configurations are, built from
+# these as this module found them: none of her rebinding of dataclasses' names runs while the
+# grader's arguments are unpickled.
+_Field, _FIELD, _MISSING = dataclasses.Field, dataclasses._FIELD, dataclasses.MISSING
 
 
 def _not_plain(value):
@@ -125,7 +130,7 @@ class _Unpickler(pickle.Unpickler):
         if kind == "global":  # a name of the lab's setup cells, as this kernel has it
             return _namespace()[key]
         if kind == "config":  # a transformers configuration, as its values (grading/host/room.py)
-            return Values(*key)
+            return _values(*key)
         if kind == "weights":  # a transformers module, as its weights
             return weights_only(*key)
         raise pickle.UnpicklingError(f"unknown reference {kind!r}")
@@ -152,7 +157,12 @@ class Values:
     transformers' does (`"kv_lora_rank" in config`). `results`: what the helpers
     the grader answers gave for it; `more`: what trusted_tests._config_answers read off it."""
 
-    def __init__(self, kind, values, results=None, more=None):
+    def __init__(self, kind=None, values=None, results=None, more=None, **fields):
+        if kind is None or fields:  # dataclasses.replace(config, ...)
+            raise TypeError(
+                "while your code is graded, a configuration is not built again "
+                "(dataclasses.replace): copy it with copy.deepcopy and set its fields"
+            )
         more = more or {}
         attributes = more.get("attributes", {})
         self.__dict__.update(values)
@@ -211,6 +221,45 @@ class Values:
     def __repr__(self):
         shown = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
         return f"{self._lm10_kind}(values only: {shown})"
+
+
+_dataclass_types = {}
+
+
+def _values(kind, values, results=None, more=None):
+    """The room's copy of a configuration: a Values, and a dataclass of the fields transformers'
+    is a dataclass of (`more["fields"]`), so that `dataclasses.asdict(config)` and
+    `dataclasses.fields(config)` answer as they do on transformers' (the sixty-third hub tester:
+    TypeError in the room only). `dataclasses.replace` builds no copy here, and says so."""
+    fields = (more or {}).get("fields")
+    if fields is None:
+        return Values(kind, values, results, more)
+    key = (kind, tuple(fields))
+    if key not in _dataclass_types:
+        table = {}
+        for name in fields:
+            field = _Field(_MISSING, _MISSING, True, True, None, True, None, False)
+            field.name, field.type, field._field_type = name, object, _FIELD
+            table[name] = field
+        namespace = {"__dataclass_fields__": table, "_lm10_key": key, "__reduce__": _reduce}
+        made = type(kind.rsplit(".", 1)[-1], (Values,), namespace)
+        made.__qualname__ = kind
+        _dataclass_types[key] = made
+    made = _dataclass_types[key].__new__(_dataclass_types[key])
+    Values.__init__(made, kind, values, results, more)
+    return made
+
+
+def _reduce(self):
+    """A dataclass copy, pickled or copied as a Values is: its class by what made it."""
+    return (_dataclass_copy, (type(self)._lm10_key,), dict(vars(self)))
+
+
+def _dataclass_copy(key):
+    kind, fields = key
+    if key not in _dataclass_types:
+        _values(kind, {}, more={"fields": list(fields)})
+    return _dataclass_types[key].__new__(_dataclass_types[key])
 
 
 _weight_types = {}
