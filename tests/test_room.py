@@ -278,6 +278,33 @@ def test_a_configuration_in_the_room_is_a_dataclass_as_transformers_does():
         dataclasses.replace(copy, hidden_size=8)
 
 
+def test_a_configuration_in_the_room_answers_its_class_attributes_as_transformers_does():
+    """A configuration's class attributes (`attribute_map`, `default_theta`, `base_config_key`,
+    `base_model_tp_plan`, ...: words, flags [] on the real L6 release) are read off the
+    instance in transformers: an honest `config.attribute_map.get("hidden_size")` (GPT-2's
+    `n_embd`) passed Validate and raised AttributeError in the room (the sixty-fifth hub
+    tester). Each that is plain data answers as transformers' does, and none is a field of
+    `to_dict()`."""
+    from transformers import GPT2Config
+
+    for config in (tiny_llama().config, GPT2Config(n_embd=16, n_layer=2, n_head=4)):
+        copy = through_the_room(config)
+        names = [
+            name
+            for klass in type(config).__mro__
+            for name, value in vars(klass).items()
+            if not name.startswith("_")
+            and not callable(value)
+            and not isinstance(value, property | classmethod | staticmethod)
+        ]
+        assert "attribute_map" in names and "default_theta" in names
+        # a set (ignore_keys_at_rope_validation) is no data a room holds: still not there
+        for name in (n for n in names if trusted_tests._plain(getattr(config, n))):
+            assert getattr(copy, name) == getattr(config, name), name
+        assert copy.to_dict().keys() == config.to_dict().keys() and list(copy) == list(config)
+    assert copy.attribute_map["hidden_size"] == "n_embd"
+
+
 def test_a_model_in_the_room_has_the_state_dict_transformers_gives():
     """The rotary embedding's inv_freq is a buffer transformers keeps out of the state dict:
     the room's copy held it as persistent, so an honest port's strict

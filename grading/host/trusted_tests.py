@@ -373,6 +373,17 @@ def _config_answers(config, values):
         for name, value in vars(klass).items()
         if isinstance(value, property) and not name.startswith("_")
     ]
+    # and its class's own data (`attribute_map`, `default_theta`, `base_model_tp_plan`), read
+    # off the instance in transformers: an AttributeError in the room only (the sixty-fifth
+    # hub tester); attributes, never fields of to_dict()
+    names += [
+        name
+        for klass in type(config).__mro__
+        for name, value in vars(klass).items()
+        if not name.startswith("_")
+        and not callable(value)
+        and not isinstance(value, property | classmethod | staticmethod)
+    ]
     attributes = {}
     library = logging.getLogger("transformers")  # deprecated aliases warn once as they are read
     level = library.level
