@@ -1105,6 +1105,48 @@ def test_dropping_small_outputs_never_makes_the_notebook_larger(monkeypatch):
     assert len(noted) == 1 and all(c["outputs"] == [] for c in cells[noted[0] + 1 : -1])
 
 
+def test_which_cells_are_emptied_never_says_how_long_a_stops_detail_was(monkeypatch):
+    """A stop's detail (nbformat's refusal of an output she published, quoted: the kernel
+    failed) is her text, up to 500 characters, from a cell that ran after a hidden test had
+    called her code; it went into the notebook's size, so with her earlier cells' outputs
+    (shown in feedback) sized just under the channel's limit, how many of them `fitted`
+    emptied, and where its note stood, said how long she made it: a number her code chose
+    after meeting a hidden input (the sixty-fifth hub tester). The detail counts at its
+    greatest now."""
+    import resource
+
+    from nbformat.v4 import new_output
+
+    from grading.in_sandbox import sandbox_exec
+
+    limit, real = 1 << 20, resource.getrlimit
+    monkeypatch.setattr(
+        resource,
+        "getrlimit",
+        lambda which: (limit, limit) if which == resource.RLIMIT_FSIZE else real(which),
+    )
+
+    def graded(detail, room=None):
+        early = [
+            new_code_cell(f"print({i})", outputs=[new_output("stream", name="stdout", text="1\n")])
+            for i in range(200)
+        ]
+        nb = new_notebook(cells=[new_code_cell("shows()", outputs=[]), *early])
+        nb.metadata["lm10_stopped"] = {"cell": 201, "reason": "the kernel failed", "detail": detail}
+        if room is None:  # her earlier cells sized before any hidden input: the same each time
+            return limit - 4096 - len(json.dumps({"done": json.dumps(nb)})) - 200
+        nb.cells[0].outputs = [new_output("stream", name="stdout", text="x" * room)]
+        before = [c["outputs"] for c in json.loads(json.dumps(nb))["cells"]]
+        cells = json.loads(sandbox_exec.fitted(nb))["cells"]
+        return [i for i, c in enumerate(cells) if c["outputs"] != before[i]]
+
+    room = graded("")
+    emptied = {n: graded("ValidationError: " + "x" * n, room) for n in (0, 100, 483)}
+    assert len({tuple(e) for e in emptied.values()}) == 1, emptied
+    assert emptied[0], "the play drops some of her cells"
+    assert emptied[0][0] > 0, "and never the first, which holds the large output"
+
+
 def test_her_cells_marker_of_a_test_is_not_the_graders(monkeypatch):
     """The executor runs a cell whose metadata has `lm10_test` as a test, and `fitted` never
     drops the outputs of a cell that has the key: her answer cell's own `"lm10_test": null`

@@ -1012,6 +1012,9 @@ def channel_room():
     return None if limit == resource.RLIM_INFINITY else limit - 4096
 
 
+MOST_DETAIL = "\U0001f600" * 500  # the longest a stop's detail (500 characters) is in JSON
+
+
 def fitted(nb):
     """The notebook's JSON, in a message the grader reads back (at most the file-size limit,
     the channel's: sandbox.Sandbox): past it, the outputs of her cells are dropped from the
@@ -1024,7 +1027,18 @@ def fitted(nb):
     budget = channel_room()
     if budget is None:
         return text
-    size = len(json.dumps({"done": text}))
+    # A stop's detail (nbformat's refusal quoting an output she published, the instructor's
+    # alone) is her text, its length hers to choose in a cell that ran after a hidden input:
+    # counted at its greatest, so that which of her earlier cells are emptied (shown in feedback)
+    # never says how long it was (the sixty-fifth hub tester)
+    stopped = nb.metadata.get("lm10_stopped")
+    detail = stopped.get("detail") if isinstance(stopped, dict) else None
+    slack = (
+        len(json.dumps(json.dumps(MOST_DETAIL))) - len(json.dumps(json.dumps(detail)))
+        if isinstance(detail, str)
+        else 0
+    )
+    size = len(json.dumps({"done": text})) + slack
     if size <= budget:
         return text
     note = nbformat.from_dict(
