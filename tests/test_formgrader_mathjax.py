@@ -77,3 +77,93 @@ def test_a_formula_sends_no_request_as_the_page_opens(browser, tmp_path):  # noq
     sent = [path for path in asked if path.startswith(MARK)]
     assert not sent, f"her formulas made the instructor's browser ask for {sent}"
     assert red, "MathJax's Safe extension no longer keeps a harmless style"
+
+
+def _graded(source: str, grade_id: str, code: bool = False):
+    meta = {
+        "nbgrader": {
+            "grade": True,
+            "solution": True,
+            "grade_id": grade_id,
+            "points": 2,
+            "locked": False,
+            "schema_version": 3,
+            "task": False,
+        }
+    }
+    make = nbformat.v4.new_code_cell if code else nbformat.v4.new_markdown_cell
+    return make(source, metadata=meta)
+
+
+# A white sheet of hers over the answers above, and a line of hers where the grader's would be.
+SHEET = (
+    "$\\smash{\\rlap{\\raise{18em}{\\color{white}{\\rule{80em}{30em}}}}}"
+    "\\smash{\\rlap{\\raise{16em}{\\color{red}{\\text{13 / 13 points: approved}}}}}$"
+)
+
+
+@pytest.mark.slow  # Chromium
+def test_a_formula_lies_over_none_of_the_pages_controls(browser, tmp_path):  # noqa: F811
+    """The sixty-sixth hub tester: TeX places a formula's glyphs anywhere (\\smash, \\rlap,
+    \\raise), and Safe filters attributes, not places. Her formula in a later answer (or in a
+    markdown or raw cell she adds) laid a white \\rule over the score boxes, the "Full credit"
+    buttons and the comment boxes of the answers above it: the page's controls under her span
+    (document.elementFromPoint gave MathJax's span, not the control), her line where the
+    grader's would be. Each control is the topmost element at its centre, and an honest
+    formula is still typeset."""
+    import jupyter_server_mathjax
+    from nbgrader.server_extensions import formgrader
+
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            _graded("An honest answer: $e^{i\\pi} + 1 = 0$", "answer_a"),
+            _graded("x = 1", "answer_b", code=True),
+            _graded("My answer. " + SHEET, "answer_c"),
+            nbformat.v4.new_markdown_cell("added " + SHEET),
+            nbformat.v4.new_raw_cell("raw " + SHEET),
+        ]
+    )
+    site = tmp_path / "site"
+    (site / "formgrader" / "submissions").mkdir(parents=True)
+    (site / "formgrader" / "static").symlink_to(Path(formgrader.__file__).parent / "static")
+    (site / "static").mkdir()
+    static = Path(jupyter_server_mathjax.__file__).parent / "static"
+    (site / "static" / "jupyter_server_mathjax").symlink_to(static)
+    (site / "formgrader" / "submissions" / "s.html").write_text(render("page", nb), "utf-8")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(site))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        tab = context.new_page()
+        tab.goto(f"http://127.0.0.1:{server.server_address[1]}/formgrader/submissions/s.html")
+        tab.wait_for_function(
+            "() => window.MathJax && document.querySelectorAll('.MathJax').length >= 2",
+            timeout=60_000,
+        )
+        time.sleep(1)
+        covered = tab.evaluate(
+            """() => [...document.querySelectorAll(
+                    'input.score, textarea.comment, button.full-credit, button.no-credit')]
+                .map(e => {
+                    const r = e.getBoundingClientRect();
+                    const top = document.elementFromPoint(r.left + r.width / 2,
+                                                          r.top + r.height / 2);
+                    return top && (top === e || e.contains(top)) ? null
+                        : (e.id || e.className) + ' under ' + (top ? top.className : 'nothing');
+                }).filter(x => x)"""
+        )
+        honest = tab.evaluate(
+            "() => document.querySelector('.MathJax').getBoundingClientRect().width"
+        )
+        context.close()
+    finally:
+        server.shutdown()
+    assert not covered, f"her formula lies over the page's controls: {covered}"
+    assert honest > 20, "an honest formula is no longer typeset"
