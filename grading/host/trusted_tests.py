@@ -367,22 +367,18 @@ def _config_answers(config, values):
     keys it iterates over (`"sliding_window" in config`; None: it does not iterate). An
     honest `torch.zeros(n, dtype=config.dtype)` raised in the room where Validate passed."""
     names = [*values, *getattr(type(config), "attribute_map", {})]
-    names += [
-        name
-        for klass in type(config).__mro__
-        for name, value in vars(klass).items()
-        if isinstance(value, property) and not name.startswith("_")
-    ]
-    # and its class's own data (`attribute_map`, `default_theta`, `base_model_tp_plan`), read
-    # off the instance in transformers: an AttributeError in the room only (the sixty-fifth
-    # hub tester); attributes, never fields of to_dict()
+    # its properties, and its class's own data (`attribute_map`, `default_theta`,
+    # `base_model_tp_plan`), read off the instance in transformers: an AttributeError in the
+    # room only (the sixty-fifth hub tester); attributes, never fields of to_dict()
     names += [
         name
         for klass in type(config).__mro__
         for name, value in vars(klass).items()
         if not name.startswith("_")
-        and not callable(value)
-        and not isinstance(value, property | classmethod | staticmethod)
+        and (
+            isinstance(value, property)
+            or not (callable(value) or isinstance(value, classmethod | staticmethod))
+        )
     ]
     attributes = {}
     library = logging.getLogger("transformers")  # deprecated aliases warn once as they are read
