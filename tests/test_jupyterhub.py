@@ -4271,8 +4271,11 @@ def test_no_one_floods_the_exchange_with_connections(played):
     assert sum(played["flood"]) > 1000, played["flood"]  # she connected that many times
     before, limit = played["exchange's descriptors before the flood"]
     during, _ = played["exchange's descriptors during the flood"]
-    # it keeps 16 of hers open (--connections-per-user), whatever she opens
-    assert during - before <= 16, (before, during, limit, played["flood"])
+    # it keeps 16 of hers open (--connections-per-user), whatever she opens; a new one is
+    # accepted to learn whose it is (SO_PEERCRED) and closed at once in the same call
+    # (PerUserServer.handle_stream), so the count may catch that one too (17 was counted once,
+    # in a clean-clone run of 2026-12-07)
+    assert during - before <= 16 + 1, (before, during, limit, played["flood"])
     status, seconds = played["alice's exchange during the flood"]
     assert status == 200 and seconds < 10, (status, seconds)
     assert played["alice's exchange after the flood"] == 200
