@@ -143,7 +143,7 @@ def _dtype_names(fields):
     for key, value in fields.items():
         if isinstance(value, dict):
             value = _dtype_names(value)
-        elif key == "dtype" and value is not None and not isinstance(value, str | dict):
+        elif key == "dtype" and value is not None and not isinstance(value, str):
             value = str(value).split(".")[1]
         written[key] = value
     return written
