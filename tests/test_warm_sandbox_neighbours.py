@@ -2278,3 +2278,34 @@ def test_the_agent_switched_off_through_update_wrapper_is_flagged(monkeypatch):
     )
     flags = passed_with_the_guard_off(monkeypatch, answer)
     assert any("update_wrapper" in f for f in flags), flags
+
+
+def test_which_of_her_later_cells_printed_is_not_shown_after_a_hidden_input(monkeypatch):
+    """The sixty-seventh hub tester: feedback replaced the outputs of each of her cells that
+    ran after a hidden test had called her code by one note, but only where the cell had
+    outputs: a cell that printed nothing stayed bare. Her cells after the test, `if
+    seen[-1] >> i & 1: print(0)`, spelt the hidden input in which cells showed the note (a
+    bit a cell, as many as she adds; nothing flagged). Graded in a real sandbox, the feedback
+    made by StripHiddenTests for hidden inputs 179 and 42 must read the same."""
+    from grading.host import course_preprocessors
+
+    answer = "seen = []\ndef f(x):\n    seen.append(x)\n    return 2 * x\n"
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+
+    def feedback(hidden):
+        submitted = lab(answer)
+        submitted.cells[1].source = (
+            f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
+            "### END HIDDEN TESTS"
+        )
+        submitted.cells += [new_code_cell(f"if seen[-1] >> {i} & 1: print(0)") for i in range(8)]
+        grader = course_preprocessors.SandboxedExecute(timeout=30)
+        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+        notes = course_preprocessors.take_notes()
+        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        assert graded.cells[1].outputs == []  # the hidden test passed
+        shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+        return [json.dumps(c.outputs, sort_keys=True) for c in shown.cells[2:]]
+
+    assert feedback(179) == feedback(42)

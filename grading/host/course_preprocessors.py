@@ -183,10 +183,13 @@ class StripHiddenTests(ClearHiddenTests):
             cell.metadata["lm10_shown"] = mark
             if submission_checks.is_test(cell):
                 after_hidden = after_hidden or bool(numbers)
-            elif mark.get("stdout") is not None and cell.outputs:
+            elif mark.get("stdout") is not None and cell.source.strip():
                 # The student's code had seen a hidden test's inputs (its calls) when this cell
                 # ran, and its outputs could show them: the instructor sees them, the student
-                # does not.
+                # does not. The note stands on every such cell that has code (nbclient runs
+                # those alone), whether or not it printed: the note on those that printed and
+                # none on the others spelt a hidden input a cell a bit (the sixty-seventh hub
+                # tester)
                 cell.outputs = [new_output("stream", name="stdout", text=AFTER_HIDDEN)]
             for number, line in enumerate(cell.source.split("\n"), start=1):
                 (hidden if number in numbers else visible).add(line.strip())
