@@ -11,6 +11,7 @@ import io
 import pickle
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 
@@ -119,10 +120,11 @@ def test_the_declaration_and_its_mistakes():
         room.sandbox_setup(["def (:\n"], ["x"])
 
 
-def through_the_room(value):
-    """`value` as the trusted process pickles it for a room and the agent unpickles it."""
+def through_the_room(value, sent=None):
+    """`value` as the trusted process pickles it for a room and the agent unpickles it
+    (`sent`: filled with the names each copy was told transformers' object answers)."""
     buffer = io.BytesIO()
-    trusted_tests.Pickler(buffer, {}, room=True).dump(value)
+    trusted_tests.Pickler(buffer, {}, room=True, sent=sent).dump(value)
     text = base64.b64encode(buffer.getvalue()).decode()
     return sandbox_agent._Unpickler(io.BytesIO(base64.b64decode(text))).load()
 
@@ -332,6 +334,129 @@ def test_a_model_in_the_room_applies_its_activation_as_transformers_does():
     assert torch.allclose(through_the_room(gelu)(x), gelu(x), atol=1e-6, rtol=0)
     with pytest.raises(NotImplementedError, match="weights only"):
         copy.model.layers[0].input_layernorm(x[..., :16])
+
+
+def test_one_object_of_transformers_is_one_copy_in_the_room():
+    """`model.config is model.model.config` in transformers: the room made a copy each time
+    the pickler met the configuration, so a field an honest port set on `model.config` kept
+    its old value in `model.model.config` and in every layer's, in the room only."""
+    model = tiny_llama()
+    copy = through_the_room(model)
+    configs = [copy.config, copy.model.config, copy.model.layers[1].self_attn.config]
+    assert all(c is configs[0] for c in configs)
+    copy.config.rms_norm_eps = model.config.rms_norm_eps = 1e-3
+    assert copy.model.layers[0].self_attn.config.rms_norm_eps == 1e-3
+    assert model.model.layers[0].self_attn.config.rms_norm_eps == 1e-3
+    pair = through_the_room((model.config, model.config))
+    assert pair[0] is pair[1]
+    assert through_the_room(model.config) is not through_the_room(model.config)
+
+
+def test_a_configuration_in_the_room_maps_its_aliases_and_writes_itself_as_transformers_does():
+    """GPT-2's `hidden_size` is its `n_embd` (attribute_map), read and set both ways in
+    transformers: the room held the alias as a value of its own, so `config.hidden_size = 32`
+    left `n_embd` (and to_dict) at 16, and reading `hidden_size` after setting `n_embd` gave
+    the old width. `to_dict()` wrote `transformers_version` as None (the attribute) where
+    transformers writes its version; `update()` and `to_json_string()` raised AttributeError."""
+    from transformers import GPT2Config
+
+    config = GPT2Config(n_embd=16, n_layer=2, n_head=4)
+    copy = through_the_room(config)
+    assert copy.to_dict() == config.to_dict() and copy.to_dict()["transformers_version"]
+    assert copy.to_json_string() == config.to_json_string()
+    assert copy.to_json_string(use_diff=False) == config.to_json_string(use_diff=False)
+    for both in (config, copy):
+        both.hidden_size = 32
+        both.update({"num_attention_heads": 8, "n_layer": 3, "extra": [1.5, float("inf")]})
+    for name in ("hidden_size", "n_embd", "n_head", "num_attention_heads", "num_hidden_layers"):
+        assert getattr(copy, name) == getattr(config, name), name
+    assert copy.n_embd == 32 and copy.num_hidden_layers == 3
+    assert copy.to_dict() == config.to_dict() and "hidden_size" not in copy.to_dict()
+    assert copy.to_json_string() == config.to_json_string()
+    assert list(copy) == list(config)
+
+
+def test_a_model_in_the_room_answers_its_classes_data_and_more_methods_as_transformers_does():
+    """A decoder layer's `gradient_checkpointing` and a model's `base_model_prefix` (class
+    data in transformers), `base_model`, `get_memory_footprint()`, `can_generate()` and
+    `get_parameter_or_buffer()` raised AttributeError in the room only (the sixty-third hub
+    tester's table)."""
+    model = tiny_llama()
+    copy = through_the_room(model)
+    for ours, theirs in ((copy, model), (copy.model, model.model)):
+        for name in ("base_model_prefix", "main_input_name", "supports_gradient_checkpointing"):
+            assert getattr(ours, name) == getattr(theirs, name), name
+        assert type(ours.base_model).__qualname__ == type(theirs.base_model).__qualname__
+        for buffers in (True, False):
+            assert ours.get_memory_footprint(buffers) == theirs.get_memory_footprint(buffers)
+        assert ours.can_generate() == theirs.can_generate()
+    assert copy.base_model is copy.model and copy.model.base_model is copy.model
+    assert copy.model.layers[0].gradient_checkpointing is False
+    assert (
+        copy.model.layers[0].gradient_checkpointing == model.model.layers[0].gradient_checkpointing
+    )
+    name = "model.layers.1.post_attention_layernorm.weight"
+    assert torch.equal(copy.get_parameter_or_buffer(name), model.get_parameter_or_buffer(name))
+    name = "model.rotary_emb.inv_freq"
+    assert torch.equal(copy.get_parameter_or_buffer(name), model.get_parameter_or_buffer(name))
+    for ours in (copy, model):
+        with pytest.raises(AttributeError, match="neither a parameter, buffer"):
+            ours.get_parameter_or_buffer("lm_head.bias")
+
+
+def test_what_a_copy_lacks_of_transformers_is_flagged_for_a_person(monkeypatch):
+    """What transformers' object answers and the room's copy does not (a method no lab
+    needs, `model.generate`, `config.validate_rope`, `dataclasses.replace(config)`) fails
+    in the room where Validate, with transformers' object, passed: an honest answer may lose
+    marks. The copy names it in its error and records it; the grader keeps only the names a
+    copy of its own was told (the report quotes no text of hers), and the instructor's report
+    flags the submission (course_preprocessors). A name transformers' object lacks too is
+    Python's plain AttributeError, recorded nowhere."""
+    import dataclasses
+
+    monkeypatch.setattr(sandbox_agent, "_missed", [])
+    sent = {}
+    model = tiny_llama()
+    copy = through_the_room(model, sent)
+    assert {"LlamaForCausalLM", "LlamaConfig", "LlamaDecoderLayer"} <= sent.keys()
+    assert "generate" in sent["LlamaForCausalLM"] and "layers" in sent["LlamaModel"]
+    with pytest.raises(AttributeError, match="transformers' LlamaForCausalLM has it, the grad"):
+        _ = copy.generate
+    assert not hasattr(copy.config, "validate_rope")
+    for name in ("no_such_thing", "_private"):
+        with pytest.raises(AttributeError, match=f"object has no attribute '{name}'$"):
+            getattr(copy.model, name)
+        assert not hasattr(model.model, name)
+    assert getattr(copy.config, "no_such_field", None) is None
+    with pytest.raises(TypeError, match="not built again"):
+        dataclasses.replace(copy.config, hidden_size=8)
+    assert sandbox_agent._missed == [
+        ["LlamaForCausalLM", "generate"],
+        ["LlamaConfig", "validate_rope"],
+        ["LlamaConfig", "dataclasses.replace"],
+    ]
+    reply = sandbox_agent._answer(base64.b64encode(pickle.dumps((("names", []), []))).decode())
+    assert (
+        reply["room_missed"]
+        == [
+            ["LlamaForCausalLM", "generate"],
+            ["LlamaConfig", "validate_rope"],
+            ["LlamaConfig", "dataclasses.replace"],
+        ]
+        and sandbox_agent._missed == []
+    )
+    # the grader's side: names of its own copies only, each once, at most MAX_MISSED
+    session = types.SimpleNamespace(sent=sent, missed=[])
+    hers = [["LlamaConfig", "<b>hers</b>"], ["Hers", "generate"], ["LlamaForCausalLM", "generate"]]
+    trusted_tests.Session.note_missed(session, reply["room_missed"] + hers)
+    assert session.missed == [
+        "LlamaForCausalLM.generate",
+        "LlamaConfig.validate_rope",
+        "LlamaConfig.dataclasses.replace",
+    ]
+    for bad in ("generate", [["a"]], [[1, "b"]], {"LlamaConfig": "update"}):
+        with pytest.raises(trusted_tests.AnswerError):
+            trusted_tests.Session.note_missed(session, bad)
 
 
 def test_a_room_reads_its_copies_without_transformers(tmp_path):

@@ -79,6 +79,7 @@ MAX_NAME = 200
 # names (each a class here), and address space beyond what the host had when it forked the
 # session (the lab's setup, SmolLM2 included, needs well under 1 GiB of it).
 MAX_REMOTE_TYPES = 256
+MAX_MISSED = 32  # names a room's copies lacked, kept for the instructor's report
 SESSION_MEMORY = 3 << 30
 
 
@@ -281,9 +282,13 @@ class Pickler(pickle.Pickler):
     the setup's helpers the grader answers for the room ({name: function}), go with every
     configuration as their results for it."""
 
-    def __init__(self, file, shared, room=False, answers=None):
+    def __init__(self, file, shared, room=False, answers=None, sent=None):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.shared, self.room, self.answers = shared, room, answers or {}
+        # {kind: the names transformers' answers}, of every copy made (the room reports
+        # those of them her code asked for and the copy lacks: Session.answer)
+        self.sent = {} if sent is None else sent
+        self.copied = {}  # id -> number: one object met twice is one copy, as it is one object
 
     def persistent_id(self, obj):
         if isinstance(obj, Remote):
@@ -292,7 +297,14 @@ class Pickler(pickle.Pickler):
         if name is not None:
             return ("global", name)
         if self.room and _from_transformers(obj):
-            return plain_copy(obj, self.answers)
+            # `model.config is model.model.config` is true in transformers: a second copy
+            # kept a field she set on the first at its old value
+            number = self.copied.get(id(obj))
+            if number is not None:
+                return ("copy", number, None)
+            made = plain_copy(obj, self.answers, self.sent)
+            number = self.copied[id(obj)] = len(self.copied) + 1
+            return ("copy", number, made)
         return None
 
     def reducer_override(self, obj):
@@ -323,18 +335,50 @@ def _plain(value):
     return standins.plain(value, leaf=_primitive)
 
 
-def plain_copy(obj, answers=None):
+def _answered_names(obj):
+    """The public names transformers' `obj` answers (dir), as a room's copy is told them."""
+    return sorted(name for name in dir(obj) if not name.startswith("_"))
+
+
+def _class_data(obj):
+    """The plain data of `obj`'s classes from transformers (`base_model_prefix`, a decoder
+    layer's `gradient_checkpointing`), the nearest class's first, as an instance reads it."""
+    found = {}
+    for klass in type(obj).__mro__:
+        if klass.__module__.split(".")[0] != "transformers":
+            continue
+        for name, value in vars(klass).items():
+            if (
+                not name.startswith("_")
+                and name not in found
+                and not callable(value)
+                and not isinstance(value, classmethod | staticmethod | property)
+                and _plain(value)
+            ):
+                found[name] = value
+    return found
+
+
+def plain_copy(obj, answers=None, sent=None):
     """The persistent id of a transformers object for a room: a configuration as its values
     (its fields and their aliases) and the results of the helpers `answers` on it, a module as
-    its parameters, buffers, submodules and plain attributes (its `config` among them);
-    anything else is refused."""
+    its parameters, buffers, submodules and plain attributes (its `config` among them), and
+    its classes' data; anything else is refused. Each copy is told the names transformers'
+    object answers, and `sent` ({kind: names}) records them."""
     torch = sys.modules.get("torch")
     kind = (type(obj).__module__, type(obj).__qualname__)
+    names = _answered_names(obj)
     if callable(getattr(obj, "to_dict", None)):  # a configuration
         values = {k: v for k, v in obj.to_dict().items() if _plain(v)}
         results = {name: answer_for(helper, obj) for name, helper in (answers or {}).items()}
-        return ("config", (kind[1], values, results, _config_answers(obj, values)))
+        more = _config_answers(obj, values)
+        if more["fields"] is not None:  # a dataclass: dataclasses.replace(config) is there
+            names.append("dataclasses.replace")
+        more["names"] = names
+        _record(sent, kind[1], names)
+        return ("config", (kind[1], values, results, more))
     if torch is not None and isinstance(obj, torch.nn.Module):
+        _record(sent, kind[1], names)
         attributes = {
             k: v
             for k, v in vars(obj).items()
@@ -349,6 +393,8 @@ def plain_copy(obj, answers=None):
             "modules": dict(obj._modules),
             "attributes": attributes,
             "training": obj.training,
+            "class_data": _class_data(obj),
+            "names": names,
         }
         if _from_transformers(obj) and callable(getattr(obj, "get_input_embeddings", None)):
             state["getters"] = _getters(obj)
@@ -356,6 +402,11 @@ def plain_copy(obj, answers=None):
     raise pickle.PicklingError(
         f"a {kind[0]}.{kind[1]} cannot enter the sandbox, which holds no transformers"
     )
+
+
+def _record(sent, kind, names):
+    if sent is not None:
+        sent.setdefault(kind, set()).update(names)
 
 
 def _config_answers(config, values):
@@ -432,6 +483,10 @@ def _getters(model):
             continue
         if found is None or id(found) in paths:
             getters[name] = None if found is None else paths[id(found)]
+    with contextlib.suppress(Exception):  # a classmethod, on the class alone
+        generates = type(model).can_generate()
+        if type(generates) is bool:
+            getters["can_generate"] = generates
     return getters
 
 
@@ -495,6 +550,9 @@ class Session:
         self.originals = {n: namespace[n] for n in names if n in namespace}  # kept alive
         self.shared = {id(v): n for n, v in self.originals.items() if not isinstance(v, PRIMITIVE)}
         self.room, self.answers = room, {}
+        # the copies' kinds and the names transformers' answers (Pickler.sent); what of them
+        # her code asked a copy for that the copy lacks ("Kind.name", from the room's replies)
+        self.sent, self.missed = {}, []
         if room is not None:  # only the room's names exist in the sandbox: the rest by value
             self.shared = {i: n for i, n in self.shared.items() if n in room}
             self.answers = {n: namespace[n] for n in rooms.answered(setup)}
@@ -503,7 +561,7 @@ class Session:
     def plain(self, names):
         """The room's copies of the setup's values `names`: base64 of a pickle of a dict."""
         buffer = io.BytesIO()
-        Pickler(buffer, {}, room=True, answers=self.answers).dump(
+        Pickler(buffer, {}, room=True, answers=self.answers, sent=self.sent).dump(
             {n: self.shell.user_ns[n] for n in names}
         )
         return base64.b64encode(buffer.getvalue()).decode()
@@ -535,9 +593,9 @@ class Session:
             self.tainted = True
             self.clean = {"stdout": len(self.out.getvalue()), "error": False}
         buffer = io.BytesIO()
-        Pickler(buffer, self.shared, room=self.room is not None, answers=self.answers).dump(
-            (request, self.off_limits)
-        )
+        Pickler(
+            buffer, self.shared, room=self.room is not None, answers=self.answers, sent=self.sent
+        ).dump((request, self.off_limits))
         self.channel.send({"call": base64.b64encode(buffer.getvalue()).decode()})
         message = self.channel.receive()
         if "reply" not in message:
@@ -561,6 +619,7 @@ class Session:
         if "grader_error" in reply:
             why = str(reply["grader_error"])[:500]
             raise GraderError(f"the sandbox could not guard this test: {why}")
+        self.note_missed(reply.pop("room_missed", None))
         called = reply.pop("off_limits", None)
         if called is not None:
             if type(called) is not list or not all(type(n) is str for n in called):
@@ -575,6 +634,22 @@ class Session:
         if set(reply) != {"value"}:
             raise AnswerError("the student's kernel sent back no readable answer")
         return _value(reply["value"], self.link, 0)
+
+    def note_missed(self, missed):
+        """Keep what the room says her code asked a copy for and the copy lacks ([[kind,
+        name], ...], see sandbox_agent._lacking): only names of transformers' that a copy of
+        this session was told (`sent`), so the report quotes the grader's words, never hers."""
+        if missed is None:
+            return
+        if type(missed) is not list or not all(
+            type(p) is list and len(p) == 2 and all(type(x) is str for x in p) for p in missed
+        ):
+            raise AnswerError("the student's kernel sent back no readable answer")
+        for kind, name in missed[:MAX_MISSED]:
+            label = f"{kind}.{name}"
+            if name in self.sent.get(kind, ()) and label not in self.missed:
+                self.missed.append(label)
+        del self.missed[MAX_MISSED:]
 
     def told(self, reply):
         """The student's error `reply`, its message saying so where the student's code reached for
@@ -729,7 +804,7 @@ def serve():
                         channel.send({"plain": session.plain(message["plain"])})
                     elif "test" in message:
                         outputs, clean = session.test(message["test"], message.get("hidden", ()))
-                        channel.send({"done": outputs, "clean": clean})
+                        channel.send({"done": outputs, "clean": clean, "missed": session.missed})
                     else:
                         break
             except GraderError as error:
@@ -835,6 +910,9 @@ class TrustedHost:
 class HostSession:
     def __init__(self, host):
         self.host, self.closed = host, False
+        # what her code asked the room's copies for that transformers' objects answer and
+        # the copies lack, as of the last test ("Kind.name": Session.note_missed)
+        self.missed = []
 
     def plain(self, names, deadline=None):
         """The room's copies of the setup's values `names` (Session.plain)."""
@@ -870,6 +948,9 @@ class HostSession:
                     )
                 channel.send({"reply": reply, "own": own is True})
             elif "done" in message:
+                missed = message.get("missed")
+                if type(missed) is list and all(type(m) is str for m in missed):
+                    self.missed = missed[:MAX_MISSED]
                 if failure is not None:
                     raise failure
                 return message["done"], message.get("clean")

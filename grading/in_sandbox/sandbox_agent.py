@@ -123,8 +123,18 @@ def _namespace():
 
 
 class _Unpickler(pickle.Unpickler):
+    def __init__(self, file):
+        super().__init__(file)
+        self.copies = {}
+
     def persistent_load(self, pid):
-        kind, key = pid
+        kind, *rest = pid
+        if kind == "copy":  # one object of transformers, met first (made) or again (None)
+            number, made = rest
+            if made is not None:
+                self.copies[number] = self.persistent_load(made)
+            return self.copies[number]
+        (key,) = rest
         if kind == "handle":
             return _objects[key]
         if kind == "global":  # a name of the lab's setup cells, as this kernel has it
@@ -149,6 +159,29 @@ def _dtype_names(fields):
     return written
 
 
+# What her code asked a copy of the room for that transformers' object answers and the copy
+# does not hold ([kind, name]), since the last reply: each goes with the next reply, and the
+# grader flags the submission for a person (trusted_tests.Session.answer), since an honest
+# answer may have lost marks there that Validate, with transformers' own object, gave. Hers to
+# change, as everything here: emptied, it hides a flag of her own; filled, it flags her.
+_missed = []
+MAX_MISSED = 32
+
+
+def _lacking(kind, name, names):
+    """The AttributeError of a copy of a `kind` that holds no `name`; recorded in `_missed`
+    when transformers' `kind` answers it (`names`: what it answers, sent by the grader)."""
+    if name.startswith("_") or name not in names:
+        return AttributeError(f"'{kind}' object has no attribute '{name}'")
+    if [kind, name] not in _missed and len(_missed) < MAX_MISSED:
+        _missed.append([kind, name])
+    return AttributeError(
+        f"'{kind}' object has no attribute '{name}' while your code is graded: transformers' "
+        f"{kind} has it, the grader's copy of it does not, so this submission is flagged for "
+        "your instructor to check by hand"
+    )
+
+
 class Values:
     """A configuration of a library the room does not hold (transformers'), as its values:
     read them as attributes (`config.hidden_size`, `getattr(config, "head_dim", None)`, its
@@ -159,21 +192,73 @@ class Values:
 
     def __init__(self, kind=None, values=None, results=None, more=None, **fields):
         if kind is None or fields:  # dataclasses.replace(config, ...)
+            made = getattr(type(self), "_lm10_key", ("configuration",))[0]
+            _lacking(made, "dataclasses.replace", ("dataclasses.replace",))
             raise TypeError(
                 "while your code is graded, a configuration is not built again "
                 "(dataclasses.replace): copy it with copy.deepcopy and set its fields"
             )
         more = more or {}
         attributes = more.get("attributes", {})
+        # an alias reads and sets the field it names, as transformers' __getattribute__ and
+        # __setattr__ map it (GPT-2's `hidden_size` is `n_embd`): held apart, it went stale
+        aliases = attributes.get("attribute_map")
+        aliases = {
+            k: v
+            for k, v in (aliases.items() if isinstance(aliases, dict) else ())
+            if type(k) is str and type(v) is str and k != v
+        }
+        attributes = {k: v for k, v in attributes.items() if k not in aliases}
         self.__dict__.update(values)
         self.__dict__.update(attributes)
+        self._lm10_aliases = aliases
+        # to_dict() writes the library's version, whatever the attribute holds (None)
+        self._lm10_version = values.get("transformers_version")
         self._lm10_kind = kind
         self._lm10_only_attributes = frozenset(attributes) - frozenset(values)
         self._lm10_diff = more.get("diff")
         self._lm10_text = more.get("text")
         self._lm10_keys = more.get("keys")
         self._lm10_given = (self.to_dict(), dict(results or {}))
+        self._lm10_names = frozenset(more.get("names", ()))
         self._lm10_held = frozenset(vars(self))
+
+    def __getattr__(self, name):
+        """An alias, or a name it does not hold (see _lacking)."""
+        held = vars(self)
+        aliases = held.get("_lm10_aliases", {})
+        if name in aliases:
+            return getattr(self, aliases[name])
+        raise _lacking(held.get("_lm10_kind", "configuration"), name, held.get("_lm10_names", ()))
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, vars(self).get("_lm10_aliases", {}).get(name, name), value)
+
+    def update(self, config_dict):
+        """As transformers' PreTrainedConfig.update: each key set as an attribute."""
+        for key, value in config_dict.items():
+            setattr(self, key, value)
+
+    def to_json_string(self, use_diff=True):
+        """As transformers' PreTrainedConfig.to_json_string (its _encode_special_floats too)."""
+        import json
+        import math
+
+        def special(value):
+            if isinstance(value, float):
+                if math.isnan(value):
+                    return {"__float__": "NaN"}
+                if value in (math.inf, -math.inf):
+                    return {"__float__": "Infinity" if value > 0 else "-Infinity"}
+                return value
+            if isinstance(value, dict):
+                return {k: special(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [special(v) for v in value]
+            return value
+
+        fields = self.to_diff_dict() if use_diff is True else self.to_dict()
+        return json.dumps(special(fields), indent=2, sort_keys=True) + "\n"
 
     def __iter__(self):
         """Its keys, as transformers' configuration iterates over them (`"sliding_window" in
@@ -195,6 +280,8 @@ class Values:
             for k, v in vars(self).items()
             if not k.startswith("_lm10_") and k not in self._lm10_only_attributes
         }
+        if self._lm10_version is not None:
+            fields["transformers_version"] = self._lm10_version
         return _dtype_names(fields)
 
     def to_diff_dict(self):
@@ -280,7 +367,19 @@ def weights_only(module, qualname, state):
                 "graded: its forward is what this lab asks you to write, from those weights"
             )
 
-        methods = {"forward": _ACTIVATIONS.get(key, forward)}
+        def __getattr__(self, name):
+            """torch's, then a name it does not hold (see _lacking)."""
+            try:
+                return torch.nn.Module.__getattr__(self, name)
+            except AttributeError:
+                pass
+            names = vars(self).get("_lm10_names", ())
+            raise _lacking(qualname, name, names) from None
+
+        methods = {"forward": _ACTIVATIONS.get(key, forward), "__getattr__": __getattr__}
+        # its classes' own data, as transformers' reads off the instance
+        # (`base_model_prefix`, a decoder layer's `gradient_checkpointing`)
+        methods.update(state.get("class_data", {}))
         if "getters" in state:  # a transformers model (trusted_tests._getters)
             methods.update(_model_getters())
         kind = type(qualname.rsplit(".", 1)[-1], (torch.nn.Module,), methods)
@@ -301,6 +400,7 @@ def weights_only(module, qualname, state):
     made.train(state["training"])
     if "getters" in state:
         made._lm10_getters = dict(state["getters"])
+    made._lm10_names = frozenset(state.get("names", ()))
     return made
 
 
@@ -380,6 +480,30 @@ def _model_getters():
             and (p.requires_grad or not only_trainable)
         )
 
+    def base_model(self):
+        """As transformers' PreTrainedModel.base_model (its class's `base_model_prefix`)."""
+        return getattr(self, getattr(type(self), "base_model_prefix", ""), self)
+
+    def get_memory_footprint(self, return_buffers=True):
+        """As transformers' PreTrainedModel.get_memory_footprint: the bytes of its tensors."""
+        held = [*self.parameters(), *(self.buffers() if return_buffers else ())]
+        return sum(t.nelement() * t.element_size() for t in held)
+
+    def can_generate(self):
+        found = self._lm10_getters.get("can_generate")
+        if found is None:
+            raise AttributeError(f"{type(self).__qualname__} has no can_generate while graded")
+        return found
+
+    def get_parameter_or_buffer(self, target):
+        """As transformers' PreTrainedModel.get_parameter_or_buffer (no extra state here)."""
+        for get in (self.get_parameter, self.get_buffer):
+            try:
+                return get(target)
+            except AttributeError:
+                pass
+        raise AttributeError(f"`{target}` is neither a parameter, buffer, nor extra state.")
+
     return {
         "get_input_embeddings": getter("get_input_embeddings"),
         "get_output_embeddings": getter("get_output_embeddings"),
@@ -387,6 +511,10 @@ def _model_getters():
         "dtype": property(dtype),
         "device": property(device),
         "num_parameters": num_parameters,
+        "base_model": property(base_model),
+        "get_memory_footprint": get_memory_footprint,
+        "can_generate": can_generate,
+        "get_parameter_or_buffer": get_parameter_or_buffer,
     }
 
 
@@ -668,4 +796,7 @@ def _answer(text):
             guard.fired.append("sys.setprofile")
         if getattr(guard, "fired", None):
             reply["off_limits"] = list(guard.fired)
+    if _missed:  # since the last reply: in this call or in her cells before it
+        reply["room_missed"] = _missed[:MAX_MISSED]
+        _missed[:] = []
     return reply
