@@ -2309,3 +2309,47 @@ def test_which_of_her_later_cells_printed_is_not_shown_after_a_hidden_input(monk
         return [json.dumps(c.outputs, sort_keys=True) for c in shown.cells[2:]]
 
     assert feedback(179) == feedback(42)
+
+
+def test_what_a_rooms_copy_lacks_of_transformers_flags_the_submission(monkeypatch):
+    """A room holds copies of transformers' objects, not transformers: what her code asks a
+    copy for that transformers' object answers and the copy does not hold fails or differs
+    in the room only, where Validate passed. Such a submission is flagged for a person, with
+    the names the grader itself sent (course_preprocessors.room_flag); an answer that asks for
+    nothing missing is not."""
+    from grading.host import course_preprocessors
+
+    setup = new_code_cell(
+        "# Yours while graded: config\n"
+        "from transformers import LlamaConfig\n"
+        "config = LlamaConfig(hidden_size=16, intermediate_size=24, num_attention_heads=4,"
+        " num_key_value_heads=2, num_hidden_layers=2, vocab_size=31)\n"
+    )
+    setup.metadata["nbgrader"] = {
+        "grade": False,
+        "solution": False,
+        "locked": True,
+        "grade_id": "setup",
+        "schema_version": 3,
+    }
+
+    def with_setup(answer):
+        made = lab(answer)
+        made.cells.insert(0, setup)
+        return made
+
+    release = with_setup("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    # getattr with a default: no error in the room, a value transformers' would not give
+    asks = "def f(x):\n    getattr(config, 'get_mtp_config', None)\n    return 2 * x\n"
+    honest = "def f(x):\n    return x * config.hidden_size // 8\n"
+    for answer, flagged in ((asks, True), (honest, False)):
+        grader = course_preprocessors.SandboxedExecute(timeout=30)
+        graded, _ = grader.preprocess(with_setup(answer), {"nbgrader": {"assignment": "lab"}})
+        notes = course_preprocessors.take_notes()
+        assert graded.cells[2].outputs == [], graded.cells[2].outputs  # passed, both
+        room = [f for f in notes.flags if "copies of transformers' objects" in f]
+        if flagged:
+            assert room == [course_preprocessors.room_flag(["LlamaConfig.get_mtp_config"])]
+        else:
+            assert room == [], notes.flags

@@ -360,6 +360,19 @@ def clean_output(raw, limit):
     return None
 
 
+def room_flag(missed):
+    """The flag of a submission whose code asked the room's copies (grading/host/room.py) for
+    what transformers' objects answer and the copies lack (`missed`: "Kind.name", the
+    grader's own words): such a test may fail in the room where Validate, with transformers'
+    objects, passed it, so a person checks the parts."""
+    shown = ", ".join(missed[:6]) + (f" and {len(missed) - 6} more" if len(missed) > 6 else "")
+    return (
+        f"her code asked the grader's copies of transformers' objects for {shown}, which "
+        "transformers' have and the copies do not: a test may have failed on the copy where "
+        "Validate, with transformers' own objects, passes; check those parts by hand"
+    )
+
+
 _notes = None  # the Notes of the submission this process ran last (one at a time)
 
 
@@ -497,6 +510,8 @@ class SandboxedExecute(Execute):
             run = sandbox.execute(
                 nbformat.writes(prepared), self.timeout, self.total_timeout, limits, on_test
             )
+        if tested.missed:
+            notes.flags.append(room_flag(tested.missed))
         if run.timed_out:
             notes.timeout = True
             raise SandboxError(f"still running after {self.total_timeout} s; stopped")
