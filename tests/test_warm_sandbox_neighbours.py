@@ -2353,3 +2353,50 @@ def test_what_a_rooms_copy_lacks_of_transformers_flags_the_submission(monkeypatc
             assert room == [course_preprocessors.room_flag(["LlamaConfig.get_mtp_config"])]
         else:
             assert room == [], notes.flags
+
+
+def test_which_cells_are_emptied_never_says_which_later_cells_ran_out_of_time(monkeypatch):
+    """The list of her cells stopped at their time limit (`lm10_timed_out`, for the report)
+    went into the notebook's size: her cells after a hidden test, each looping past its limit
+    or not (and which: an index of two digits or three), chose its length, and with her earlier
+    cells' outputs (shown in feedback) sized just under the channel's limit, whether `fitted`
+    emptied some of them said how many and which (the sixty-seventh hub tester; the
+    sixty-fifth's channel through another field). The list counts at its greatest now."""
+    import resource
+
+    from nbformat.v4 import new_output
+
+    from grading.in_sandbox import sandbox_exec
+
+    limit, real = 1 << 20, resource.getrlimit
+    monkeypatch.setattr(
+        resource,
+        "getrlimit",
+        lambda which: (limit, limit) if which == resource.RLIMIT_FSIZE else real(which),
+    )
+
+    def emptied(timed_out, room):
+        early = [
+            new_code_cell(f"print({i})", outputs=[new_output("stream", name="stdout", text="1\n")])
+            for i in range(200)
+        ]
+        later = [new_code_cell(f"late({i})") for i in range(110)]
+        test = new_code_cell("", metadata={"lm10_test": 201})
+        nb = new_notebook(cells=[new_code_cell("shows()"), *early, test, *later])
+        nb.metadata["lm10_stopped"], nb.metadata["lm10_timed_out"] = None, timed_out
+        nb.cells[0].outputs = [new_output("stream", name="stdout", text="x" * room)]
+        before = [c["outputs"] for c in json.loads(json.dumps(nb))["cells"]]
+        cells = json.loads(sandbox_exec.fitted(nb))["cells"]
+        return [i for i, c in enumerate(cells) if c["outputs"] != before[i]]
+
+    low, high = 0, limit  # the largest first output that empties nothing, with no list
+    while high - low > 1:
+        low, high = (
+            (low, (low + high) // 2)
+            if emptied([], (low + high) // 2)
+            else ((low + high) // 2, high)
+        )
+    lists = ([], [205], [305], [303, 305], [302, 303, 305, 306, 308, 309, 310])
+    seen = {room: {tuple(emptied(t, room)) for t in lists} for room in range(low - 14, low + 2)}
+    assert all(len(found) == 1 for found in seen.values()), seen
+    assert seen[low] == {()} and seen[low + 1] != {()}, "the play empties some of her cells"

@@ -1038,6 +1038,15 @@ def fitted(nb):
         if isinstance(detail, str)
         else 0
     )
+    # So is the list of her cells stopped at their time limit (lm10_timed_out, the report's):
+    # which of her cells after a hidden test ran out of time, and how many, is hers to choose,
+    # and shown nowhere else once they ran after a hidden input; counted as if every cell had
+    # (each is listed once), its length never decides which earlier cells are emptied (the
+    # sixty-seventh hub tester)
+    timed_out = nb.metadata.get("lm10_timed_out")
+    if isinstance(timed_out, list):
+        most = list(range(len(nb.cells)))
+        slack += len(json.dumps(json.dumps(most))) - len(json.dumps(json.dumps(timed_out)))
     size = len(json.dumps({"done": text})) + slack
     if size <= budget:
         return text
