@@ -4308,6 +4308,37 @@ def test_no_students_page_reaches_the_instructors_server(played):
     assert verdict.startswith("BLOCKED"), verdict
 
 
+def test_no_image_in_a_notebook_logs_the_instructor_out(hub, machine):
+    """A student's notebook the instructor opens in her JupyterLab (whose sanitiser keeps images
+    from any address) holds `![](https://<the hub>/hub/logout)`: JupyterHub's `LogoutHandler`
+    logged out on any GET, an image's included, and her server's `/logout` (an image of
+    `/user/<instructor>/logout`) cleared its cookie and redirected there. Her own "Log out"
+    still works: a navigation (or the page's button, where the browser says nothing of what
+    asked; grading/hub/asked_logout.py)."""
+    logout = f"{hub.url}/hub/logout"
+    with logged_in(hub, INSTRUCTOR, machine.passwords[INSTRUCTOR]) as page:
+        page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
+        page.evaluate(
+            """addresses => Promise.all(addresses.map(a => new Promise(done => {
+                const image = document.createElement('img');
+                image.onload = image.onerror = done;
+                image.src = a;
+                document.body.appendChild(image);
+            })))""",
+            [logout, "/hub/logout", f"/user/{INSTRUCTOR}/logout"],
+        )
+        server = page.evaluate(f"fetch('/user/{INSTRUCTOR}/api/contents').then(r => r.status)")
+        assert server == 200, server  # her server's cookie kept
+        page.goto(f"{hub.url}/hub/home", timeout=120_000)
+        assert "/hub/login" not in page.url, page.url  # still logged in to the hub
+        page.goto(logout, timeout=120_000)  # over http the browser sends no Sec-Fetch-Dest
+        if "/hub/login" not in page.url:
+            page.click("#logout_submit")
+            page.wait_for_url(re.compile(r".*/hub/login.*"), timeout=120_000)
+        page.goto(f"{hub.url}/hub/home", timeout=120_000)
+        assert "/hub/login" in page.url, page.url  # logged out when she asked
+
+
 def test_no_one_answers_for_anothers_server(played):
     assert played["alice's old port"] in played["squatted"], played["squatted"]
     again = played["alice starts again"]

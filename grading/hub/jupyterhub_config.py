@@ -83,7 +83,15 @@ from jupyterhub.auth import PAMAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
 
 from grading.host.sandbox import cpu_parent
-from grading.hub import access_log, no_keyrings, plain_logs, proxy_output, ptys, server_output
+from grading.hub import (
+    access_log,
+    asked_logout,
+    no_keyrings,
+    plain_logs,
+    proxy_output,
+    ptys,
+    server_output,
+)
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -299,6 +307,11 @@ class CourseAccounts(PAMAuthenticator):
             INSTRUCTORS,
         )
         return False
+
+    def get_handlers(self, app):
+        # before JupyterHub's own: a GET of /hub/logout logs out only when it is a navigation
+        # (an image in a student's notebook, opened in the instructor's JupyterLab, sent one)
+        return [*super().get_handlers(app), ("/logout", asked_logout.hub_handler())]
 
 
 c.JupyterHub.authenticator_class = CourseAccounts
