@@ -268,6 +268,14 @@ def test_correct_answers_written_another_way_get_full_marks(round_trip, lab):
     assert scores == maxima, f"{lab}: correct alternatives scored {scores}, expected {maxima}"
 
 
+def test_correct_answers_ask_the_rooms_copies_for_nothing_they_lack(round_trip, lab):
+    """Every honest answer of a lab reads only what the room's copies of transformers' objects
+    hold: none is flagged for asking them what they lack (course_preprocessors.room_flag)."""
+    for student in ("correct", "alternatives"):
+        message = round_trip["results"][student].message
+        assert "copies of transformers' objects" not in message, (student, message)
+
+
 def test_calling_what_a_test_compares_against_scores_zero_and_says_which(round_trip, lab):
     """Each lab's `delegate` case calls the references its tests declare off limits
     (lmcourse.offlimits) instead of computing: exactly those parts score 0, with an
