@@ -467,6 +467,16 @@ REACHES = {
         "sets __repr__",
     ),
     "dunder-class-body": ("class R:\n    __repr__ = print", "sets __repr__"),
+    # the sixty-seventh hub tester: a class's __module__ set, all words, by namedtuple's or
+    # make_dataclass's module=, an object of hers whose __str__ the agent calls unguarded
+    "module-keyword": (
+        "import collections\nT = collections.namedtuple('T', 'a', module=Name())",
+        "sets a class's __module__",
+    ),
+    "module-keyword-dataclass": (
+        "import dataclasses\nT = dataclasses.make_dataclass('T', ['a'], module=Name())",
+        "sets a class's __module__",
+    ),
     "zipfile": ("from zipfile import ZipFile", "imports zipfile"),
     "torch-hub": ('torch.hub.load(".", "m", source="local")', "torch.hub"),
     # the thirtieth hub tester: IPython's shell, whose run_cell runs any string, unflagged
@@ -740,6 +750,8 @@ BY_CONSTRUCT = {
     "compile-import",
     "dunder-attribute",
     "dunder-class-body",
+    "module-keyword",
+    "module-keyword-dataclass",
     "executor-start",
     "function-mode",
     "getattr-as-value",

@@ -1223,6 +1223,16 @@ def cell_flags(tree, protected, aliases=None, expected=None):
             name = node.attr if isinstance(node, ast.Attribute) else node.id
             if _dunder(name) and name not in ("__slots__", "__doc__", "__all__"):
                 found.append((line, f"sets {name} (a method other code calls implicitly)"))
+        # a class's __module__ set by a call, all words: collections.namedtuple's or
+        # dataclasses.make_dataclass's `module=` (keyword-only in both), her object whose
+        # __str__ the agent calls, unguarded, as it names her value's type (the sixty-seventh
+        # hub tester; `__module__ = ...` in her class is flagged above)
+        if isinstance(node, ast.Call) and any(
+            k.arg == "module"
+            and not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, str | None))
+            for k in node.keywords
+        ):
+            found.append((line, "sets a class's __module__ (module=, a value of hers)"))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name in DUNDER_DEFS:
                 found.append(
