@@ -376,6 +376,22 @@ def test_a_configuration_in_the_room_maps_its_aliases_and_writes_itself_as_trans
     assert list(copy) == list(config)
 
 
+def test_a_configuration_in_the_room_compares_as_transformers_does():
+    """transformers 5's configurations compare as dataclasses (their fields, same class) and
+    are unhashable: `copy.deepcopy(config) == config` was False in the room (identity)."""
+    config = tiny_llama().config
+    twin = copy_module.deepcopy(config)
+    ours, our_twin = through_the_room((config, twin))
+    other = through_the_room(LlamaConfig(hidden_size=8, num_attention_heads=2))
+    assert (ours == our_twin, ours == other, ours == 1) == (True, False, False)
+    assert (config == twin, ours == copy_module.deepcopy(ours)) == (True, True)
+    twin.vocab_size = our_twin.vocab_size = 7
+    assert (config == twin, ours == our_twin) == (False, False)
+    for unhashable in (config, ours):
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(unhashable)
+
+
 def test_a_model_in_the_room_answers_its_classes_data_and_more_methods_as_transformers_does():
     """A decoder layer's `gradient_checkpointing` and a model's `base_model_prefix` (class
     data in transformers), `base_model`, `get_memory_footprint()`, `can_generate()` and

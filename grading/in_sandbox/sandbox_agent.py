@@ -328,13 +328,29 @@ def _values(kind, values, results=None, more=None):
             field = _Field(_MISSING, _MISSING, True, True, None, True, None, False)
             field.name, field.type, field._field_type = name, object, _FIELD
             table[name] = field
-        namespace = {"__dataclass_fields__": table, "_lm10_key": key, "__reduce__": _reduce}
+        namespace = {
+            "__dataclass_fields__": table,
+            "_lm10_key": key,
+            "__reduce__": _reduce,
+            # as the dataclass's own: equal fields of the same kind, and unhashable
+            "__eq__": _dataclass_eq,
+            "__hash__": None,
+        }
         made = type(kind.rsplit(".", 1)[-1], (Values,), namespace)
         made.__qualname__ = kind
         _dataclass_types[key] = made
     made = _dataclass_types[key].__new__(_dataclass_types[key])
     Values.__init__(made, kind, values, results, more)
     return made
+
+
+def _dataclass_eq(self, other):
+    """As a dataclass compares (transformers 5's configurations are): `config == other` was
+    identity in the room, where transformers compares the fields."""
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = type(self).__dataclass_fields__
+    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
 
 
 def _reduce(self):
