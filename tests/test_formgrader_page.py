@@ -155,3 +155,41 @@ def test_an_output_images_size_adds_no_attribute(what):
         for name in ("srcset", "style", "class", "onerror"):
             assert not re.search(rf"\s{name}=", image), image
     assert any('width="320"' in i and 'height="240"' in i for i in images), images
+
+
+def test_no_get_reroots_the_formgrader():
+    """nbgrader's `/formgrader?path=<folder>` re-rooted the formgrader on a GET (no XSRF check)
+    and ran the folder's `nbgrader_config.py` as the instructor: an image in a student's
+    notebook sent it (the sixty-ninth hub tester's; played on a real hub in
+    tests/test_jupyterhub.py). grading/instructor/formgrader_csp.py refuses a `path`."""
+    from types import SimpleNamespace
+
+    from nbgrader.server_extensions.formgrader import handlers
+    from tornado import web
+
+    from grading.instructor import formgrader_csp
+
+    formgrader_csp.refuse_other_roots()
+    rooted = []
+
+    class Asked:  # what the handler's GET reads of itself
+        request = SimpleNamespace(arguments={"path": [b"/home/lm10-mallory/x"]}, method="GET")
+        current_user, xsrf_token, base_url = "lm10-instructor", b"token", "/user/lm10-instructor"
+        settings = {
+            "nbgrader_bad_setup": False,
+            "initial_config": None,
+            "nbgrader_formgrader": SimpleNamespace(
+                initialize=lambda argv, root="": rooted.append(root)
+            ),
+        }
+
+        def get_argument(self, name, default=None):
+            found = self.request.arguments.get(name)
+            return found[0].decode() if found else default
+
+        def redirect(self, url):
+            pass
+
+    with pytest.raises(web.HTTPError) as refused:
+        handlers.FormgraderHandler.get(Asked())
+    assert refused.value.status_code == 403 and rooted == [], rooted

@@ -4339,6 +4339,43 @@ def test_no_image_in_a_notebook_logs_the_instructor_out(hub, machine):
         assert "/hub/login" in page.url, page.url  # logged out when she asked
 
 
+def test_no_image_in_a_notebook_reroots_the_formgrader(hub, machine):
+    """nbgrader's `/formgrader?path=<folder>` re-rooted the formgrader on a GET and ran the
+    folder's `nbgrader_config.py` in the instructor's server: `![](/user/<instructor>/formgrader
+    ?path=/home/<student>/x)` in a notebook she opened in her JupyterLab ran a file of the
+    student's (who had opened her home to everyone: on a real install the instructor's server
+    sees /home; this test's homes lie under /tmp, which the servers' sandboxes replace, so the
+    folder here is one of the instructor's own). grading/instructor/formgrader_csp.py refuses
+    a `path`; the formgrader itself still opens."""
+    folder = machine.homes / INSTRUCTOR / "elsewhere"
+    marker = machine.homes / INSTRUCTOR / "ran-as"
+    folder.mkdir(mode=0o755)
+    (folder / "nbgrader_config.py").write_text(
+        f"import os, pathlib\npathlib.Path({str(marker)!r}).write_text(str(os.getuid()))\n"
+    )
+    give(folder, INSTRUCTOR)
+    with logged_in(hub, INSTRUCTOR, machine.passwords[INSTRUCTOR]) as page:
+        page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
+        page.evaluate(
+            """address => new Promise(done => {
+                const image = document.createElement('img');
+                image.onload = image.onerror = done;
+                image.src = address;
+                document.body.appendChild(image);
+            })""",
+            f"/user/{INSTRUCTOR}/formgrader?path={folder}",
+        )
+        asked = page.evaluate(
+            "address => fetch(address, {redirect: 'manual'}).then(r => r.status)",
+            f"/user/{INSTRUCTOR}/formgrader?path={folder}",
+        )
+        time.sleep(1)
+        assert not marker.exists(), f"ran as uid {marker.read_text()}"
+        assert asked == 403, asked
+        shown = page.evaluate(f"fetch('/user/{INSTRUCTOR}/formgrader').then(r => r.status)")
+        assert shown == 200, shown  # the formgrader, at its own root
+
+
 def test_no_one_answers_for_anothers_server(played):
     assert played["alice's old port"] in played["squatted"], played["squatted"]
     again = played["alice starts again"]

@@ -53,6 +53,12 @@ this policy; JupyterLab and the rest of the server keep Jupyter's own. grading/
 jupyter_server_config.py enables this module as a server extension for the server that
 `make lab` starts (JUPYTER_CONFIG_PATH=grading) and the instructor's server on JupyterHub.
 tests/test_formgrader_browser.py opens a hostile submission's grading page in Chromium.
+
+The same extension refuses nbgrader's `/formgrader?path=<folder>` (`refuse_other_roots`): that
+GET re-rooted the formgrader at the folder and ran the folder's `nbgrader_config.py` in the
+server, as the instructor, and an image sends a GET: `![](/user/<instructor>/formgrader?path=
+/home/<student>/x)` in a notebook the instructor opened in her JupyterLab ran a file of a
+student's who had opened her home to everyone (the sixty-ninth hub tester's).
 """
 
 from __future__ import annotations
@@ -259,6 +265,32 @@ def install() -> None:
     handler._lm10_csp = True
 
 
+def refuse_other_roots() -> None:
+    """nbgrader's FormgraderHandler (`/formgrader`) takes a `path` argument on a GET and then
+    re-roots the formgrader there (`initialize([], root=path)`), which runs that folder's
+    `nbgrader_config.py` in the server: code of whoever wrote the file, run as the instructor by
+    any GET her browser sends (an image in a student's notebook), with no XSRF check. The
+    course's formgrader has one root, its configured one: a request that names another is
+    refused (403); JupyterLab's "Formgrader" (no path) works as before."""
+    import functools
+
+    from nbgrader.server_extensions.formgrader import handlers
+    from tornado import web
+
+    get = handlers.FormgraderHandler.get
+    if getattr(get, "_lm10_one_root", False):
+        return
+
+    @functools.wraps(get)
+    def one_root(self, *args, **kwargs):
+        if self.request.arguments.get("path"):
+            raise web.HTTPError(403, "the formgrader serves the course's own folder only")
+        return get(self, *args, **kwargs)
+
+    one_root._lm10_one_root = True
+    handlers.FormgraderHandler.get = one_root
+
+
 def _jupyter_server_extension_points():
     return [{"module": "grading.instructor.formgrader_csp"}]
 
@@ -269,4 +301,5 @@ def _load_jupyter_server_extension(serverapp):
     if isinstance(named, str) and named:
         COURSE_TEMPLATES = named
     install()
+    refuse_other_roots()
     serverapp.log.info("LM10: Content-Security-Policy with nonces on the formgrader's pages")
