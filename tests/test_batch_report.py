@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from grading.batch.report import machine_limit, out_of_time
+from grading.batch.report import explain, machine_limit, out_of_time
 from grading.batch.results import Notes, Result
 
 
@@ -223,3 +223,35 @@ def test_only_the_gradebooks_lock_is_retried(monkeypatch, log, asked):
     assert (worker.asked, result.attempts, result.status) == (asked, asked, "error"), result
     if asked == 1:
         assert "SandboxError: the sandbox returned no executed notebook" in result.message
+
+
+def test_her_failed_tests_never_push_the_flags_out_of_the_message(tmp_path):
+    """The report's message is cut at 1,000 characters, and the flags came last: her failed
+    tests' errors, each naming every catalogued slip of its part (her message's lines, which
+    `slips.named` reads), filled it first, and a flagged row said nothing of why (the
+    sixty-ninth hub tester's). The flags and a run without a sandbox now come first."""
+    from lmcourse import slips
+
+    cells = []
+    for part in sorted(p for p in slips._catalogued() if slips.sentences(p)):
+        text = "wrong\n" + "\n".join(slips.PREFIX + s for s in sorted(slips.sentences(part)))
+        cell = new_code_cell(
+            "check()",
+            outputs=[new_output("error", ename="AssertionError", evalue=text, traceback=[])],
+        )
+        cell.metadata["nbgrader"] = {
+            "grade": True,
+            "grade_id": part,
+            "points": 1,
+            "solution": False,
+            "locked": True,
+        }
+        cells.append(cell)
+    path = tmp_path / "LM10-L2.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    flags = ["calls the declared reference by a computed name", "asked the copies for more"]
+    notes = Notes(flags=flags, isolated=False)
+    message = explain(Result("mallory", "flagged", max_score=len(cells)), notes, "", path)
+    assert "likely slips" in message and len(message) == 1000, message  # her slips fill it
+    assert message.startswith("FLAGGED for review: " + "; ".join(flags)), message[:300]
+    assert "NOT ISOLATED" in message, message[:300]

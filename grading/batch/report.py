@@ -115,8 +115,20 @@ def out_of_time(result, notes):
 
 def explain(result, notes, note, autograded_notebook):
     """The report message for `result` (its results.Notes, the intake's `note`): why the
-    submission scored what it did, most important first."""
-    parts = [note] if note else []
+    submission scored what it did, most important first: what a person must look at (the
+    flags, a run without a sandbox) before anything her notebook's errors make long (her
+    failed tests' slips pushed the flags past the message's 1,000 characters: the sixty-ninth
+    hub tester's)."""
+    parts = []
+    if notes.flags:
+        parts.append(
+            "FLAGGED for review: "
+            + "; ".join(notes.flags[:4])
+            + (f" (+{len(notes.flags) - 4} more)" if len(notes.flags) > 4 else "")
+        )
+    if notes.isolated is False:
+        parts.append("NOT ISOLATED (graded without a sandbox: LM10_GRADE_WITHOUT_ISOLATION=1)")
+    parts += [note] if note else []
     if result.status in ("graded", "flagged"):
         failed = failures(autograded_notebook)
         if notes.stopped:
@@ -140,14 +152,6 @@ def explain(result, notes, note, autograded_notebook):
             parts.append(f"stderr (not penalised) in {', '.join(notes.stderr[:3])}")
     elif result.message:
         parts.append(result.message)
-    if notes.flags:
-        parts.append(
-            "FLAGGED for review: "
-            + "; ".join(notes.flags[:4])
-            + (f" (+{len(notes.flags) - 4} more)" if len(notes.flags) > 4 else "")
-        )
-    if notes.isolated is False:
-        parts.append("NOT ISOLATED (graded without a sandbox: LM10_GRADE_WITHOUT_ISOLATION=1)")
     return " ".join(plain(" | ".join(parts)).split())[:1000]
 
 
