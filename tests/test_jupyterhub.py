@@ -4308,6 +4308,20 @@ def test_no_students_page_reaches_the_instructors_server(played):
     assert verdict.startswith("BLOCKED"), verdict
 
 
+def images_on(page, addresses):
+    """An image of each address put in `page`, as her JupyterLab shows a notebook's (a GET with
+    the page's cookies), waited for until each has loaded or failed."""
+    page.evaluate(
+        """addresses => Promise.all(addresses.map(a => new Promise(done => {
+            const image = document.createElement('img');
+            image.onload = image.onerror = done;
+            image.src = a;
+            document.body.appendChild(image);
+        })))""",
+        addresses,
+    )
+
+
 def test_no_image_in_a_notebook_logs_the_instructor_out(hub, machine):
     """A student's notebook the instructor opens in her JupyterLab (whose sanitiser keeps images
     from any address) holds `![](https://<the hub>/hub/logout)`: JupyterHub's `LogoutHandler`
@@ -4318,15 +4332,7 @@ def test_no_image_in_a_notebook_logs_the_instructor_out(hub, machine):
     logout = f"{hub.url}/hub/logout"
     with logged_in(hub, INSTRUCTOR, machine.passwords[INSTRUCTOR]) as page:
         page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
-        page.evaluate(
-            """addresses => Promise.all(addresses.map(a => new Promise(done => {
-                const image = document.createElement('img');
-                image.onload = image.onerror = done;
-                image.src = a;
-                document.body.appendChild(image);
-            })))""",
-            [logout, "/hub/logout", f"/user/{INSTRUCTOR}/logout"],
-        )
+        images_on(page, [logout, "/hub/logout", f"/user/{INSTRUCTOR}/logout"])
         server = page.evaluate(f"fetch('/user/{INSTRUCTOR}/api/contents').then(r => r.status)")
         assert server == 200, server  # her server's cookie kept
         page.goto(f"{hub.url}/hub/home", timeout=120_000)
@@ -4356,15 +4362,7 @@ def test_no_image_in_a_notebook_reroots_the_formgrader(hub, machine):
     give(folder, INSTRUCTOR)
     with logged_in(hub, INSTRUCTOR, machine.passwords[INSTRUCTOR]) as page:
         page.goto(hub.url_of(f"/user/{INSTRUCTOR}/lab"), timeout=120_000)
-        page.evaluate(
-            """address => new Promise(done => {
-                const image = document.createElement('img');
-                image.onload = image.onerror = done;
-                image.src = address;
-                document.body.appendChild(image);
-            })""",
-            f"/user/{INSTRUCTOR}/formgrader?path={folder}",
-        )
+        images_on(page, [f"/user/{INSTRUCTOR}/formgrader?path={folder}"])
         asked = page.evaluate(
             "address => fetch(address, {redirect: 'manual'}).then(r => r.status)",
             f"/user/{INSTRUCTOR}/formgrader?path={folder}",
