@@ -86,6 +86,7 @@ from grading.host.sandbox import cpu_parent
 from grading.hub import (
     access_log,
     asked_logout,
+    homes,
     no_keyrings,
     plain_logs,
     proxy_output,
@@ -264,8 +265,8 @@ def not_bounded_here():
             f"session of their own (up to {STUDENT_MAX_TASKS}) takes a share per process from "
             "everyone else: give each server a CPU cgroup (SystemdSpawner with cpu_limit, pods)"
         )
-    homes = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
-    for point, options in sorted(homes):
+    mounts = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
+    for point, options in sorted(mounts):
         if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
             flags.append(
                 f"disk: no user quota on {point}, where students' homes lie: one student can "
@@ -588,7 +589,8 @@ def sandbox_command(home, command, nested_users=False):
       and its own System V IPC: nothing in them is shared with, or outlives into, another
       user's session;
     - the machine read-only, the home (made private, 0700, by the hub) the only place it
-      writes; the exchange's socket folder bound read-only (it connects, never writes there);
+      writes, and the only home it sees (the folder of homes an empty one: grading/hub/
+      homes.py); the exchange's socket folder bound read-only (it connects, never writes there);
     - a new session (no terminal of the hub to push input into);
     - pseudo-terminals (her terminals) from a pool of its own, at most LM10_SERVER_PTYS
       (grading/hub/ptys.py, a launcher before bwrap): bwrap's own devpts draws on the
@@ -609,6 +611,9 @@ def sandbox_command(home, command, nested_users=False):
     folders the sandbox replaces (a checkout under /tmp, as a CI run's may be), are bound
     again read-only: the server starts from them."""
     replaced = ("/tmp", "/var/tmp", "/dev/shm")
+    # every other home hidden, as systemd's ProtectHome=tmpfs does (grading/hub/homes.py)
+    hide_homes, homes_read_only = homes.others_hidden(home, replaced)
+    replaced += tuple(hide_homes[1:])
     needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), HERE.parents[1]}
     again = [
         argument
@@ -640,8 +645,10 @@ def sandbox_command(home, command, nested_users=False):
         # bwrap's /dev is a tmpfs of half the machine's memory, hers to write: read-only
         # (its devices, /dev/pts and the capped /dev/shm work as before)
         *("--remount-ro", "/dev"),
+        *hide_homes,
         *again,
         *("--bind", str(home), str(home)),
+        *homes_read_only,
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
         *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"),
         *(() if nested_users else ("--unshare-user", "--disable-userns")),
