@@ -376,6 +376,35 @@ def test_a_configuration_in_the_room_maps_its_aliases_and_writes_itself_as_trans
     assert list(copy) == list(config)
 
 
+def test_a_configuration_in_the_room_keeps_transformers_property_aliases_live():
+    """transformers 5's `rope_scaling` and `torch_dtype` are properties that read and set
+    `rope_parameters` and `dtype` (the seventieth hub tester): the room held each as a value of
+    its own, taken when the grader pickled it, so `config.rope_parameters = ...` left
+    `config.rope_scaling` at the old value, and `config.torch_dtype = torch.float16` left
+    `dtype` and `to_dict()` unchanged, silently (no name lacking, nothing flagged)."""
+    config = tiny_llama().config
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for set_field in (True, False):
+            original, copy = copy_module.deepcopy(config), through_the_room(config)
+            for both in (original, copy):
+                theta = dict(both.rope_parameters, rope_theta=123.0)
+                if set_field:
+                    both.rope_parameters, both.dtype = theta, torch.float16
+                else:
+                    both.rope_scaling, both.torch_dtype = theta, torch.float16
+            for name in ("rope_scaling", "rope_parameters", "torch_dtype", "dtype"):
+                assert getattr(copy, name) == getattr(original, name), (set_field, name)
+            assert copy.to_dict() == original.to_dict(), set_field
+            assert copy.to_dict()["rope_parameters"]["rope_theta"] == 123.0
+            assert "rope_scaling" not in vars(copy) and "torch_dtype" not in vars(copy)
+    # a configuration transformers gives none of these (GPT-2: no rope) answers none of them
+    from transformers import GPT2Config
+
+    gpt2 = through_the_room(GPT2Config(n_embd=16, n_layer=2, n_head=4))
+    assert hasattr(gpt2, "rope_scaling") == hasattr(GPT2Config(), "rope_scaling")
+
+
 def test_a_configuration_in_the_room_compares_as_transformers_does():
     """transformers 5's configurations compare as dataclasses (their fields, same class) and
     are unhashable: `copy.deepcopy(config) == config` was False in the room (identity)."""

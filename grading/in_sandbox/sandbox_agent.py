@@ -182,6 +182,11 @@ def _lacking(kind, name, names):
     )
 
 
+# transformers 5's PreTrainedConfig properties that read and set one field of its own, as the
+# seventieth hub tester found them stale in the room (each a deprecated alias there)
+_PROPERTY_ALIASES = {"rope_scaling": "rope_parameters", "torch_dtype": "dtype"}
+
+
 class Values:
     """A configuration of a library the room does not hold (transformers'), as its values:
     read them as attributes (`config.hidden_size`, `getattr(config, "head_dim", None)`, its
@@ -208,6 +213,13 @@ class Values:
             for k, v in (aliases.items() if isinstance(aliases, dict) else ())
             if type(k) is str and type(v) is str and k != v
         }
+        # and transformers' properties that read and set a field (`rope_scaling` is
+        # `rope_parameters`, `torch_dtype` is `dtype`): held as values, they went stale too
+        aliases.update(
+            (k, v)
+            for k, v in _PROPERTY_ALIASES.items()
+            if k in attributes and v in (values or {}) and k not in aliases
+        )
         attributes = {k: v for k, v in attributes.items() if k not in aliases}
         self.__dict__.update(values)
         self.__dict__.update(attributes)
