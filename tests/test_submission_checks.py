@@ -477,6 +477,11 @@ REACHES = {
         "import dataclasses\nT = dataclasses.make_dataclass('T', ['a'], module=Name())",
         "sets a class's __module__",
     ),
+    # the seventy-second: the same keyword passed by ** (the agent reads a str only, too)
+    "module-keyword-unpacked": (
+        "import collections\nT = collections.namedtuple('T', 'a', **{'module': Name()})",
+        "sets a class's __module__",
+    ),
     "zipfile": ("from zipfile import ZipFile", "imports zipfile"),
     "torch-hub": ('torch.hub.load(".", "m", source="local")', "torch.hub"),
     # the thirtieth hub tester: IPython's shell, whose run_cell runs any string, unflagged
@@ -752,6 +757,7 @@ BY_CONSTRUCT = {
     "dunder-class-body",
     "module-keyword",
     "module-keyword-dataclass",
+    "module-keyword-unpacked",
     "executor-start",
     "function-mode",
     "getattr-as-value",

@@ -269,3 +269,23 @@ def test_the_executors_stop_carries_none_of_the_error_it_interrupted():
     (output,) = nb.cells[0].outputs
     assert (output.ename, output.evalue) == ("CellTimeoutError", stop)
     assert "gpt2_block(64)" not in json.dumps(output), output.traceback
+
+
+def test_the_agent_never_calls_her_str_on_a_classs_module():
+    """The seventy-second hub tester: a class's __module__ is whatever its maker gave
+    (`collections.namedtuple('T', 'a', **{'module': Name()})`, all words), and the agent's
+    `_handle`, as the names request (each test's first, no guard armed) encodes her value,
+    called str() on it: her __str__ ran there. Only a str is read now."""
+    import collections
+
+    ran = []
+
+    class Name:
+        def __str__(self):
+            ran.append(1)
+            return "x"
+
+    shown = collections.namedtuple("T", "a", **{"module": Name()})
+    handle = sandbox_agent._handle(shown(1))
+    assert (handle["module"], handle["qualname"], ran) == ("", "T", [])
+    assert sandbox_agent._handle(trusted_tests)["module"] == "builtins"

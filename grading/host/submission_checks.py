@@ -965,6 +965,24 @@ def read_as_code(node):
     return parsed
 
 
+def _not_a_string(node):
+    return not (isinstance(node, ast.Constant) and isinstance(node.value, str | None))
+
+
+def _sets_module(call):
+    """Whether a call passes a `module=` keyword that is not a string, written out or in a
+    `**{...}` of its own (the seventy-second hub tester: `**{'module': Name()}`; the agent reads
+    a class's __module__ only where it is a str, whatever form set it)."""
+    for keyword in call.keywords:
+        if keyword.arg == "module" and _not_a_string(keyword.value):
+            return True
+        if keyword.arg is None and isinstance(keyword.value, ast.Dict):
+            for key, value in zip(keyword.value.keys, keyword.value.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "module" and _not_a_string(value):
+                    return True
+    return False
+
+
 def cell_flags(tree, protected, aliases=None, expected=None):
     """(line, reason) for every suspicious construct in one parsed cell. `protected`: names the
     student's cells must not bind (the setup cell's, the roots of what tests declare off
@@ -1227,11 +1245,7 @@ def cell_flags(tree, protected, aliases=None, expected=None):
         # dataclasses.make_dataclass's `module=` (keyword-only in both), her object whose
         # __str__ the agent calls, unguarded, as it names her value's type (the sixty-seventh
         # hub tester; `__module__ = ...` in her class is flagged above)
-        if isinstance(node, ast.Call) and any(
-            k.arg == "module"
-            and not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, str | None))
-            for k in node.keywords
-        ):
+        if isinstance(node, ast.Call) and _sets_module(node):
             found.append((line, "sets a class's __module__ (module=, a value of hers)"))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if node.name in DUNDER_DEFS:

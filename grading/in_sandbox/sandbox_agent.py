@@ -612,9 +612,13 @@ def _handle(value):
     number = len(_objects) + 1
     _objects[number] = value
     kind = type(value)
+    # a class's __module__ is any object its maker gave (namedtuple's or make_dataclass's
+    # module=, passed by ** too): str() of hers would run her __str__ here, in the names
+    # request, with no guard armed; only a str is read (the seventy-second hub tester)
+    module = getattr(kind, "__module__", "")
     return {
         "__handle__": number,
-        "module": str(getattr(kind, "__module__", "")),
+        "module": module if type(module) is str else "",
         "qualname": str(getattr(kind, "__qualname__", kind.__name__)),
         "callable": callable(value),
     }
