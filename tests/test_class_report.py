@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browsing import SHOTS, VIEWPORT, jupyterlab
-from lab_cases import AUTOGRADE, class_l2, course_copy
+from lab_cases import AUTOGRADE, class_l2, course_copy, fill, solution_answers
 from nbgrader.api import Gradebook
 
 LAB = class_l2.LAB
@@ -104,6 +104,59 @@ def graded_class(tmp_path_factory, sandbox_installed):
         "course_page": reports / "course.html",
         "stdout": built.stdout,
     }
+
+
+def test_a_submission_autograded_after_its_report_row_is_flagged(tmp_path, sandbox_installed):
+    # the seventy-first hub tester: the formgrader's Autograde (nbgrader autograde, as
+    # NbGraderAPI.autograde runs it) grades in the sandbox, but its flags go to no one (only
+    # the batch's worker takes them): a submission graded clean by the batch, then handed in
+    # again with code the batch flags and autograded from the formgrader, showed "graded" and
+    # the old row's message on the class report, with the new score; one never batch-graded
+    # showed "not autograded", no flag
+    from grading.instructor import class_report
+
+    grading = course_copy(tmp_path, [LAB])
+    assert run("-m", "nbgrader", "generate_assignment", LAB, "--force", cwd=grading).returncode == 0
+    released = nbformat.read(tmp_path / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    answers = solution_answers(LAB)
+    honest = fill(nbformat.from_dict(released), dict(answers))
+    answers["l2_serving"] += "\nimport os\nprint(os.listdir('.'))\n"
+    peek = fill(nbformat.from_dict(released), answers)
+
+    def hand_in(student, nb):
+        folder = grading / "submitted" / student / LAB
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / f"{LAB}.ipynb")
+        (folder / "timestamp.txt").write_text(class_l2.TIMESTAMP)
+
+    hand_in("mallory", honest)
+    hand_in("eve", peek)
+    done = run(*AUTOGRADE, LAB, "--student", "mallory", cwd=grading)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hand_in("mallory", peek)  # handed in again, collected again
+    formgrader = (
+        "from nbgrader.apps import NbGraderAPI; from nbgrader.apps.nbgraderapp import NbGrader;"
+        "from nbgrader.auth import Authenticator; from nbgrader.coursedir import CourseDirectory;"
+        "app = NbGrader(); app.load_config_file(); c = app.config;"
+        "api = NbGraderAPI(CourseDirectory(config=c), Authenticator(config=c), config=c);"
+        f"assert all(api.autograde('{LAB}', s)['success'] for s in ('mallory', 'eve'))"
+    )
+    done = run("-c", formgrader, cwd=grading)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hand_in("bob", honest)  # a later batch of one student rewrites the whole report
+    done = run(*AUTOGRADE, LAB, "--student", "bob", cwd=grading)
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, _, students, _ = class_report.read_lab(LAB, grading)
+    seen = {s.id: s for s in students}
+    for student in ("mallory", "eve"):
+        assert seen[student].status == "flagged", (student, seen[student].status)
+        assert seen[student].message.startswith("FLAGGED for review: l2_serving line 7: imports os")
+        assert seen[student].score == 10.0
+    assert "all autograded tests passed" in seen["mallory"].message  # the old row, after
+    assert (seen["bob"].status, seen["bob"].message) == (
+        "graded",
+        "all autograded tests passed; the rest is graded by hand",
+    )
 
 
 def table(rows):

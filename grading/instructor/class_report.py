@@ -19,7 +19,8 @@ What a lab's page reads, all of it the grader's own record:
   (autograde-LAB-batch.json: wall time, workers);
 - the autograded notebooks: the catalogued slips (lmcourse.slips) each failing test named;
   only sentences of the catalogue are taken, so nothing a student wrote reaches the page by
-  that route;
+  that route; and submission_checks' flags on a submission graded without a flag or without
+  a row (the formgrader's Autograde and `nbgrader autograde` report no flags: `graded_later`);
 - the released notebook: the lab's parts (its numbered headings) and which cells they hold.
 
 Statistics of marks are over the graded submissions (graded or flagged); a submission that was
@@ -175,10 +176,52 @@ def read_lab(lab, grading=GRADING):
                     )
             students.append(s)
     for s in students:
+        graded_later(s, lab, autograded, release)
+    for s in students:
         if s.status in GRADED:
             named = report.failures(autograded / s.id / lab / f"{lab}.ipynb")
             s.slips = {grade_id: found for grade_id, _, found in named if grade_id in tests}
     return parts, tests, students, batch_record(grading, lab)
+
+
+def graded_later(s, lab, autograded, release):
+    """Flag `s`, graded without a flag or with no row in the autograde report, from its
+    autograded notebook: the formgrader's Autograde and `nbgrader autograde` grade in the
+    sandbox but report to no one what they flag (only the batch's worker takes the flags),
+    and a row the batch wrote before stays as it was; a submission handed in again with code
+    the batch flags, then autograded from the formgrader, read "graded" with the old row's
+    message and the new score (the seventy-first hub tester's). The flags are
+    submission_checks' on her cells, as the batch's are (the same on a row the batch wrote,
+    which is then flagged already); the room's are the batch's alone. A file's time says
+    nothing here: a later `--student` rerun rewrites the whole report."""
+    if s.status not in ("graded", "not autograded"):
+        return
+    notebook = autograded / s.id / lab / f"{lab}.ipynb"
+    try:
+        found = submission_checks.flags(
+            nbformat.read(notebook, as_version=4), nbformat.read(release, as_version=4)
+        )
+    except (OSError, ValueError):
+        return
+    if not found:
+        return
+    s.status = "flagged"
+    s.message = plain(
+        " | ".join(
+            filter(
+                None,
+                [
+                    "FLAGGED for review: "
+                    + "; ".join(found[:4])
+                    + (f" (+{len(found) - 4} more)" if len(found) > 4 else ""),
+                    "autograded without the batch's report (the formgrader's Autograde or "
+                    "nbgrader autograde, which report no flags): grade it again with "
+                    f"`python -m grading.batch.autograde {lab} --student {s.id}`",
+                    s.message,
+                ],
+            )
+        )
+    )[:1000]
 
 
 # ------------------------------------------------------------------------------ measuring
