@@ -2400,3 +2400,45 @@ def test_which_cells_are_emptied_never_says_which_later_cells_ran_out_of_time(mo
     seen = {room: {tuple(emptied(t, room)) for t in lists} for room in range(low - 14, low + 2)}
     assert all(len(found) == 1 for found in seen.values()), seen
     assert seen[low] == {()} and seen[low + 1] != {()}, "the play empties some of her cells"
+
+
+def test_which_line_of_a_later_visible_check_failed_is_not_shown_after_a_hidden_input(monkeypatch):
+    """The seventy-second hub tester: a visible check that fails after a hidden input reached
+    her code had its message replaced by fixed words, but they named the line of the test it
+    failed at (`after_hidden_error`). Which line is her code's choice: her answer keeps its
+    arguments, and a later part returns what fails the test's first, second, third or fourth
+    assert, as two bits of the hidden input pick (nothing flagged). Graded in a real sandbox,
+    the feedback made by StripHiddenTests for hidden inputs 5 and 6 must read the same."""
+    from grading.host import course_preprocessors
+
+    answer = "seen = []\ndef f(x):\n    seen.append(x)\n    return 2 * x\n"
+    later = "def g(x):\n    return 1 + seen[-1] % 4\n"
+
+    def made(first, second):
+        made = lab(first)
+        part = lab(second)
+        part.cells[0].metadata["nbgrader"]["grade_id"] = "answer_g"
+        part.cells[1].metadata["nbgrader"]["grade_id"] = "test_g"
+        part.cells[1].source = "\n".join(f"assert g(0) != {n}" for n in range(1, 5))
+        made.cells += part.cells
+        return made
+
+    release = made("def f(x):\n    raise NotImplementedError()", "def g(x):\n    return 0\n")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+
+    def feedback(hidden):
+        submitted = made(answer, later)
+        submitted.cells[1].source = (
+            f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
+            "### END HIDDEN TESTS"
+        )
+        grader = course_preprocessors.SandboxedExecute(timeout=30)
+        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+        notes = course_preprocessors.take_notes()
+        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        assert graded.cells[1].outputs == []  # the hidden test passed
+        assert [o.ename for o in graded.cells[3].outputs] == ["AssertionError"]
+        shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+        return json.dumps(shown.cells[3].outputs, sort_keys=True)
+
+    assert feedback(5) == feedback(6)

@@ -66,9 +66,9 @@ AFTER_HIDDEN_TEXT = (
 )
 AFTER_HIDDEN_ERROR = (
     "This visible check failed after a hidden test had called your code, so its message (which "
-    "shows values your code computed) is not shown. It failed at line {line} of the test: {text}"
+    "shows values your code computed) is not shown, nor the line of the test it failed at "
+    "(your code's values chose it). Validate shows both."
 )
-AFTER_HIDDEN_START = AFTER_HIDDEN_ERROR.split("{")[0]
 # Cell metadata the grader writes into the autograded notebook (SandboxedExecute): what of the
 # cell's outputs came before any hidden input reached the student's code, {"stdout": characters
 # of printed text (None: all), "error": whether its error}. StripHiddenTests shows only that.
@@ -150,7 +150,7 @@ def with_slips(scrubbed, part):
     that one would hand a choice of the code back to the student (a bit or two of the input per
     failing part). The list is fixed text of the catalogue, so it tells nothing; the autograded
     notebook, which only the instructor reads, keeps the slip the test named."""
-    if scrubbed.evalue != HIDDEN_MESSAGE and not scrubbed.evalue.startswith(AFTER_HIDDEN_START):
+    if scrubbed.evalue != HIDDEN_MESSAGE and scrubbed.evalue != AFTER_HIDDEN_ERROR:
         return scrubbed  # the message was kept whole, hints and all
     known = sorted(slips.sentences(part))
     if not known:
@@ -231,7 +231,6 @@ class StripHiddenTests(ClearHiddenTests):
         hidden = hidden_line_numbers(
             cell.source, self.begin_test_delimeter, self.end_test_delimeter
         )
-        visible_source = cell.source
         if hidden:
             cell, resources = super().preprocess_cell(cell, resources, cell_index)
         part = submission_checks.meta(cell).get("grade_id", "")
@@ -263,27 +262,19 @@ class StripHiddenTests(ClearHiddenTests):
             else:
                 scrubbed = scrub_error(output, hidden) if hidden else output
                 if mark.get("error", True) is False and scrubbed.evalue != HIDDEN_MESSAGE:
-                    scrubbed = after_hidden_error(scrubbed, output, visible_source)
+                    scrubbed = after_hidden_error(scrubbed)
                 outputs.append(with_slips(scrubbed, part))
         cell.outputs = outputs
         return cell, resources
 
 
-def after_hidden_error(scrubbed, original, source):
+def after_hidden_error(scrubbed):
     """A visible check's error raised after the student's code met a hidden input: its
-    message carries values that code computed, so only the failing line of the test (which the
-    student can read in the notebook) is named."""
-    line = None
-    for entry in original.get("traceback", []):
-        found = CELL_LINE.search(ANSI.sub("", entry))
-        if found:
-            line = int(found.group(1))
-            break
-    lines = source.split("\n")
-    text = lines[line - 1].strip() if line and 0 < line <= len(lines) else "(unknown)"
-    return plain_error(
-        shown_name(scrubbed.ename), AFTER_HIDDEN_ERROR.format(line=line or "?", text=text)
-    )
+    message carries values that code computed, and the line of the test it failed at is the
+    one those values chose (a later part's answer failing the test's first, second or third
+    assert as bits of the hidden input pick: the seventy-second hub tester), so neither is
+    named: fixed words."""
+    return plain_error(shown_name(scrubbed.ename), AFTER_HIDDEN_ERROR)
 
 
 class DeduplicateIds(NbgraderDeduplicateIds):
