@@ -2442,3 +2442,51 @@ def test_which_line_of_a_later_visible_check_failed_is_not_shown_after_a_hidden_
         return json.dumps(shown.cells[3].outputs, sort_keys=True)
 
     assert feedback(5) == feedback(6)
+
+
+def test_no_line_she_prints_is_removed_for_matching_a_hidden_test(monkeypatch):
+    """The seventy-second hub tester: feedback replaced every output line of any cell that
+    contained a hidden test's line (`StripHiddenTests.scrub_quotes`), her own cells' among
+    them, though the hidden tests' source never enters the sandbox. Her answer cell, before
+    any test, prints guesses (`assert f(n) == 2n` for n in 100..199): the one line replaced by
+    the note spelt the hidden test's line, its input among it, nothing flagged, the test
+    passed. So does her own error's message in a visible test's output. Graded in a real
+    sandbox, the feedback for hidden inputs 179 and 142 must read the same."""
+    from grading.host import course_preprocessors
+
+    guesses = "[f'assert f({n}) == {2 * n}' for n in range(100, 200)]"
+    answer = f"def f(x):\n    return 2 * x\n\nprint('\\n'.join({guesses}))\n"
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+
+    def feedback(hidden, source):
+        submitted = lab(source)
+        submitted.cells[1].source = (
+            f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
+            "### END HIDDEN TESTS"
+        )
+        grader = course_preprocessors.SandboxedExecute(timeout=30)
+        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+        notes = course_preprocessors.take_notes()
+        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+        return [json.dumps(c.outputs, sort_keys=True) for c in shown.cells]
+
+    assert feedback(179, answer) == feedback(142, answer)
+    # her error's message, in the visible line's output (the part lost, the guesses the same)
+    raising = f"def f(x):\n    raise ValueError('\\n'.join({guesses}))\n"
+    assert feedback(179, raising) == feedback(142, raising)
+    # the grader's own frames still lose a hidden line they quote (a helper's context lines)
+    submitted = lab("def f(x):\n    return 0\n")
+    submitted.cells[1].source = (
+        'def check(x):\n    assert f(x) == 2 * x, "no"\n    ### BEGIN HIDDEN TESTS\n'
+        "    hidden_value_line = 12345678\n    ### END HIDDEN TESTS\n\ncheck(3)"
+    )
+    graded, _ = course_preprocessors.SandboxedExecute(timeout=30).preprocess(
+        submitted, {"nbgrader": {"assignment": "lab"}}
+    )
+    course_preprocessors.take_notes()
+    assert "12345678" in json.dumps(graded.cells[1].outputs)  # the helper's frame quotes it
+    shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+    text = json.dumps(shown.cells[1].outputs)
+    assert "12345678" not in text and "line removed by the grader" in text, text

@@ -51,6 +51,8 @@ from grading.in_sandbox import sandbox_exec
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
+# A frame of an IPython traceback (the trusted process's): a test cell's or a library's
+FRAME = re.compile(r"(?:Cell In\s*\[\d*\], line \d+|File \S)")
 CONTEXT_LINE = re.compile(r"^\s*(?:-*>\s*)?(\d+)\s")  # a numbered source line in a frame
 # Written by the grader, nothing hidden in them, where the cell's mark says the grader wrote it
 # (FEEDBACK_MARK "stopped"): the student's code may raise errors of these names too.
@@ -202,26 +204,31 @@ class StripHiddenTests(ClearHiddenTests):
         }
         nb, resources = super().preprocess(nb, resources)
         for cell in nb.cells:
-            if cell.cell_type == "code":
+            if cell.cell_type == "code" and submission_checks.is_test(cell):
                 cell.outputs = [self.scrub_quotes(o) for o in cell.outputs]
         return nb, resources
 
     def scrub_quotes(self, output):
+        """The output of a test cell with every line of its traceback's frames (the trusted
+        process's, IPython's source lines around each line that ran) that quotes a hidden
+        line replaced by a note. Only those: the hidden tests' source never enters the
+        sandbox, so her cells, her printed text and her error's message and trace hold it
+        only where she guessed it, and a line of hers replaced for matching a hidden line
+        told her the guess was right (her answer cell printing `assert f(n) == 2n` for a
+        hundred n: the line removed spelt the hidden input; the seventy-second hub tester)."""
+
         def clean(text):
             if not isinstance(text, str) or not any(leak in text for leak in self.leaks):
                 return text
+            if not FRAME.match(ANSI.sub("", text).lstrip()):
+                return text  # not a frame of the grader's: hers, or the error's message
             return "\n".join(
                 QUOTE_REMOVED if any(leak in line for leak in self.leaks) else line
                 for line in text.split("\n")
             )
 
-        if "text" in output:
-            output.text = clean(output.text)
-        for key in list(output.get("data", {})):
-            output.data[key] = clean(output.data[key])
         if "traceback" in output:
             output.traceback = [clean(line) for line in output.traceback]
-            output.evalue = clean(output.evalue)
         return output
 
     def preprocess_cell(self, cell, resources, cell_index):
