@@ -255,3 +255,20 @@ def test_her_failed_tests_never_push_the_flags_out_of_the_message(tmp_path):
     assert "likely slips" in message and len(message) == 1000, message  # her slips fill it
     assert message.startswith("FLAGGED for review: " + "; ".join(flags)), message[:300]
     assert "NOT ISOLATED" in message, message[:300]
+
+
+def test_a_graded_notebooks_room_names_are_the_graders_words_only():
+    """The names a graded notebook keeps of what her code asked the room's copies for
+    (SandboxedExecute writes them; the class report flags from them) are read only as the
+    grader writes them, "Kind.name", at most 32: a notebook that says anything else (one an
+    autograde left as she wrote it) names nothing."""
+    from grading.batch import results
+
+    def kept(value):
+        return results.room_missed({"metadata": {"lm10": {"room_missed": value}}})
+
+    names = ["LlamaConfig.get_mtp_config", "LlamaConfig.dataclasses.replace"]
+    assert kept(names) == names and len(kept(names * 40)) == 32
+    for hers in (["LlamaConfig.x", "<b>graded</b>"], ["a" * 200 + ".b"], "LlamaConfig.x", [1]):
+        assert kept(hers) == [], hers
+    assert results.room_missed({}) == [] and results.room_missed({"metadata": {"lm10": 1}}) == []

@@ -2311,13 +2311,17 @@ def test_which_of_her_later_cells_printed_is_not_shown_after_a_hidden_input(monk
     assert feedback(179) == feedback(42)
 
 
-def test_what_a_rooms_copy_lacks_of_transformers_flags_the_submission(monkeypatch):
+def test_what_a_rooms_copy_lacks_of_transformers_flags_the_submission(monkeypatch, tmp_path):
     """A room holds copies of transformers' objects, not transformers: what her code asks a
     copy for that transformers' object answers and the copy does not hold fails or differs
     in the room only, where Validate passed. Such a submission is flagged for a person, with
-    the names the grader itself sent (course_preprocessors.room_flag); an answer that asks for
-    nothing missing is not."""
+    the names the grader itself sent (results.room_flag); an answer that asks for nothing
+    missing is not. The names stay with the graded notebook, where the class report reads
+    them for a submission the formgrader's Autograde graded (which hands the notes to no
+    one: class_report.graded_later)."""
+    from grading.batch import results
     from grading.host import course_preprocessors
+    from grading.instructor import class_report
 
     setup = new_code_cell(
         "# Yours while graded: config\n"
@@ -2349,10 +2353,19 @@ def test_what_a_rooms_copy_lacks_of_transformers_flags_the_submission(monkeypatc
         notes = course_preprocessors.take_notes()
         assert graded.cells[2].outputs == [], graded.cells[2].outputs  # passed, both
         room = [f for f in notes.flags if "copies of transformers' objects" in f]
-        if flagged:
-            assert room == [course_preprocessors.room_flag(["LlamaConfig.get_mtp_config"])]
-        else:
-            assert room == [], notes.flags
+        missed = ["LlamaConfig.get_mtp_config"] if flagged else []
+        assert room == ([results.room_flag(missed)] if flagged else []), notes.flags
+        assert results.room_missed(graded) == missed
+        # the class report, for a submission the formgrader's Autograde graded
+        folder = tmp_path / "autograded" / "mallory" / "lab"
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(graded, folder / "lab.ipynb")
+        nbformat.write(release, tmp_path / "release.ipynb")
+        row = class_report.Student("mallory", "graded", message="all autograded tests passed")
+        class_report.graded_later(row, "lab", tmp_path / "autograded", tmp_path / "release.ipynb")
+        assert (row.status, results.room_flag(missed) in row.message) == (
+            ("flagged", True) if flagged else ("graded", False)
+        ), row
 
 
 def test_which_cells_are_emptied_never_says_which_later_cells_ran_out_of_time(monkeypatch):

@@ -10,6 +10,7 @@ wrong cannot put anything else into the report.
 `Result` is one row of the report (autograde-LAB.csv): the submission's status, score and why.
 """
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 
 STATUSES = ("graded", "flagged", "error", "timeout")
@@ -56,3 +57,32 @@ class Result:
     seconds: float = 0.0
     message: str = ""
     isolated: str = ""  # yes | no (LM10_GRADE_WITHOUT_ISOLATION=1) | "" (never ran)
+
+
+NAMED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+def room_missed(nb):
+    """The names a graded notebook says her code asked the room's copies for and they lack
+    (set by SandboxedExecute, the grader's words; [] where none, or not as it writes them)."""
+    lm10 = nb.get("metadata", {}).get("lm10")
+    missed = lm10.get("room_missed") if isinstance(lm10, dict) else None
+    # "Kind.name" (the grader's own words; a notebook autograde left as she wrote it says
+    # nothing else here)
+    ok = isinstance(missed, list) and all(
+        type(m) is str and len(m) <= 120 and NAMED.fullmatch(m) for m in missed
+    )
+    return list(missed[:32]) if ok else []
+
+
+def room_flag(missed):
+    """The flag of a submission whose code asked the room's copies (grading/host/room.py) for
+    what transformers' objects answer and the copies lack (`missed`: "Kind.name", the
+    grader's own words): such a test may fail in the room where Validate, with transformers'
+    objects, passed it, so a person checks the parts."""
+    shown = ", ".join(missed[:6]) + (f" and {len(missed) - 6} more" if len(missed) > 6 else "")
+    return (
+        f"her code asked the grader's copies of transformers' objects for {shown}, which "
+        "transformers' have and the copies do not: a test may have failed on the copy where "
+        "Validate, with transformers' own objects, passes; check those parts by hand"
+    )

@@ -45,7 +45,7 @@ from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
 from nbgrader.preprocessors import OverwriteCells as NbgraderOverwriteCells
 from traitlets import Integer
 
-from grading.batch.results import Notes
+from grading.batch.results import Notes, room_flag
 from grading.host import room, sandbox, submission_checks, trusted_tests
 from grading.in_sandbox import sandbox_exec
 
@@ -358,19 +358,6 @@ def clean_output(raw, limit):
     return None
 
 
-def room_flag(missed):
-    """The flag of a submission whose code asked the room's copies (grading/host/room.py) for
-    what transformers' objects answer and the copies lack (`missed`: "Kind.name", the
-    grader's own words): such a test may fail in the room where Validate, with transformers'
-    objects, passed it, so a person checks the parts."""
-    shown = ", ".join(missed[:6]) + (f" and {len(missed) - 6} more" if len(missed) > 6 else "")
-    return (
-        f"her code asked the grader's copies of transformers' objects for {shown}, which "
-        "transformers' have and the copies do not: a test may have failed on the copy where "
-        "Validate, with transformers' own objects, passes; check those parts by hand"
-    )
-
-
 _notes = None  # the Notes of the submission this process ran last (one at a time)
 
 
@@ -510,6 +497,9 @@ class SandboxedExecute(Execute):
             )
         if tested.missed:
             notes.flags.append(room_flag(tested.missed))
+            # and with the graded notebook, the grader's words only: the formgrader's Autograde
+            # hands the notes to no one, and the class report reads it back (graded_later)
+            nb.metadata["lm10"]["room_missed"] = list(tested.missed)
         if run.timed_out:
             notes.timeout = True
             raise SandboxError(f"still running after {self.total_timeout} s; stopped")

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import nbformat
 
-from grading.batch import report
+from grading.batch import report, results
 from grading.batch.gradebook import course_paths
 from grading.batch.results import STATUSES
 from grading.host import submission_checks
@@ -198,11 +198,12 @@ def graded_later(s, lab, autograded, release):
         return
     notebook = autograded / s.id / lab / f"{lab}.ipynb"
     try:
-        found = submission_checks.flags(
-            nbformat.read(notebook, as_version=4), nbformat.read(release, as_version=4)
-        )
+        graded = nbformat.read(notebook, as_version=4)
+        found = submission_checks.flags(graded, nbformat.read(release, as_version=4))
     except (OSError, ValueError):
         return
+    if missed := results.room_missed(graded):  # kept by the grader, in its words
+        found.append(results.room_flag(missed))
     if not found:
         return
     s.status = "flagged"
