@@ -2415,6 +2415,23 @@ def test_which_cells_are_emptied_never_says_which_later_cells_ran_out_of_time(mo
     assert seen[low] == {()} and seen[low + 1] != {()}, "the play empties some of her cells"
 
 
+def graded_with_hidden(submitted, hidden):
+    """`submitted` (a lab() notebook, its first test of f) graded in a real sandbox, that test
+    a visible `f(3)` and a hidden `f(hidden)`, with nothing of hers flagged (release_notebook
+    monkeypatched by the caller)."""
+    from grading.host import course_preprocessors
+
+    submitted.cells[1].source = (
+        f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
+        "### END HIDDEN TESTS"
+    )
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+    notes = course_preprocessors.take_notes()
+    assert submission_checks.without_outside(notes.flags) == [], notes.flags
+    return graded
+
+
 def test_which_line_of_a_later_visible_check_failed_is_not_shown_after_a_hidden_input(monkeypatch):
     """The seventy-second hub tester: a visible check that fails after a hidden input reached
     her code had its message replaced by fixed words, but they named the line of the test it
@@ -2440,15 +2457,7 @@ def test_which_line_of_a_later_visible_check_failed_is_not_shown_after_a_hidden_
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
 
     def feedback(hidden):
-        submitted = made(answer, later)
-        submitted.cells[1].source = (
-            f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
-            "### END HIDDEN TESTS"
-        )
-        grader = course_preprocessors.SandboxedExecute(timeout=30)
-        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
-        notes = course_preprocessors.take_notes()
-        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        graded = graded_with_hidden(made(answer, later), hidden)
         assert graded.cells[1].outputs == []  # the hidden test passed
         assert [o.ename for o in graded.cells[3].outputs] == ["AssertionError"]
         shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
@@ -2473,15 +2482,7 @@ def test_no_line_she_prints_is_removed_for_matching_a_hidden_test(monkeypatch):
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
 
     def feedback(hidden, source):
-        submitted = lab(source)
-        submitted.cells[1].source = (
-            f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
-            "### END HIDDEN TESTS"
-        )
-        grader = course_preprocessors.SandboxedExecute(timeout=30)
-        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
-        notes = course_preprocessors.take_notes()
-        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        graded = graded_with_hidden(lab(source), hidden)
         shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
         return [json.dumps(c.outputs, sort_keys=True) for c in shown.cells]
 
