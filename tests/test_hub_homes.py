@@ -3,6 +3,7 @@ bubblewrap options (no hub: a second)."""
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,67 @@ def test_homes_are_hidden_only_where_a_folder_holds_them():
     )
     assert homes.others_hidden("/srv") == ((), ())
     assert homes.others_hidden("/tmp/hub-homes/lm10-alice", ("/tmp", "/var/tmp")) == ((), ())
+
+
+@pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_no_server_sees_a_home_in_another_folder_of_homes(tmp_path):
+    """The seventy-third tester's: staff and students in folders of their own
+    (`/home/staff/<instructor>`, `/home/students/<her>`). The instructor's server hid the
+    folder of its own home only: mallory's opened home, and the `nbgrader_config.py` she left
+    there, were read in it, as the sixty-ninth's attack needs. Every folder that holds a home of
+    the course is hidden now, in every server."""
+    instructor = tmp_path / "staff" / "instructor"
+    mallory, bob = tmp_path / "students" / "mallory", tmp_path / "students" / "bob"
+    for home in (instructor, mallory, bob):
+        home.mkdir(parents=True)
+    (mallory / "nbgrader_config.py").write_text("print('hers')\n")
+    mallory.chmod(0o755)
+    course = [str(h) for h in (instructor, mallory, bob)]
+
+    def look(home):
+        before, after = homes.others_hidden(home, (), course)
+        command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        command += [*before, "--bind", str(home), str(home), *after, "--unshare-pid", "--"]
+        command += ["sh", "-c", f"ls {tmp_path}/staff {tmp_path}/students; cat {mallory}/*.py"]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
+
+    assert "hers" not in look(instructor)
+    assert look(instructor).split() == [f"{tmp_path}/staff:", "instructor", f"{tmp_path}/students:"]
+    assert look(bob).split() == [f"{tmp_path}/staff:", f"{tmp_path}/students:", "bob"]
+
+
+@pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_a_folder_of_homes_that_holds_the_exchange_still_starts_a_server(tmp_path):
+    """The seventy-third tester's false stop: a home in the folder that holds the exchange's
+    socket folder (`/srv/<her>` and `/srv/lm10/exchange`): the folder was read-only before its
+    mount point was made, and bwrap started nothing ("Can't mkdir parents ... Read-only file
+    system"). The servers bind the exchange before the folders of homes are made read-only."""
+    home, exchange = tmp_path / "srv" / "alice", tmp_path / "srv" / "lm10" / "exchange"
+    for folder in (home, exchange):
+        folder.mkdir(parents=True)
+    before, after = homes.others_hidden(home)
+    config = (Path(homes.__file__).parent / "jupyterhub_config.py").read_text()
+    body = config[config.index("def sandbox_command") :]
+    binds = ["--ro-bind", str(exchange), str(exchange)]
+    exchange_first = body.index("str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)")
+    if exchange_first < body.index("*homes_read_only"):
+        options = [*before, "--bind", str(home), str(home), *binds, *after]
+    else:
+        options = [*before, "--bind", str(home), str(home), *after, *binds]
+    command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", *options]
+    command += ["--", "sh", "-c", f"ls {exchange.parent.parent}"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout.split()) == (0, ["alice", "lm10"]), run.stderr
+
+
+def test_every_folder_of_the_courses_homes_is_hidden():
+    """Each folder holding a home of the course's, shallower first; none that is the root,
+    lies in the server's own home, or holds or lies in a folder the sandbox replaces."""
+    course = ["/home/instructor", "/home/students/a", "/home/students/b", "/tmp/x/c", "/var/d"]
+    course += ["/home/students/a/nested/e", "/f"]
+    assert homes.others_hidden("/home/students/a", ("/tmp", "/var/tmp"), course) == (
+        ("--tmpfs", "/home", "--tmpfs", "/home/students"),
+        ("--remount-ro", "/home", "--remount-ro", "/home/students"),
+    )

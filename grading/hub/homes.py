@@ -8,17 +8,35 @@ named (the sixty-ninth hub tester: an image of `/formgrader?path=/home/<her>/x` 
 the instructor opened ran her file as the instructor). That handler refuses a path now
 (grading/instructor/formgrader_csp.py); with the homes hidden, no handler of any server reads
 another user's home, whatever it is asked.
+
+Every folder that holds a home of the course is hidden, not only the server's own: where staff
+and students live in folders of their own (`/home/staff/<instructor>`,
+`/home/students/<her>`), hiding the instructor's folder alone left every student's home in her
+server's view (the seventy-third hub tester).
 """
 
 from pathlib import Path
 
 
-def others_hidden(home, replaced=()):
+def others_hidden(home, replaced=(), homes=()):
     """(before, after): bubblewrap's options around the bind of `home`, the server's own, that
-    show the folder holding it as an empty, read-only one, `home` alone bound back. None where
-    that folder is the root, or lies in a folder the sandbox already replaces (`replaced`,
-    each a private tmpfs: the test hub's homes lie under /tmp)."""
-    parent = Path(home).parent
-    if parent == Path(parent.anchor) or any(parent.is_relative_to(f) for f in replaced):
-        return (), ()
-    return ("--tmpfs", str(parent)), ("--remount-ro", str(parent))
+    show each folder holding it or one of `homes` (the course's users' homes) as an empty,
+    read-only one, `home` alone bound back. A folder is left as it is where it is the root,
+    lies in a folder the sandbox already replaces (`replaced`, each a private tmpfs: the test
+    hub's homes lie under /tmp) or holds one, or lies in `home`."""
+    own = Path(home)
+    folders = set()
+    for each in (home, *homes):
+        folder = Path(each).parent
+        if (
+            folder == Path(folder.anchor)
+            or folder.is_relative_to(own)
+            or any(folder.is_relative_to(f) or Path(f).is_relative_to(folder) for f in replaced)
+        ):
+            continue
+        folders.add(folder)
+    ordered = sorted(folders, key=lambda f: (len(f.parts), str(f)))  # a folder before its own
+    return (
+        tuple(a for f in ordered for a in ("--tmpfs", str(f))),
+        tuple(a for f in ordered for a in ("--remount-ro", str(f))),
+    )

@@ -575,7 +575,7 @@ RUNTIME = "/tmp/jupyter-runtime"  # inside the sandbox's private /tmp: short ipc
 FILTER_FD = "<the keyrings filter's descriptor>"  # SandboxedSpawner.start names it at each start
 
 
-def sandbox_command(home, command, nested_users=False):
+def sandbox_command(home, command, nested_users=False, homes_of_course=()):
     """`command` in a bubblewrap sandbox of its own, run as the server's user (bwrap needs no
     privilege: user namespaces). What a systemd machine gives with SystemdSpawner (a scope per
     server, PrivateTmp, ProtectSystem, ProtectHome) it gives by construction:
@@ -611,9 +611,10 @@ def sandbox_command(home, command, nested_users=False):
     folders the sandbox replaces (a checkout under /tmp, as a CI run's may be), are bound
     again read-only: the server starts from them."""
     replaced = ("/tmp", "/var/tmp", "/dev/shm")
-    # every other home hidden, as systemd's ProtectHome=tmpfs does (grading/hub/homes.py)
-    hide_homes, homes_read_only = homes.others_hidden(home, replaced)
-    replaced += tuple(hide_homes[1:])
+    # every other home hidden, as systemd's ProtectHome=tmpfs does (grading/hub/homes.py):
+    # each folder holding a home of the course's, not only this one's
+    hide_homes, homes_read_only = homes.others_hidden(home, replaced, homes_of_course)
+    replaced += tuple(hide_homes[1::2])
     needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), HERE.parents[1]}
     again = [
         argument
@@ -648,8 +649,10 @@ def sandbox_command(home, command, nested_users=False):
         *hide_homes,
         *again,
         *("--bind", str(home), str(home)),
-        *homes_read_only,
+        # before the folders of homes are read-only: bwrap makes its mount point there where
+        # one holds it (a home in /srv and the exchange in /srv/lm10: no server started)
         *("--ro-bind", str(EXCHANGE_SOCKET_DIR), str(EXCHANGE_SOCKET_DIR)),
+        *homes_read_only,
         *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"),
         *(() if nested_users else ("--unshare-user", "--disable-userns")),
         *("--seccomp", FILTER_FD),
@@ -684,6 +687,15 @@ def revoke_exchange_tokens(user):
         if token.note == EXCHANGE_TOKEN_NOTE:
             db.delete(token)
     db.commit()
+
+
+def course_homes():
+    """The homes of the course's users, now: each server hides every folder holding one."""
+    found = set()
+    for name in {*group_members(STUDENTS), *group_members(INSTRUCTORS)}:
+        with contextlib.suppress(KeyError):
+            found.add(pwd.getpwnam(name).pw_dir)
+    return sorted(found)
 
 
 def prepare_server(spawner):
@@ -734,7 +746,7 @@ def prepare_server(spawner):
     environment["JUPYTER_PATH"] = str(HERE / "kernel-data")
     spawner.environment = {**spawner.environment, **environment}
     # the instructor's grading sandbox is bubblewrap, inside hers: it makes user namespaces
-    spawner.cmd = sandbox_command(home, SINGLEUSER, nested_users=instructor)
+    spawner.cmd = sandbox_command(home, SINGLEUSER, instructor, course_homes())
 
 
 def server_stopped(spawner):
