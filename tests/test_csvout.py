@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 from traitlets.config import Configurable
 
@@ -185,3 +186,69 @@ def test_every_csv_the_course_writes_goes_through_csvout():
             if writes_csv(ast.parse(path.read_text())):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == [], f"write CSV files with grading.instructor.csvout: {offenders}"
+
+
+def test_grades_export_says_which_submissions_are_flagged(tmp_path):
+    """The seventy-third hub tester's: `make grades` had no flag column. A submission the batch
+    flags (`import os; print(os.listdir('.'))` in her answer, class_l2's flag-files), handed in
+    again and autograded from the formgrader (whose Autograde reports no flag), read as a clean
+    score there; the class report flags it (graded_later), the grades did not. Now `flagged`
+    says it: yes from the notebook or the autograde report's row, no where neither holds."""
+    from lab_cases import class_l2, fill, solution_answers
+
+    from grading.instructor import grades_export
+
+    lab = class_l2.LAB
+    source = Path(__file__).resolve().parents[1] / "labs" / lab / f"{lab}.ipynb"
+    release = tmp_path / "labs" / lab / f"{lab}.ipynb"
+    release.parent.mkdir(parents=True)
+    release.write_text(source.read_text())
+    released = nbformat.read(release, as_version=4)
+    answers = solution_answers(lab)
+    honest = fill(nbformat.from_dict(released), dict(answers))
+    answers["l2_serving"] += "\nimport os\nprint(os.listdir('.'))\n"
+    hers = fill(nbformat.from_dict(released), answers)
+    people = {"mallory": (hers, "graded"), "bob": (honest, "graded"), "eve": (honest, "flagged")}
+    (tmp_path / "grading").mkdir()
+    with open(tmp_path / "grading" / f"autograde-{lab}.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "status", "message"])
+        for name, (notebook, status) in people.items():
+            writer.writerow([name, status, ""])
+            folder = tmp_path / "grading" / "autograded" / name / lab
+            folder.mkdir(parents=True)
+            nbformat.write(notebook, folder / f"{lab}.ipynb")
+    students = [
+        SimpleNamespace(id=n, last_name="", first_name="", email="") for n in [*people, "zed"]
+    ]
+    assignment = SimpleNamespace(name=lab, duedate=None, max_score=13.0)
+    submission = SimpleNamespace(timestamp=None, score=10.0, late_submission_penalty=0.0)
+
+    class Gradebook:
+        assignments = [assignment]
+
+        def find_submission(self, _, student):
+            if student == "zed":
+                raise grades_export.MissingEntry
+            return submission
+
+    class Course:
+        root, release_directory = str(tmp_path), "labs"
+        autograded_directory = "grading/autograded/{student_id}/{assignment_id}"
+
+        def format_path(self, pattern, student, lab):
+            return str(tmp_path / pattern.format(student_id=student, assignment_id=lab))
+
+    class App(Configurable):
+        coursedir = Course()
+
+    Gradebook.students = students
+    exporter = grades_export.GradesExport(parent=App(), to=str(tmp_path / "grades.csv"))
+    exporter.export(Gradebook())
+    rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert {n: r["flagged"] for n, r in rows.items()} == {
+        "mallory": "yes",
+        "bob": "no",
+        "eve": "yes",
+        "zed": "",
+    }

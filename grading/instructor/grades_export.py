@@ -7,16 +7,24 @@ without isolation (LM10_GRADE_WITHOUT_ISOLATION=1, grading/host/sandbox.py), emp
 autograded notebook that says (not submitted, not autograded, or never run). SandboxedExecute
 writes that fact into the autograded notebook's metadata (`lm10.isolated`), so it holds for
 submissions graded by `make autograde`, the formgrader and `nbgrader autograde` alike.
+
+And `flagged`: `yes` where the submission is flagged for a person to read, as the class report
+flags it (its row in the autograde report, grading/autograde-<lab>.csv, says `flagged`, or
+submission_checks flags its autograded notebook: class_report.graded_later), `no` where it has
+an autograded notebook and neither holds, empty where it has none. The grades were the one view
+of a score without its flag: a submission the batch flags, autograded again from the
+formgrader, was read as clean (the seventy-third hub tester).
 """
 
 import json
 import re
 from pathlib import Path
 
+import nbformat
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
-from grading.instructor import csvout
+from grading.instructor import class_report, csvout
 from grading.instructor.sanitise import plain
 
 COLUMNS = [
@@ -32,6 +40,7 @@ COLUMNS = [
     "score",
     "max_score",
     "isolated",
+    "flagged",
 ]
 
 
@@ -57,6 +66,24 @@ def isolation(folder):
     return "yes" if all(found) else "no"
 
 
+def flagged(folder, lab, release, row_status):
+    """yes, no or "" for the autograded notebook of `lab` in `folder` (the module's docstring)."""
+    notebook = Path(folder) / f"{lab}.ipynb"
+    if not notebook.is_file():
+        return "yes" if row_status == "flagged" else ""
+    if row_status == "flagged":
+        return "yes"
+    from grading.host import submission_checks
+
+    try:
+        found = submission_checks.flags(
+            nbformat.read(notebook, as_version=4), nbformat.read(release, as_version=4)
+        )
+    except (OSError, ValueError):
+        return ""  # unread: nothing said either way
+    return "yes" if found else "no"
+
+
 class GradesExport(ExportPlugin):
     """nbgrader's CSV export, quoted, with the `isolated` column."""
 
@@ -65,6 +92,7 @@ class GradesExport(ExportPlugin):
         students = {str(s) for s in self.student}
         assignments = {str(a) for a in self.assignment}
         coursedir = self.parent.coursedir
+        reports = {}
         self.log.info("Exporting grades to %s", dest)
         with open(dest, "w", newline="") as handle:
             writer = csvout.writer(handle)
@@ -89,16 +117,29 @@ class GradesExport(ExportPlugin):
                     except MissingEntry:  # nothing submitted: zero, as nbgrader's export
                         row.update(raw_score=0.0, late_submission_penalty=0.0, score=0.0)
                     else:
+                        root = Path(coursedir.root)
+                        if assignment.name not in reports:
+                            reports[assignment.name] = class_report.autograde_rows(
+                                root / "grading", assignment.name
+                            )
+                        folder = coursedir.format_path(
+                            coursedir.autograded_directory, student.id, assignment.name
+                        )
                         penalty = submission.late_submission_penalty or 0.0
                         row.update(
                             timestamp=submission.timestamp,
                             raw_score=submission.score,
                             late_submission_penalty=penalty,
                             score=max(0.0, submission.score - penalty),
-                            isolated=isolation(
-                                coursedir.format_path(
-                                    coursedir.autograded_directory, student.id, assignment.name
-                                )
+                            isolated=isolation(folder),
+                            flagged=flagged(
+                                folder,
+                                assignment.name,
+                                root
+                                / coursedir.release_directory
+                                / assignment.name
+                                / f"{assignment.name}.ipynb",
+                                reports[assignment.name].get(student.id, {}).get("status"),
                             ),
                         )
                     writer.writerow(field(row.get(c)) for c in COLUMNS)
