@@ -2504,3 +2504,49 @@ def test_no_line_she_prints_is_removed_for_matching_a_hidden_test(monkeypatch):
     shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
     text = json.dumps(shown.cells[1].outputs)
     assert "12345678" not in text and "line removed by the grader" in text, text
+
+
+def test_which_reference_her_code_called_after_a_hidden_input_is_not_shown(monkeypatch):
+    """The seventy-fourth hub tester: feedback kept the grader's OffLimitsError whole, the
+    reference it names among them, wherever it came from; after a hidden input, whether her
+    code called one and which (a test declares several, and every test sys.setprofile, which
+    recursing to Python's limit names) are her values' choice. Her f, given the hidden input,
+    recursed to the limit, called operator.mul or operator.add: three texts for three hidden
+    inputs, nothing flagged. The feedback must read the same for each; the autograded notebook
+    (the instructor's) keeps the name, and a stop before any hidden input still shows it."""
+    from grading.host import course_preprocessors
+
+    answer = (
+        "import operator\n\ndef deep(n):\n    return deep(n + 1)\n\ndef f(x):\n"
+        "    if x == 3:\n        return 6\n    if x % 3 == 0:\n        try:\n"
+        "            deep(0)\n        except RecursionError:\n            pass\n"
+        "        return 2 * x\n    if x % 3 == 1:\n        return operator.mul(2, x)\n"
+        "    return operator.add(x, x)\n"
+    )
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+
+    def feedback(hidden, source=answer):
+        submitted = lab(source)
+        submitted.cells[1].source = (
+            "# Off limits while graded: operator.mul, operator.add\nassert f(3) == 6\n"
+            f"### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n### END HIDDEN TESTS"
+        )
+        grader = course_preprocessors.SandboxedExecute(timeout=30)
+        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+        notes = course_preprocessors.take_notes()
+        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        kept = json.dumps(graded.cells[1].outputs)
+        shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+        return kept, json.dumps(shown.cells[1].outputs, sort_keys=True)
+
+    runs = {hidden: feedback(hidden) for hidden in (6, 7, 8)}
+    for hidden, name in ((6, "sys.setprofile"), (7, "operator.mul"), (8, "operator.add")):
+        assert f"{name} is off limits" in runs[hidden][0]  # the instructor's notebook
+    assert len({shown for _, shown in runs.values()}) == 1, runs
+    assert "off limits" not in runs[6][1]
+    # before any hidden input the stop names its reference, as it always did
+    _, shown = feedback(
+        6, answer.replace("        return 6\n", "        return operator.mul(2, x)\n")
+    )
+    assert "operator.mul is off limits" in shown, shown

@@ -265,7 +265,19 @@ class StripHiddenTests(ClearHiddenTests):
                     scrubbed = plain_error(output.ename, output.evalue)
                 outputs.append(scrubbed)
             elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
-                outputs.append(plain_error(output.ename, output.evalue))
+                if mark.get("error", True) is False:
+                    # after a hidden input, whether her code called a declared reference and
+                    # which (a test declares several, and every test sys.setprofile, which
+                    # recursing to the limit names) were her values' choice: three names for
+                    # one hidden input, nothing flagged (the seventy-fourth hub tester). It
+                    # reads as any error of hers there does
+                    outputs.append(
+                        with_slips(
+                            neutral_error(output) if hidden else after_hidden_error(output), part
+                        )
+                    )
+                else:
+                    outputs.append(plain_error(output.ename, output.evalue))
             else:
                 scrubbed = scrub_error(output, hidden) if hidden else output
                 if mark.get("error", True) is False and scrubbed.evalue != HIDDEN_MESSAGE:
