@@ -10,6 +10,7 @@ another way.
 import ast
 import csv
 import io
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -208,7 +209,15 @@ def test_grades_export_says_which_submissions_are_flagged(tmp_path):
     honest = fill(nbformat.from_dict(released), dict(answers))
     answers["l2_serving"] += "\nimport os\nprint(os.listdir('.'))\n"
     hers = fill(nbformat.from_dict(released), answers)
-    people = {"mallory": (hers, "graded"), "bob": (honest, "graded"), "eve": (honest, "flagged")}
+    # the room's names, which the grader keeps in the graded notebook (SandboxedExecute)
+    asked = nbformat.from_dict(json.loads(json.dumps(honest)))
+    asked.metadata["lm10"] = {"isolated": True, "room_missed": ["LlamaConfig.get_mtp_config"]}
+    people = {
+        "mallory": (hers, "graded"),
+        "bob": (honest, "graded"),
+        "eve": (honest, "flagged"),
+        "ann": (asked, "graded"),
+    }
     (tmp_path / "grading").mkdir()
     with open(tmp_path / "grading" / f"autograde-{lab}.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -250,5 +259,6 @@ def test_grades_export_says_which_submissions_are_flagged(tmp_path):
         "mallory": "yes",
         "bob": "no",
         "eve": "yes",
+        "ann": "yes",
         "zed": "",
     }

@@ -73,15 +73,16 @@ def flagged(folder, lab, release, row_status):
         return "yes" if row_status == "flagged" else ""
     if row_status == "flagged":
         return "yes"
+    from grading.batch import results
     from grading.host import submission_checks
 
     try:
-        found = submission_checks.flags(
-            nbformat.read(notebook, as_version=4), nbformat.read(release, as_version=4)
-        )
+        graded = nbformat.read(notebook, as_version=4)
+        found = submission_checks.flags(graded, nbformat.read(release, as_version=4))
     except (OSError, ValueError):
         return ""  # unread: nothing said either way
-    return "yes" if found else "no"
+    # and the room's, which the grader keeps in the graded notebook (results.room_missed)
+    return "yes" if found or results.room_missed(graded) else "no"
 
 
 class GradesExport(ExportPlugin):
