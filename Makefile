@@ -134,7 +134,8 @@ similarity: setup
 	$(RUN) $(BIN)/python -m grading.instructor.similarity $(LAB)
 
 # Grades into Canvas or Moodle (grading/instructor/lms.py): the LMS's own export of the class as
-# ROSTER, grading/exports/<lms>-grades.csv to import, and <lms>-grades-mismatch.csv beside it.
+# ROSTER, grading/exports/<lms>-grades.csv to import, and <lms>-grades-mismatch.csv and
+# <lms>-grades-flagged.csv (the submissions flagged for a person to read) beside it.
 lms: setup
 	@test -n "$(LMS)" && test -n "$(ROSTER)" || \
 		{ echo "usage: make lms LMS=canvas|moodle ROSTER=roster.csv [LAB=LM10-L2]"; exit 2; }

@@ -11,7 +11,9 @@ into the gradebook, then each bad input for its message and for writing nothing.
 
 import csv
 import io
+from pathlib import Path
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
@@ -112,7 +114,46 @@ def grading(tmp_path_factory):
             notebook = gradebook.find_submission_notebook(lab, lab, student)
             notebook.late_submission_penalty = penalty
             gradebook.db.commit()
+    flag_some(root, folder)
     return folder
+
+
+# (lab, student) -> the autograde report's status, and her autograded notebook: "hers" (code
+# the batch flags), "honest", or none
+FLAGS = {
+    ("LM10-L2", "alice"): ("graded", "hers"),  # handed in again, autograded from the formgrader
+    ("LM10-L2", "carol"): ("graded", "honest"),
+    ("LM10-L1", "bob"): ("flagged", None),  # the batch's row says flagged
+    ("LM10-L1", HOSTILE_ID): ("flagged", None),  # a row without a submission: its 0 stands
+    ("LM10-L1", "eve"): ("graded", None),  # nothing to read: not flagged
+}
+
+
+def flag_some(root, folder):
+    """The real LM10-L2 release under the course's labs/, the autograde reports of FLAGS'
+    rows and their autograded notebooks (the flags `make grades` reads, grades_export)."""
+    from lab_cases import fill, solution_answers
+
+    source = Path(__file__).resolve().parents[1] / "labs" / "LM10-L2" / "LM10-L2.ipynb"
+    release = root / "labs" / "LM10-L2" / "LM10-L2.ipynb"
+    release.parent.mkdir(parents=True)
+    release.write_text(source.read_text())
+    released = nbformat.read(release, as_version=4)
+    answers = solution_answers("LM10-L2")
+    notebooks = {"honest": fill(nbformat.from_dict(released), dict(answers))}
+    answers["l2_serving"] += "\nimport os\nprint(os.listdir('.'))\n"
+    notebooks["hers"] = fill(nbformat.from_dict(released), answers)
+    for lab in LABS:
+        rows = [["student", "status", "message"]]
+        for (at, student), (status, notebook) in FLAGS.items():
+            if at != lab:
+                continue
+            rows.append([student, status, "FLAGGED for review: imports os" * (status != "graded")])
+            if notebook:
+                graded = folder / "autograded" / student / lab / f"{lab}.ipynb"
+                graded.parent.mkdir(parents=True)
+                nbformat.write(notebooks[notebook], graded)
+        write_csv(folder / f"autograde-{lab}.csv", rows)
 
 
 def write_csv(path, rows):
@@ -233,6 +274,30 @@ def test_moodle(grading, tmp_path, capsys):
     assert "left out of the export" in found["zoe", "roster only"]
     assert "no Moodle user" in found["eve", "gradebook only"]
     assert "2 in the gradebook only" in err and "1 in the roster only" in err
+
+
+def test_flagged_submissions_are_beside_the_upload(grading, tmp_path, capsys):
+    """The seventy-third's open row: `make lms` carried no flag, so a flagged submission (the
+    batch's row, or code the batch flags handed in again and autograded from the formgrader)
+    left for Canvas or Moodle as a clean score. Neither import takes a flag column; the flagged
+    file beside the upload lists them, as `make grades`'s `flagged` column does."""
+    for system, roster in (("canvas", CANVAS_ROSTER), ("moodle", MOODLE_ROSTER)):
+        out = tmp_path / system / "grades.csv"
+        status, stdout, err = run(
+            capsys, system, "--roster", write_csv(tmp_path / f"{system}.csv", roster),
+            "--grading", grading, "--out", out,
+        )  # fmt: skip
+        assert status == 0, err
+        flagged = read_csv(tmp_path / system / "grades-flagged.csv")
+        assert flagged[0] == ["student", "lab", "score", "detail"]
+        found = {(student, lab): (score, detail) for student, lab, score, detail in flagged[1:]}
+        assert set(found) == {("alice", "LM10-L2"), ("bob", "LM10-L1")}
+        assert found["alice", "LM10-L2"][0] == "7.5"
+        assert "imports os" in found["bob", "LM10-L1"][1]
+        assert "2 submission(s) flagged for a person to read" in err
+        assert str(tmp_path / system / "grades-flagged.csv") in stdout
+        # the upload itself is as before: no extra column an import would take for a lab
+        assert read_csv(out)[0][-1] == "LM10-L2"
 
 
 def bad_inputs(tmp_path):

@@ -6,11 +6,11 @@ nbgrader's own CSV).
     python -m grading.instructor.lms moodle --roster ROSTER.csv [...]
 
 writes grading/exports/canvas-grades.csv (moodle-grades.csv) or --out, and beside it
-<out stem>-mismatch.csv. One column per lab (--lab, repeated; default every lab of the
-gradebook), holding what `make grades` calls score: nbgrader's score after the late penalty,
-max(0, score - penalty), and 0 for a student of the gradebook without a submission, as
-nbgrader's export gives. The roster is the LMS's own export of the class; its column
---match-on holds nbgrader's student ids (the JupyterHub user names) and pairs the two.
+<out stem>-mismatch.csv and <out stem>-flagged.csv. One column per lab (--lab, repeated;
+default every lab of the gradebook), holding what `make grades` calls score: nbgrader's score
+after the late penalty, max(0, score - penalty), and 0 for a student of the gradebook without
+a submission, as nbgrader's export gives. The roster is the LMS's own export of the class;
+its column --match-on holds nbgrader's student ids (the JupyterHub user names) and pairs the two.
 
 Canvas, Grades > Import (the gradebook's export layout: instructure/canvas-lms,
 lib/gradebook_exporter.rb and app/models/gradebook_importer.rb, which reads it back):
@@ -41,6 +41,15 @@ mismatch file (student, where: `gradebook only` / `roster only`, detail) and cou
 roster-only students stay in Canvas's file with empty scores. Exit status 0 with a mismatch,
 2 with a message for bad input: no roster, no match column, a key twice in the roster, an
 unknown lab, points that differ.
+
+Flagged, never silent: a submission flagged for a person to read (`make grades`'s `flagged`
+column, grades_export.flagged: its row in the autograde report says `flagged`, or
+submission_checks or the room's names flag its autograded notebook) is a row of
+<out stem>-flagged.csv beside the upload (student, lab, score, detail), counted on stderr, with
+its score in the upload as before: neither LMS has a column for it (Canvas's import reads an
+extra column as a new assignment, Moodle's maps each column to a grade item), so the flag stays
+beside the file the grades leave in, for a person to read before importing (the seventy-fifth
+hub tester). The file is written, with its header, where nothing is flagged too.
 
 Every text from a roster or the gradebook (names, e-mails, ids, sections) is made plain
 (sanitise.plain, no escape sequences or control characters) and put on one line, and the
@@ -90,9 +99,10 @@ def number(value):
 
 
 def read_gradebook(db_url, course_id, labs=None):
-    """(maxima, students, scores, waiting): each chosen lab's maximum score (lab -> points, in
-    the gradebook's order), every student (id -> name), (lab, id) -> score after the late
-    penalty (0 without a submission) and lab -> ids of submissions still waiting for a person."""
+    """(maxima, students, scores, waiting, handed): each chosen lab's maximum score (lab ->
+    points, in the gradebook's order), every student (id -> name), (lab, id) -> score after the
+    late penalty (0 without a submission), lab -> ids of submissions still waiting for a person
+    and the (lab, id) pairs with a submission."""
     from nbgrader.api import Gradebook
 
     if db_url.startswith("sqlite:///"):
@@ -111,7 +121,7 @@ def read_gradebook(db_url, course_id, labs=None):
         students = {
             s.id: f"{s.first_name or ''} {s.last_name or ''}".strip() for s in gradebook.students
         }
-        maxima, scores, waiting = {}, {}, {}
+        maxima, scores, waiting, handed = {}, {}, {}, []
         for lab in dict.fromkeys(labs or known):
             assignment = gradebook.find_assignment(lab)
             maxima[lab] = float(assignment.max_score)
@@ -121,11 +131,35 @@ def read_gradebook(db_url, course_id, labs=None):
                 if submission is None:  # nothing submitted: zero, as nbgrader's export
                     scores[lab, student] = 0.0
                     continue
+                handed.append((lab, student))
                 penalty = submission.late_submission_penalty or 0.0
                 scores[lab, student] = max(0.0, submission.score - penalty)
                 if submission.needs_manual_grade:
                     waiting.setdefault(lab, []).append(student)
-    return maxima, students, scores, waiting
+    return maxima, students, scores, waiting, handed
+
+
+def flagged_rows(grading, handed, scores):
+    """The flagged file's rows: each submission of `handed` that `make grades` calls flagged
+    (grades_export.flagged, on the course's autograde report and autograded notebooks)."""
+    from grading.instructor import class_report
+    from grading.instructor.grades_export import flagged
+
+    _, autograded, _, _, root = course_paths(grading)
+    table = [["student", "lab", "score", "detail"]]
+    reports = {}
+    for lab, student in handed:
+        if lab not in reports:
+            reports[lab] = class_report.autograde_rows(Path(grading), lab)
+        row = reports[lab].get(student, {})
+        release = root / "labs" / lab / f"{lab}.ipynb"
+        if flagged(autograded / student / lab, lab, release, row.get("status")) != "yes":
+            continue
+        detail = "flagged for a person to read (make report shows why)"
+        if row.get("status") == "flagged" and row.get("message"):
+            detail += f": {row['message']}"
+        table.append([text(student), text(lab), number(scores[lab, student]), text(detail)])
+    return table
 
 
 def read_roster(path, key, lms):
@@ -202,14 +236,15 @@ def canvas_columns(maxima, header, points):
     return columns, notes
 
 
-def export(lms, roster, db_url, course_id, out, labs=None, match_on=None):
-    """Write the LMS file and its mismatch file; returns (students written, of them with
-    scores, mismatch rows, notes for stderr)."""
+def export(lms, roster, db_url, course_id, out, labs=None, match_on=None, grading=None):
+    """Write the LMS file, its mismatch file and (with `grading`, the course's grading folder)
+    its flagged file; returns (students written, of them with scores, mismatch rows, notes for
+    stderr)."""
     key = match_on or MATCH[lms][0]
     if key not in MATCH[lms]:
         raise ValueError(f"--match-on {key!r}: {lms} takes {', '.join(MATCH[lms])}")
     header, rows, points = read_roster(roster, key, lms)
-    maxima, students, scores, waiting = read_gradebook(db_url, course_id, labs)
+    maxima, students, scores, waiting, handed = read_gradebook(db_url, course_id, labs)
     notes = [
         f"{lab}: {len(ids)} submission(s) still wait for manual grading, exported with those "
         f"cells at 0: {', '.join(text(i) for i in ids)}"
@@ -241,7 +276,17 @@ def export(lms, roster, db_url, course_id, out, labs=None, match_on=None):
     mismatches = mismatch(lms, key, rows, students, scores, maxima, matched)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    for path, content in ((out, table), (mismatch_path(out), mismatches)):
+    files = [(out, table), (mismatch_path(out), mismatches)]
+    if grading is not None:
+        flags = flagged_rows(grading, handed, scores)
+        files.append((flagged_path(out), flags))
+        if len(flags) > 1:
+            notes.append(
+                f"{len(flags) - 1} submission(s) flagged for a person to read, their scores in "
+                f"the upload: read them before importing (see {flagged_path(out)}): "
+                + ", ".join(f"{student} {lab}" for student, lab, _, _ in flags[1:])
+            )
+    for path, content in files:
         with open(path, "w", newline="", encoding="utf-8") as handle:
             csvout.writer(handle).writerows(content)
     return len(table) - 1 - (lms == "canvas"), len(matched), mismatches[1:], notes
@@ -278,6 +323,10 @@ def mismatch_path(out):
     return Path(out).with_name(f"{Path(out).stem}-mismatch.csv")
 
 
+def flagged_path(out):
+    return Path(out).with_name(f"{Path(out).stem}-flagged.csv")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m grading.instructor.lms", description=__doc__.split("\n\n")[0]
@@ -302,7 +351,7 @@ def main(argv=None):
             raise ValueError(f"no nbgrader_config.py in {args.grading}: give the grading folder")
         _, _, db_url, course_id, _ = course_paths(args.grading)
         written, scored, mismatches, notes = export(
-            args.lms, args.roster, db_url, course_id, out, args.lab, args.match_on
+            args.lms, args.roster, db_url, course_id, out, args.lab, args.match_on, args.grading
         )
     except ValueError as error:
         parser.exit(2, f"lms: {plain(error)}\n")
@@ -317,7 +366,10 @@ def main(argv=None):
         else f"lms: roster and gradebook match: {scored} students",
         file=sys.stderr,
     )
-    print(f"wrote {out} ({written} students, {scored} with scores) and {mismatch_path(out)}")
+    print(
+        f"wrote {out} ({written} students, {scored} with scores), {mismatch_path(out)} and "
+        f"{flagged_path(out)}"
+    )
 
 
 if __name__ == "__main__":
