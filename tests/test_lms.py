@@ -126,6 +126,7 @@ FLAGS = {
     ("LM10-L1", "bob"): ("flagged", None),  # the batch's row says flagged
     ("LM10-L1", HOSTILE_ID): ("flagged", None),  # a row without a submission: its 0 stands
     ("LM10-L1", "eve"): ("graded", None),  # nothing to read: not flagged
+    ("LM10-L1", "carol"): ("error", None),  # the grader stopped: her 0 is no grade
 }
 
 
@@ -148,7 +149,8 @@ def flag_some(root, folder):
         for (at, student), (status, notebook) in FLAGS.items():
             if at != lab:
                 continue
-            rows.append([student, status, "FLAGGED for review: imports os" * (status != "graded")])
+            words = {"flagged": "FLAGGED for review: imports os", "error": "RecursionError"}
+            rows.append([student, status, words.get(status, "")])
             if notebook:
                 graded = folder / "autograded" / student / lab / f"{lab}.ipynb"
                 graded.parent.mkdir(parents=True)
@@ -291,10 +293,14 @@ def test_flagged_submissions_are_beside_the_upload(grading, tmp_path, capsys):
         flagged = read_csv(tmp_path / system / "grades-flagged.csv")
         assert flagged[0] == ["student", "lab", "score", "detail"]
         found = {(student, lab): (score, detail) for student, lab, score, detail in flagged[1:]}
-        assert set(found) == {("alice", "LM10-L2"), ("bob", "LM10-L1")}
+        assert set(found) == {("alice", "LM10-L2"), ("bob", "LM10-L1"), ("carol", "LM10-L1")}
         assert found["alice", "LM10-L2"][0] == "7.5"
         assert "imports os" in found["bob", "LM10-L1"][1]
-        assert "2 submission(s) flagged for a person to read" in err
+        assert found["carol", "LM10-L1"] == (
+            "5",
+            "not graded (the autograde report says error): grade it again: RecursionError",
+        )
+        assert "3 submission(s) flagged for a person to read" in err
         assert str(tmp_path / system / "grades-flagged.csv") in stdout
         # the upload itself is as before: no extra column an import would take for a lab
         assert read_csv(out)[0][-1] == "LM10-L2"

@@ -46,7 +46,9 @@ Flagged, never silent: a submission flagged for a person to read (`make grades`'
 column, grades_export.flagged: its row in the autograde report says `flagged`, or
 submission_checks or the room's names flag its autograded notebook) is a row of
 <out stem>-flagged.csv beside the upload (student, lab, score, detail), counted on stderr, with
-its score in the upload as before: neither LMS has a column for it (Canvas's import reads an
+its score in the upload as before, and so is one the autograde report says was not graded
+(`error`, `timeout`: the gradebook's score, 0 for a first run, went to the LMS unsaid, an
+honest student's 0 among them): neither LMS has a column for it (Canvas's import reads an
 extra column as a new assignment, Moodle's maps each column to a grade item), so the flag stays
 beside the file the grades leave in, for a person to read before importing (the seventy-fifth
 hub tester). The file is written, with its header, where nothing is flagged too.
@@ -141,7 +143,9 @@ def read_gradebook(db_url, course_id, labs=None):
 
 def flagged_rows(grading, handed, scores):
     """The flagged file's rows: each submission of `handed` that `make grades` calls flagged
-    (grades_export.flagged, on the course's autograde report and autograded notebooks)."""
+    (grades_export.flagged, on the course's autograde report and autograded notebooks), and
+    each the autograde report says was not graded (`error`, `timeout`: its score is what the
+    gradebook held, 0 for a first run)."""
     from grading.instructor import class_report
     from grading.instructor.grades_export import flagged
 
@@ -152,12 +156,15 @@ def flagged_rows(grading, handed, scores):
         if lab not in reports:
             reports[lab] = class_report.autograde_rows(Path(grading), lab)
         row = reports[lab].get(student, {})
+        status, message = row.get("status"), row.get("message") or ""
         release = root / "labs" / lab / f"{lab}.ipynb"
-        if flagged(autograded / student / lab, lab, release, row.get("status")) != "yes":
+        if status in ("error", "timeout"):
+            detail = f"not graded (the autograde report says {status}): grade it again"
+        elif flagged(autograded / student / lab, lab, release, status) == "yes":
+            detail = "flagged for a person to read (make report shows why)"
+        else:
             continue
-        detail = "flagged for a person to read (make report shows why)"
-        if row.get("status") == "flagged" and row.get("message"):
-            detail += f": {row['message']}"
+        detail += f": {message}" if message and status != "graded" else ""
         table.append([text(student), text(lab), number(scores[lab, student]), text(detail)])
     return table
 
@@ -282,8 +289,9 @@ def export(lms, roster, db_url, course_id, out, labs=None, match_on=None, gradin
         files.append((flagged_path(out), flags))
         if len(flags) > 1:
             notes.append(
-                f"{len(flags) - 1} submission(s) flagged for a person to read, their scores in "
-                f"the upload: read them before importing (see {flagged_path(out)}): "
+                f"{len(flags) - 1} submission(s) flagged for a person to read or not graded, "
+                f"their scores in the upload: read them before importing "
+                f"(see {flagged_path(out)}): "
                 + ", ".join(f"{student} {lab}" for student, lab, _, _ in flags[1:])
             )
     for path, content in files:
