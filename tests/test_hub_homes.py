@@ -107,12 +107,42 @@ def test_a_folder_of_homes_that_holds_the_exchange_still_starts_a_server(tmp_pat
     assert (run.returncode, run.stdout.split()) == (0, ["alice", "lm10"]), run.stderr
 
 
-def test_every_folder_of_the_courses_homes_is_hidden():
+def test_every_folder_of_the_courses_homes_is_hidden(monkeypatch):
     """Each folder holding a home of the course's, shallower first; none that is the root,
     lies in the server's own home, or holds or lies in a folder the sandbox replaces."""
+    monkeypatch.setattr(homes.Path, "is_dir", lambda _: True)  # as on a machine of the course
     course = ["/home/instructor", "/home/students/a", "/home/students/b", "/tmp/x/c", "/var/d"]
     course += ["/home/students/a/nested/e", "/f"]
     assert homes.others_hidden("/home/students/a", ("/tmp", "/var/tmp"), course) == (
         ("--tmpfs", "/home", "--tmpfs", "/home/students"),
         ("--remount-ro", "/home", "--remount-ro", "/home/students"),
     )
+
+
+@pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_a_home_in_a_folder_not_made_yet_stops_no_server(tmp_path):
+    """The seventy-fifth tester's false stop: the hub makes a home (and the folders above it)
+    at its user's first start, so one account of the course whose home lies in a folder not
+    made yet (a cohort's `/home/students-2027/<her>` before any of them logs in, a student who
+    never does) gave every other server `--tmpfs` of that folder, which bwrap cannot make in
+    the read-only root: "Can't mkdir ...: Read-only file system", no one's server started, the
+    instructor's neither. A folder not there holds no home to hide."""
+    instructor, bob = tmp_path / "staff" / "instructor", tmp_path / "students" / "bob"
+    for home in (instructor, bob):
+        home.mkdir(parents=True)
+    course = [str(instructor), str(bob), str(tmp_path / "students-2027" / "alice")]
+    before, after = homes.others_hidden(bob, (), course)
+    command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    command += [*before, "--bind", str(bob), str(bob), *after, "--unshare-pid", "--"]
+    command += ["sh", "-c", f"echo started; ls {tmp_path}/staff"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout.split()) == (0, ["started"]), run.stderr
+
+
+def test_a_home_in_the_sandboxs_own_dev_or_proc_hides_nothing_there():
+    """An account of the course with a home of `/dev/null` (or in /proc): hiding its folder put
+    an empty /dev over bwrap's, every device gone (/dev/null, the terminals) in every server.
+    The sandbox makes its own /dev and /proc; no home of the machine is seen there."""
+    assert homes.others_hidden("/dev/shm/x", (), ["/dev/null", "/proc/1/x"]) == ((), ())
+    assert homes.others_hidden("/nonexistent-lm10/a", (), ["/dev/null"]) == ((), ())

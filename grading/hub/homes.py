@@ -21,7 +21,8 @@ from pathlib import Path
 def others_hidden(home, replaced=(), homes=()):
     """(before, after): bubblewrap's options around the bind of `home`, the server's own, that
     show each folder holding it or one of `homes` (the course's users' homes) as an empty,
-    read-only one, `home` alone bound back. A folder is left as it is where it is the root,
+    read-only one, `home` alone bound back. A folder is left as it is where it is not there
+    (yet), is /dev or /proc or lies in one (the sandbox makes its own), is the root,
     lies in a folder the sandbox already replaces (`replaced`, each a private tmpfs: the test
     hub's homes lie under /tmp) or holds one, or lies in `home`."""
     own = Path(home)
@@ -30,6 +31,13 @@ def others_hidden(home, replaced=(), homes=()):
         folder = Path(each).parent
         if (
             folder == Path(folder.anchor)
+            # a folder not made yet holds no home to see, and bwrap cannot make its mount
+            # point in the read-only root: one account of the course whose home lies in a
+            # folder the hub makes only at its first start started no one's server (the
+            # seventy-fifth hub tester); nor /dev or /proc, the sandbox's own (a home of
+            # /dev/null hid every device)
+            or not folder.is_dir()
+            or any(folder.is_relative_to(f) for f in ("/dev", "/proc"))
             or folder.is_relative_to(own)
             or any(folder.is_relative_to(f) or Path(f).is_relative_to(folder) for f in replaced)
         ):
