@@ -908,3 +908,14 @@ def test_honest_students_of_the_copying_cases_are_not_flagged():
             if found := sc.flags(nb, released):
                 flagged[lab, i] = found
     assert flagged == {}
+
+
+def test_a_cell_too_deep_for_the_checks_is_one_flag_not_a_stop():
+    """`_z = 1+1+...+1` of 600 terms, which Python runs, made the checks raise RecursionError
+    before any of her code ran: the batch's row read `error`, 0 of 13, and the class report and
+    the grades export, which read the flags too, stopped on it (the seventy-fifth hub tester).
+    It is one flag now, which sends the notebook to a person, and its cell is not read."""
+    deep = "_z = " + "+".join(["1"] * 600) + "\n"
+    assert flags(deep) == [sc.TOO_DEEP]
+    assert flags("_z = " + "+".join(["1"] * 300) + "\n") == []
+    assert flags(deep + "import os\n") == [sc.TOO_DEEP]  # read by the person, not the checks

@@ -1480,10 +1480,26 @@ def without_outside(phrases):
     return kept
 
 
+TOO_DEEP = (
+    "a cell nested too deeply for the checks to read (RecursionError; Python runs it): none "
+    "of its constructs was checked, so read every answer cell by hand"
+)
+
+
 def flags(nb, release=None):
     """Suspicious constructs in the student's cells, as report phrases, in notebook order, one
     per line of a cell that has any ("l2_cache line 3: imports os; opens a file"); `release`
-    (the released notebook) says which cells are the lab's."""
+    (the released notebook) says which cells are the lab's. A cell nested deeper than the
+    checks' recursion reaches (`_z = 1+1+...+1`, 600 terms, which Python runs) is one flag,
+    TOO_DEEP: it stopped her grading with RecursionError before any of her code ran (the
+    seventy-fifth hub tester), and its constructs go unread, so a person reads them."""
+    try:
+        return _flags(nb, release)
+    except RecursionError:
+        return [TOO_DEEP]
+
+
+def _flags(nb, release):
     lab = release or nb
     setup = setup_names(lab)
     expected = setup_imports(lab)
