@@ -2550,3 +2550,52 @@ def test_which_reference_her_code_called_after_a_hidden_input_is_not_shown(monke
         6, answer.replace("        return 6\n", "        return operator.mul(2, x)\n")
     )
     assert "operator.mul is off limits" in shown, shown
+
+
+def test_why_the_grader_stopped_after_a_hidden_input_is_not_shown(monkeypatch):
+    """The seventy-sixth hub tester: after a hidden input, the stop's own words (the kernel
+    died, it ignored the interrupt) were her code's choice, kept in feedback on the stopped
+    test and every later one ("Not run: the grader stopped an earlier cell (<why>)"). Her f,
+    given the hidden input, ends the kernel with words only (a chain of a million map(abs, ...)
+    read at once: a C stack overflow in Python 3.11) or loops, ignoring the interrupt: two
+    texts for two hidden inputs, nothing flagged. A later test must read the same for each
+    and no stop say why; the autograded notebook (the instructor's) keeps why."""
+    from grading.host import course_preprocessors
+
+    answer = (
+        "import time\n\ndef f(x):\n    if x == 3:\n        return 6\n    if x % 2:\n"
+        "        chain = iter([0])\n        for _ in range(1000000):\n"
+        "            chain = map(abs, chain)\n        return next(chain)\n"
+        "    while True:\n        try:\n            time.sleep(0.1)\n"
+        "        except KeyboardInterrupt:\n            pass\n"
+    )
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    release.cells.append(copy.deepcopy(release.cells[1]))
+    release.cells[2].metadata["nbgrader"]["grade_id"] = "later"
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+
+    def feedback(hidden):
+        submitted = lab(answer)
+        submitted.cells.append(copy.deepcopy(release.cells[2]))
+        submitted.cells[1].source = (
+            "assert f(3) == 6\n"
+            f"### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n### END HIDDEN TESTS"
+        )
+        grader = course_preprocessors.SandboxedExecute(timeout=5)
+        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+        notes = course_preprocessors.take_notes()
+        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        kept = json.dumps([c.outputs for c in graded.cells[1:]])
+        shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+        return kept, json.dumps([c.outputs for c in shown.cells[1:]], sort_keys=True)
+
+    runs = {hidden: feedback(hidden) for hidden in (7, 8)}
+    assert "the kernel died" in runs[7][0], runs[7][0]  # the instructor's notebook
+    assert "ignored the interrupt" in runs[8][0], runs[8][0]
+    later = {hidden: json.loads(shown)[1] for hidden, (_, shown) in runs.items()}
+    assert later[7] == later[8], later  # "Not run: ... an earlier cell (<why>)" before
+    whys = ("the kernel died", "ignored the interrupt", "os._exit")
+    assert not any(why in shown for why in whys for _, shown in runs.values()), runs
+    assert "NotRun" in runs[7][1]
+    # the stopped test itself: NotRun or CellTimeoutError (fixed words), the known outcomes
+    assert "CellTimeoutError: the grader stopped this test after 5 s" in runs[8][1]

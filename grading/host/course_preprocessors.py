@@ -71,6 +71,11 @@ AFTER_HIDDEN_ERROR = (
     "shows values your code computed) is not shown, nor the line of the test it failed at "
     "(your code's values chose it). Validate shows both."
 )
+AFTER_HIDDEN_STOP = (
+    "The grader stopped this test, or an earlier cell, after a hidden test had called your "
+    "code, so why (the kernel ending, an interrupt ignored) is not shown: your code's "
+    "values could choose it. The instructor's notebook says why."
+)
 # Cell metadata the grader writes into the autograded notebook (SandboxedExecute): what of the
 # cell's outputs came before any hidden input reached the student's code, {"stdout": characters
 # of printed text (None: all), "error": whether its error}. StripHiddenTests shows only that.
@@ -263,6 +268,12 @@ class StripHiddenTests(ClearHiddenTests):
                 scrubbed = scrub_error(output, hidden) if hidden else output
                 if scrubbed.evalue == HIDDEN_MESSAGE:
                     scrubbed = plain_error(output.ename, output.evalue)
+                if output.ename == "NotRun" and mark.get("error", True) is False:
+                    # after a hidden input, why the grader stopped (the kernel dying, the
+                    # interrupt ignored) was her values' choice, on this test and every later
+                    # one (the seventy-sixth hub tester): fixed words. A CellTimeoutError's
+                    # are fixed already (the time limit)
+                    scrubbed = plain_error("NotRun", AFTER_HIDDEN_STOP)
                 outputs.append(scrubbed)
             elif output.ename == "OffLimitsError" and output.get("evalue") in stopped:
                 if mark.get("error", True) is False:
