@@ -2415,17 +2415,18 @@ def test_which_cells_are_emptied_never_says_which_later_cells_ran_out_of_time(mo
     assert seen[low] == {()} and seen[low + 1] != {()}, "the play empties some of her cells"
 
 
-def graded_with_hidden(submitted, hidden):
+def graded_with_hidden(submitted, hidden, declaration="", timeout=30):
     """`submitted` (a lab() notebook, its first test of f) graded in a real sandbox, that test
-    a visible `f(3)` and a hidden `f(hidden)`, with nothing of hers flagged (release_notebook
-    monkeypatched by the caller)."""
+    a visible `f(3)` and a hidden `f(hidden)` (after `declaration`, the test's first lines),
+    `timeout` s a cell, with nothing of hers flagged (release_notebook monkeypatched by the
+    caller)."""
     from grading.host import course_preprocessors
 
     submitted.cells[1].source = (
-        f"assert f(3) == 6\n### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n"
-        "### END HIDDEN TESTS"
+        f"{declaration}assert f(3) == 6\n### BEGIN HIDDEN TESTS\n"
+        f"assert f({hidden}) == {2 * hidden}\n### END HIDDEN TESTS"
     )
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    grader = course_preprocessors.SandboxedExecute(timeout=timeout)
     graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
     notes = course_preprocessors.take_notes()
     assert submission_checks.without_outside(notes.flags) == [], notes.flags
@@ -2527,15 +2528,8 @@ def test_which_reference_her_code_called_after_a_hidden_input_is_not_shown(monke
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
 
     def feedback(hidden, source=answer):
-        submitted = lab(source)
-        submitted.cells[1].source = (
-            "# Off limits while graded: operator.mul, operator.add\nassert f(3) == 6\n"
-            f"### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n### END HIDDEN TESTS"
-        )
-        grader = course_preprocessors.SandboxedExecute(timeout=30)
-        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
-        notes = course_preprocessors.take_notes()
-        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        declared = "# Off limits while graded: operator.mul, operator.add\n"
+        graded = graded_with_hidden(lab(source), hidden, declared)
         kept = json.dumps(graded.cells[1].outputs)
         shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
         return kept, json.dumps(shown.cells[1].outputs, sort_keys=True)
@@ -2577,14 +2571,7 @@ def test_why_the_grader_stopped_after_a_hidden_input_is_not_shown(monkeypatch):
     def feedback(hidden):
         submitted = lab(answer)
         submitted.cells.append(copy.deepcopy(release.cells[2]))
-        submitted.cells[1].source = (
-            "assert f(3) == 6\n"
-            f"### BEGIN HIDDEN TESTS\nassert f({hidden}) == {2 * hidden}\n### END HIDDEN TESTS"
-        )
-        grader = course_preprocessors.SandboxedExecute(timeout=5)
-        graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
-        notes = course_preprocessors.take_notes()
-        assert submission_checks.without_outside(notes.flags) == [], notes.flags
+        graded = graded_with_hidden(submitted, hidden, timeout=5)
         kept = json.dumps([c.outputs for c in graded.cells[1:]])
         shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
         return kept, json.dumps([c.outputs for c in shown.cells[1:]], sort_keys=True)
