@@ -1687,6 +1687,11 @@ def test_a_program_run_through_collect_env_is_flagged(monkeypatch):
     assert any("collect_env" in f for f in notes.flags), (notes.flags, graded.cells[1].outputs)
     errors = [o.get("ename") for o in graded.cells[1].outputs]
     assert errors == ["OffLimitsError"], graded.cells[1].outputs  # a program run during the call
+    # named as a program, not sys.setprofile (the seventy-eighth hub tester: an honest
+    # torch.compile's compiler read as the guard switched off)
+    from lmcourse import offlimits
+
+    assert graded.cells[1].outputs[0].evalue == offlimits.message(offlimits.PROGRAM)
 
 
 # The thirty-ninth hub tester's: a python started in her answer cell by huggingface_hub's

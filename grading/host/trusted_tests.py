@@ -625,7 +625,7 @@ class Session:
             if type(called) is not list or not all(type(n) is str for n in called):
                 raise AnswerError("the student's kernel sent back no readable answer")
             # Only a declared name counts: the report never quotes the student's own text.
-            known = set(self.off_limits) | set(offlimits.ALWAYS)
+            known = set(self.off_limits) | set(offlimits.STOPS)
             self.called.extend(n for n in called if n in known and n not in self.called)
             if self.called:
                 raise offlimits.OffLimitsError(offlimits.message(self.called[0]))

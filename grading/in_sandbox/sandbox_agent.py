@@ -825,7 +825,8 @@ def _answer(text):
             # her code ran on without the guard (it recursed to Python's limit, which unset the
             # guard's hook: the thirty-third hub tester); an error of hers, an honest recursion's
             # among them, fails the test anyway, and says so
-            guard.fired.append("sys.setprofile")
+            # (a program her code started, torch.compile's compiler among them, says so)
+            guard.fired.append(guard.lost_as)
         if getattr(guard, "fired", None):
             reply["off_limits"] = list(guard.fired)
     if _missed:  # since the last reply: in this call or in her cells before it

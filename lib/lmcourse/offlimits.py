@@ -52,6 +52,13 @@ ALWAYS = (
     "threading.setprofile",
     "threading.settrace",
 )
+# The stop of a call during which her code started a program (a C call of _PROGRAMS): what the
+# program computed is beyond the guard, so the call counts as it lost and scores 0, but the
+# stop says so in its own words, not as sys.setprofile's: an honest torch.compile whose
+# compilation (inductor's C++ compiler, a program) fell in a graded call read as her switching
+# the guard off (the fortieth hub tester's open row; the seventy-eighth).
+PROGRAM = "a program started during the call"
+STOPS = (*ALWAYS, PROGRAM)  # what the grader reads as a stop besides a test's declared names
 
 # Families a test may declare by what the student must write rather than by a list of
 # functions: every route torch offers to that computation. torch's own interception points see
@@ -115,6 +122,15 @@ def declared(source):
 
 
 def message(name):
+    if name == PROGRAM:
+        return (
+            "Your code started a program while a test called it (torch.compile's C++ compiler, "
+            "the first time a compiled function meets a new shape or dtype, is one; a shell or "
+            "a python another): what a program computes is beyond the check that keeps the "
+            "tests' references out of reach, so the part scores 0. Compile, and start any "
+            "program, before the tests call your code (or leave the tested functions "
+            "uncompiled)."
+        )
     if name in FAMILIES:
         return (
             f"{name} are off limits while your code is graded (every form torch offers: "
@@ -373,6 +389,7 @@ class Guard:
         self.previous, self.previous_threads, self.modes = None, None, []
         self.others = ()  # the other threads' hooks (_hook_other_threads)
         self.missed = False  # an event another thread's hook could not judge (trampoline)
+        self.program = False  # a program started while it was armed (PROGRAM)
         # Whether anything declared is here to guard (in a graded room, grading/host/room.py, the
         # references are not): without it the hook would only slow honest code down.
         always = {n for n in ALWAYS if n not in self.names}
@@ -531,6 +548,7 @@ class Guard:
         elif event == "c_call":
             if id(arg) in _PROGRAMS:
                 self.missed = True  # a program run during the call computes what it likes
+                self.program = True  # the stop says so (PROGRAM), not sys.setprofile
             name = self.builtins.get(id(arg))
             caller = frame
         else:
@@ -586,6 +604,7 @@ class Guard:
         # ran on unguarded (the thirty-third hub tester). `lost` says so, for the agent.
         _ARMED.discard(self)
         self.lost = self.missed or sys.getprofile() != self.hook or _forked_children()
+        self.lost_as = PROGRAM if self.program else "sys.setprofile"  # the stop's name
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)
         _unhook_other_threads(self.others)

@@ -1,5 +1,6 @@
 """lmcourse.offlimits: what a lab's test compares against is out of the student's code's reach."""
 
+import sys
 import threading
 
 import pytest
@@ -578,6 +579,25 @@ def test_a_program_run_during_the_call_counts_as_the_guard_lost():
     with offlimits.Guard(["operator.mul"], {}) as quiet:
         sum([1, 2])
     assert not quiet.lost
+
+
+def test_a_program_run_during_the_call_is_named_as_one():
+    """The fortieth's open row (the seventy-eighth hub tester): an honest torch.compile whose
+    first compilation falls in a graded call runs inductor's C++ compiler, a program, and the
+    stop named sys.setprofile, as if she had switched the guard off. It names a program now;
+    a guard lost otherwise (her hook unset) is still sys.setprofile's."""
+    import subprocess
+
+    guard = offlimits.Guard(["operator.mul"], {})
+    with guard:
+        subprocess.run(["true"], check=True)
+    assert guard.lost and guard.lost_as == offlimits.PROGRAM
+    assert "started a program" in offlimits.message(guard.lost_as)
+    assert offlimits.PROGRAM in offlimits.STOPS
+    unset = offlimits.Guard(["operator.mul"], {})
+    with unset:
+        sys.setprofile(None)
+    assert unset.lost and unset.lost_as == "sys.setprofile"
 
 
 def assert_her_copy_of_repeat_kv_is_stopped(answer, file, kv, n):
