@@ -56,6 +56,7 @@ import warnings
 
 from lmcourse import offlimits, standins
 
+from grading.batch.results import MAX_MISSED  # names a room's copies lacked, kept
 from grading.host import room as rooms
 from grading.in_sandbox import sandbox_exec as frames
 
@@ -79,7 +80,6 @@ MAX_NAME = 200
 # names (each a class here), and address space beyond what the host had when it forked the
 # session (the lab's setup, SmolLM2 included, needs well under 1 GiB of it).
 MAX_REMOTE_TYPES = 256
-MAX_MISSED = 32  # names a room's copies lacked, kept for the instructor's report
 SESSION_MEMORY = 3 << 30
 
 

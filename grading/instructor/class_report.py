@@ -184,6 +184,20 @@ def read_lab(lab, grading=GRADING):
     return parts, tests, students, batch_record(grading, lab)
 
 
+def notebook_flags(notebook, release):
+    """The flags an autograded notebook carries, as the batch finds them: submission_checks'
+    on her cells (against `release`, the released notebook) and the room's names the grader
+    kept in it (results.room_missed); None where either notebook cannot be read."""
+    try:
+        graded = nbformat.read(notebook, as_version=4)
+        found = submission_checks.flags(graded, nbformat.read(release, as_version=4))
+    except (OSError, ValueError):
+        return None
+    if missed := results.room_missed(graded):  # kept by the grader, in its words
+        found.append(results.room_flag(missed))
+    return found
+
+
 def graded_later(s, lab, autograded, release):
     """Flag `s`, graded without a flag or with no row in the autograde report, from its
     autograded notebook: the formgrader's Autograde and `nbgrader autograde` grade in the
@@ -196,14 +210,7 @@ def graded_later(s, lab, autograded, release):
     nothing here: a later `--student` rerun rewrites the whole report."""
     if s.status not in ("graded", "not autograded"):
         return
-    notebook = autograded / s.id / lab / f"{lab}.ipynb"
-    try:
-        graded = nbformat.read(notebook, as_version=4)
-        found = submission_checks.flags(graded, nbformat.read(release, as_version=4))
-    except (OSError, ValueError):
-        return
-    if missed := results.room_missed(graded):  # kept by the grader, in its words
-        found.append(results.room_flag(missed))
+    found = notebook_flags(autograded / s.id / lab / f"{lab}.ipynb", release)
     if not found:
         return
     s.status = "flagged"

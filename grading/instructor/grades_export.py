@@ -20,7 +20,6 @@ import json
 import re
 from pathlib import Path
 
-import nbformat
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
@@ -73,16 +72,10 @@ def flagged(folder, lab, release, row_status):
         return "yes" if row_status == "flagged" else ""
     if row_status == "flagged":
         return "yes"
-    from grading.batch import results
-    from grading.host import submission_checks
-
-    try:
-        graded = nbformat.read(notebook, as_version=4)
-        found = submission_checks.flags(graded, nbformat.read(release, as_version=4))
-    except (OSError, ValueError):
+    found = class_report.notebook_flags(notebook, release)  # the room's names among them
+    if found is None:
         return ""  # unread: nothing said either way
-    # and the room's, which the grader keeps in the graded notebook (results.room_missed)
-    return "yes" if found or results.room_missed(graded) else "no"
+    return "yes" if found else "no"
 
 
 class GradesExport(ExportPlugin):
