@@ -405,6 +405,53 @@ def test_a_configuration_in_the_room_keeps_transformers_property_aliases_live():
     assert hasattr(gpt2, "rope_scaling") == hasattr(GPT2Config(), "rope_scaling")
 
 
+def test_a_configuration_in_the_room_computes_and_sets_transformers_properties_as_it_does(
+    monkeypatch,
+):
+    """transformers 5's other properties were held as the values they had when the grader
+    pickled the configuration (the seventieth and seventy-second hub testers' open rows):
+    `config.id2label = ...` left `num_labels` at 2, `config.num_labels = 3` left `id2label`
+    and `to_dict()` unchanged, `config.return_dict = False` left `use_return_dict` True,
+    `config.name_or_path = path` wrote no `_name_or_path`, and `config.use_return_dict = x`,
+    which transformers refuses (no setter), was kept; silently, nothing flagged. Now each reads
+    and sets as transformers does. Where the copy cannot do what transformers' setter does
+    (`rope_scaling`'s standardisation, `output_attentions`' check of the attention), the value
+    is set and the submission flagged; `rope_scaling = None` needs none."""
+    from pathlib import PurePosixPath
+
+    monkeypatch.setattr(sandbox_agent, "_missed", [])
+    config = tiny_llama().config
+    copy = through_the_room(config)
+    assert {"num_labels", "use_return_dict", "name_or_path", "rope_scaling"}.isdisjoint(vars(copy))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for both in (config, copy):
+            both.id2label = {0: "no", 1: "yes", 2: "maybe"}
+            both.return_dict = False
+        for name in ("num_labels", "use_return_dict"):
+            assert getattr(copy, name) == getattr(config, name), name
+        assert copy.num_labels == 3 and copy.use_return_dict is False
+        for both in (config, copy):
+            both.num_labels = 5
+            both.name_or_path = PurePosixPath("/models/tiny")
+            with pytest.raises(AttributeError, match="property 'use_return_dict' of 'LlamaConfig"):
+                both.use_return_dict = True
+            both.rope_scaling = None
+        for name in ("num_labels", "id2label", "label2id", "name_or_path", "rope_parameters"):
+            assert getattr(copy, name) == getattr(config, name), name
+        assert copy.name_or_path == "/models/tiny" and copy.to_dict() == config.to_dict()
+        assert sandbox_agent._missed == []
+        for both in (config, copy):
+            both.rope_scaling = {"rope_type": "linear", "factor": 2.0}
+            both.output_attentions = False
+    # transformers standardises the parameters (adds `rope_theta`); the copy cannot, and says so
+    assert "rope_theta" in config.rope_parameters and "rope_theta" not in copy.rope_parameters
+    assert sandbox_agent._missed == [
+        ["LlamaConfig", "rope_scaling"],
+        ["LlamaConfig", "output_attentions"],
+    ]
+
+
 def test_a_configuration_in_the_room_compares_as_transformers_does():
     """transformers 5's configurations compare as dataclasses (their fields, same class) and
     are unhashable: `copy.deepcopy(config) == config` was False in the room (identity)."""

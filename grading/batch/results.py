@@ -83,7 +83,8 @@ def room_flag(missed):
     objects, passed it, so a person checks the parts."""
     shown = ", ".join(missed[:6]) + (f" and {len(missed) - 6} more" if len(missed) > 6 else "")
     return (
-        f"her code asked the grader's copies of transformers' objects for {shown}, which "
-        "transformers' have and the copies do not: a test may have failed on the copy where "
-        "Validate, with transformers' own objects, passes; check those parts by hand"
+        f"her code used {shown} of the grader's copies of transformers' objects, which the "
+        "copies do not answer as transformers' do (a name they lack, or a setter's work they "
+        "cannot do): a test may have failed on the copy where Validate, with transformers' "
+        "own objects, passes; check those parts by hand"
     )

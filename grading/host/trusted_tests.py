@@ -431,6 +431,15 @@ def _config_answers(config, values):
             or not (callable(value) or isinstance(value, classmethod | staticmethod))
         )
     ]
+    # which of those are properties, and whether each has a setter (the copy computes and sets
+    # those it knows as transformers does, and flags setting the others: Values.__setattr__)
+    properties = {}
+    for klass in reversed(type(config).__mro__):
+        for name, value in vars(klass).items():
+            if isinstance(value, property) and not name.startswith("_"):
+                properties[name] = value.fset is not None
+            elif name in properties:  # a subclass's plain attribute over its base's property
+                del properties[name]
     attributes = {}
     library = logging.getLogger("transformers")  # deprecated aliases warn once as they are read
     level = library.level
@@ -463,7 +472,14 @@ def _config_answers(config, values):
                 fields = [name for name in fields if name in attributes or name in values]
     finally:
         library.setLevel(level)
-    return {"attributes": attributes, "diff": diff, "text": text, "keys": keys, "fields": fields}
+    return {
+        "attributes": attributes,
+        "diff": diff,
+        "text": text,
+        "keys": keys,
+        "fields": fields,
+        "properties": properties,
+    }
 
 
 def _getters(model):

@@ -168,13 +168,22 @@ _missed = []
 MAX_MISSED = 32
 
 
-def _lacking(kind, name, names):
-    """The AttributeError of a copy of a `kind` that holds no `name`; recorded in `_missed`
-    when transformers' `kind` answers it (`names`: what it answers, sent by the grader)."""
+def _note_missed(kind, name, names):
+    """Record in `_missed` that her code used `name` of a copy of a `kind` that does not answer
+    it as transformers' does, where transformers' `kind` answers it (`names`: what it answers,
+    sent by the grader); whether it did."""
     if name.startswith("_") or name not in names:
-        return AttributeError(f"'{kind}' object has no attribute '{name}'")
+        return False
     if [kind, name] not in _missed and len(_missed) < MAX_MISSED:
         _missed.append([kind, name])
+    return True
+
+
+def _lacking(kind, name, names):
+    """The AttributeError of a copy of a `kind` that holds no `name`; recorded in `_missed`
+    when transformers' `kind` answers it (see _note_missed)."""
+    if not _note_missed(kind, name, names):
+        return AttributeError(f"'{kind}' object has no attribute '{name}'")
     return AttributeError(
         f"'{kind}' object has no attribute '{name}' while your code is graded: transformers' "
         f"{kind} has it, the grader's copy of it does not, so this submission is flagged for "
@@ -182,9 +191,20 @@ def _lacking(kind, name, names):
     )
 
 
-# transformers 5's PreTrainedConfig properties that read and set one field of its own, as the
-# seventieth hub tester found them stale in the room (each a deprecated alias there)
-_PROPERTY_ALIASES = {"rope_scaling": "rope_parameters", "torch_dtype": "dtype"}
+# transformers 5's PreTrainedConfig properties, which the room held as the values they had when
+# the grader pickled the configuration, stale once her code set a field they read (the
+# seventieth and seventy-second hub testers). Those that read one field are aliases of it;
+# `num_labels` counts `id2label`. Setting one does what transformers' setter does (Values.
+# __setattr__), raises as there where it has no setter (`use_return_dict`), and where the copy
+# cannot do what the setter does (`rope_scaling`'s standardize_rope_params, `output_attentions`'
+# check of the attention, a property of a later transformers), sets the value and is flagged
+# for a person (_note_missed). A property the copy does not know is read as its old value.
+_PROPERTY_ALIASES = {
+    "rope_scaling": "rope_parameters",
+    "torch_dtype": "dtype",
+    "use_return_dict": "return_dict",
+    "name_or_path": "_name_or_path",
+}
 
 
 class Values:
@@ -220,7 +240,17 @@ class Values:
             for k, v in _PROPERTY_ALIASES.items()
             if k in attributes and v in (values or {}) and k not in aliases
         )
-        attributes = {k: v for k, v in attributes.items() if k not in aliases}
+        # transformers' properties, each with whether it has a setter
+        properties = more.get("properties")
+        properties = {
+            k: v
+            for k, v in (properties.items() if isinstance(properties, dict) else ())
+            if type(k) is str and type(v) is bool
+        }
+        computed = {"num_labels"} if "num_labels" in attributes and "id2label" in values else set()
+        attributes = {k: v for k, v in attributes.items() if k not in aliases and k not in computed}
+        self._lm10_properties = properties
+        self._lm10_computed = frozenset(computed)
         self.__dict__.update(values)
         self.__dict__.update(attributes)
         self._lm10_aliases = aliases
@@ -241,10 +271,32 @@ class Values:
         aliases = held.get("_lm10_aliases", {})
         if name in aliases:
             return getattr(self, aliases[name])
+        if name in held.get("_lm10_computed", ()):  # num_labels, as transformers counts it
+            return len(self.id2label) if self.id2label is not None else None
         raise _lacking(held.get("_lm10_kind", "configuration"), name, held.get("_lm10_names", ()))
 
     def __setattr__(self, name, value):
-        object.__setattr__(self, vars(self).get("_lm10_aliases", {}).get(name, name), value)
+        """A field, or one of transformers' properties, set as transformers' setter does (see
+        _PROPERTY_ALIASES)."""
+        held = vars(self)
+        setter = held.get("_lm10_properties", {}).get(name)
+        kind = held.get("_lm10_kind", "configuration")
+        if setter is False:
+            raise AttributeError(f"property '{name}' of '{kind}' object has no setter")
+        if name in held.get("_lm10_computed", ()):
+            if self.id2label is None or self.num_labels != value:
+                self.id2label = {i: f"LABEL_{i}" for i in range(value)}
+                self.label2id = {label: i for i, label in self.id2label.items()}
+            return
+        if name == "name_or_path" and "name_or_path" in held.get("_lm10_aliases", {}):
+            value = str(value)
+        elif (
+            setter
+            and name not in ("torch_dtype", "name_or_path")
+            and (name != "rope_scaling" or value is not None)
+        ):
+            _note_missed(kind, name, held.get("_lm10_names", ()))
+        object.__setattr__(self, held.get("_lm10_aliases", {}).get(name, name), value)
 
     def update(self, config_dict):
         """As transformers' PreTrainedConfig.update: each key set as an attribute."""
