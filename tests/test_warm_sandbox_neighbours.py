@@ -1694,6 +1694,27 @@ def test_a_program_run_through_collect_env_is_flagged(monkeypatch):
     assert graded.cells[1].outputs[0].evalue == offlimits.message(offlimits.PROGRAM)
 
 
+# An honest torch.compile whose first compilation falls in a graded call (the fortieth's and
+# seventy-eighth's open row): inductor's compiler is a program, which lost the guard.
+COMPILED = """
+import torch
+@torch.compile
+def _double(x):
+    return x + x
+def f(n):
+    return int(_double(torch.tensor([float(n)]))[0])
+"""
+
+
+def test_an_honest_torch_compile_earns_its_marks_and_is_flagged(monkeypatch):
+    """Graded in a real sandbox, her compiled function scored 0 ("a program started during the
+    call": OffLimitsError); the sandbox's kernel runs torch.compile uncompiled now, so the
+    test passes, and her source's torch.compile is still flagged for a person."""
+    graded, notes = graded_against(monkeypatch, MUL_TEST, COMPILED, timeout=120)
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs
+    assert any(".compile" in flag or "torch.compile" in flag for flag in notes.flags), notes.flags
+
+
 # The thirty-ninth hub tester's: a python started in her answer cell by huggingface_hub's
 # run_interactive_subprocess (no flagged name), fed each input on its stdin: it computes the
 # declared reference with no guard, and nothing starts during the call.

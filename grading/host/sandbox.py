@@ -320,6 +320,15 @@ THREAD_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
 # the off-limits guard never hooked, so a declared reference it called went unseen (the
 # thirty-seventh hub tester).
 NATIVE_THREADS = {"TOKENIZERS_PARALLELISM": "false"}
+# torch.compile runs her function uncompiled (TorchDynamo off), as eager torch computes it. An
+# honest torch.compile whose compilation fell in a graded call ran inductor's C++ compiler, a
+# program the off-limits guard cannot see into, so the part scored 0 ("a program started
+# during the call": the fortieth and seventy-eighth hub testers); and what dynamo traces runs
+# beneath the guard's hook. Her source's torch.compile is still flagged (submission_checks):
+# in her own kernel, Validate's, it compiles. Changing it back needs `os.environ` or
+# `torch._dynamo`, flagged.
+UNCOMPILED = {"TORCH_COMPILE_DISABLE": "1"}
+KERNEL_SETTINGS = {**NATIVE_THREADS, **UNCOMPILED}
 
 
 def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
@@ -452,7 +461,7 @@ def bwrap_command(bwrap_path, limits, seccomp_fd=None, program=None):
     for name in THREAD_SETTINGS:
         if name in os.environ:
             command += ["--setenv", name, os.environ[name]]
-    for name, value in NATIVE_THREADS.items():
+    for name, value in KERNEL_SETTINGS.items():
         command += ["--setenv", name, value]
     if seccomp_fd is not None:
         command += ["--seccomp", str(seccomp_fd)]
@@ -671,7 +680,7 @@ class Sandbox:
                 for k, v in os.environ.items()
                 if k in ("PATH", "LANG", "LMCOURSE_CACHE", *THREAD_SETTINGS)
             }
-            env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg", **NATIVE_THREADS)
+            env.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="agg", **KERNEL_SETTINGS)
             if self.limits.room:  # the stand-ins come first on the path (no mount without bwrap)
                 env["PYTHONPATH"] = str(next(iter(room_stand_ins().values())).parent)
         self.group = ProcessGroup(self.limits.processes)
