@@ -919,3 +919,20 @@ def test_a_cell_too_deep_for_the_checks_is_one_flag_not_a_stop():
     assert flags(deep) == [sc.TOO_DEEP]
     assert flags("_z = " + "+".join(["1"] * 300) + "\n") == []
     assert flags(deep + "import os\n") == [sc.TOO_DEEP]  # read by the person, not the checks
+
+
+def test_a_cell_the_checks_cannot_write_back_is_flagged_not_a_stop(monkeypatch):
+    """`torch[0xff...] = 1` of 4,000 hex digits under `if False:` (Python reads and runs it)
+    made the checks' `ast.unparse` raise ValueError (an int past 4,300 digits) before any of
+    her code ran: her grading stopped, as the seventy-fifth's RecursionError did (the
+    seventy-ninth hub tester). The flag names the root now; any other failure of the checks is
+    one flag, never a stop."""
+    source = "if False:\n    torch[0x" + "f" * 4000 + "] = 1\n"
+    exec(compile(source, "cell", "exec"), {"torch": None})  # Python runs it
+    assert flags(source) == ["answer line 2: changes torch[...], part of the setup cell's torch"]
+
+    def broken(nb, release):
+        raise ValueError("odd source")
+
+    monkeypatch.setattr(sc, "_flags", broken)
+    assert flags("x = 1\n") == [sc.UNREADABLE.format("ValueError")]
