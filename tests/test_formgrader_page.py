@@ -193,3 +193,38 @@ def test_no_get_reroots_the_formgrader():
     with pytest.raises(web.HTTPError) as refused:
         handlers.FormgraderHandler.get(Asked())
     assert refused.value.status_code == 403 and rooted == [], rooted
+
+
+def test_no_notebook_picks_a_module_for_its_script_export(tmp_path, monkeypatch):
+    """nbconvert's script export (`/nbconvert/script/<path>`, which an image in a student's
+    notebook sends from the instructor's JupyterLab) imported the module a notebook's
+    `language_info.nbconvert_exporter` named with a dot and called what it found with `config=`:
+    played on a real hub, `matplotlib.pyplot.figure` wrote the instructor's matplotlib cache
+    and `grading.hub.jupyterhub_config.x` ran that file's top level in her server (the
+    seventy-seventh hub tester's). grading/instructor/formgrader_csp.py lets a notebook name an
+    installed exporter only; an honest notebook's ("python") still exports."""
+    import nbformat
+    from nbconvert.exporters import ScriptExporter
+    from nbconvert.exporters.base import ExporterNameError
+
+    from grading.instructor import formgrader_csp
+
+    ran = tmp_path / "ran"
+    (tmp_path / "lm10_t77_picked.py").write_text(
+        f"import pathlib\npathlib.Path({str(ran)!r}).write_text('imported')\n"
+        "def Exporter(**kwargs):\n    raise SystemExit('called')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    formgrader_csp.script_exporters_registered_only()
+
+    def notebook(exporter):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+        nb.metadata["language_info"] = {"name": "python", "nbconvert_exporter": exporter}
+        return nb
+
+    for name in ("lm10_t77_picked.Exporter", "webpdf", "pdf"):
+        with pytest.raises(ExporterNameError):
+            ScriptExporter().from_notebook_node(notebook(name))
+    assert not ran.exists(), "her module was imported"
+    script, _ = ScriptExporter().from_notebook_node(notebook("python"))
+    assert "x = 1" in script

@@ -59,6 +59,13 @@ GET re-rooted the formgrader at the folder and ran the folder's `nbgrader_config
 server, as the instructor, and an image sends a GET: `![](/user/<instructor>/formgrader?path=
 /home/<student>/x)` in a notebook the instructor opened in her JupyterLab ran a file of a
 student's who had opened her home to everyone (the sixty-ninth hub tester's).
+
+It also keeps nbconvert's "script" export to the exporters installed for it
+(`script_exporters_registered_only`): a notebook names its own in
+`metadata.language_info.nbconvert_exporter`, which nbconvert imports when the name has a dot
+and calls with `config=`, so an image of `/user/<instructor>/nbconvert/script/<her submitted
+notebook>` imported any installed module of the student's choosing in the instructor's server
+and called a callable of it (the seventy-seventh hub tester's).
 """
 
 from __future__ import annotations
@@ -291,6 +298,39 @@ def refuse_other_roots() -> None:
     handlers.FormgraderHandler.get = one_root
 
 
+# Registered exporters that run a program (LaTeX, Chromium, Qt) on the notebook: never the one a
+# notebook's metadata picks for a script.
+RUNS_A_PROGRAM = frozenset({"pdf", "webpdf", "qtpdf", "qtpng"})
+
+
+def script_exporters_registered_only() -> None:
+    """nbconvert's ScriptExporter (`/nbconvert/script/<path>`, JupyterLab's "Export Notebook As
+    Executable Script") hands the notebook to the exporter its metadata names
+    (`language_info.nbconvert_exporter`); `get_exporter` imports a name with a dot as a module
+    path and calls what it finds with `config=`. A student's notebook naming
+    `matplotlib.pyplot.figure` or `grading.hub.jupyterhub_config.x` made the instructor's server
+    import that module (running its top level) and call the callable, on a GET an image sends.
+    Here the metadata may name only an exporter installed as one (`nbconvert.exporters` entry
+    points) that runs no program; anything else is refused (nbconvert's ExporterNameError)."""
+    import functools
+
+    from nbconvert.exporters import script
+    from nbconvert.exporters.base import ExporterNameError, get_export_names
+
+    get = script.get_exporter
+    if getattr(get, "_lm10_registered_only", False):
+        return
+
+    @functools.wraps(get)
+    def registered_only(name, config=None):
+        if name not in set(get_export_names()) - RUNS_A_PROGRAM:
+            raise ExporterNameError(f"a notebook may not name {name!r} as its script exporter")
+        return get(name, config=config)
+
+    registered_only._lm10_registered_only = True
+    script.get_exporter = registered_only
+
+
 def _jupyter_server_extension_points():
     return [{"module": "grading.instructor.formgrader_csp"}]
 
@@ -302,4 +342,5 @@ def _load_jupyter_server_extension(serverapp):
         COURSE_TEMPLATES = named
     install()
     refuse_other_roots()
+    script_exporters_registered_only()
     serverapp.log.info("LM10: Content-Security-Policy with nonces on the formgrader's pages")
