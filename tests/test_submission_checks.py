@@ -921,6 +921,27 @@ def test_a_cell_too_deep_for_the_checks_is_one_flag_not_a_stop():
     assert flags(deep + "import os\n") == [sc.TOO_DEEP]  # read by the person, not the checks
 
 
+def test_a_cell_the_kernel_reads_after_barry_as_flufl_is_checked():
+    """IPython keeps a cell's `from __future__ import barry_as_FLUFL` for every later cell,
+    which it then reads with `<>` for `!=`: a later cell holding one was a syntax error to the
+    checks, unread, and ran `import sys` (the agent's guard switched off, flags []: the
+    seventy-ninth hub tester). The cell is read as the kernel reads it, and the future flagged."""
+    from IPython.core.compilerop import CachingCompiler
+
+    later = "import sys\nif 1 <> 2:\n    ran = sys.platform\n"
+    kernels = CachingCompiler()  # the kernel's compiler, which keeps a cell's futures
+    kernels("from __future__ import barry_as_FLUFL\n", "<cell 1>", "exec")
+    assert kernels.ast_parse(later)  # the kernel reads it (and runs it: the sandbox's test)
+    released = release()
+    nb = copy.deepcopy(released)
+    nb.cells[1].source = "from __future__ import barry_as_FLUFL\n" + STUB
+    nb.cells.insert(2, nbformat.v4.new_code_cell(later))
+    found = sc.flags(nb, released)
+    assert any("imports sys" in f for f in found), found
+    assert any("barry_as_FLUFL" in f for f in found), found
+    assert flags("from __future__ import annotations\n" + STUB) == []
+
+
 def test_a_cell_the_checks_cannot_write_back_is_flagged_not_a_stop(monkeypatch):
     """`torch[0xff...] = 1` of 4,000 hex digits under `if False:` (Python reads and runs it)
     made the checks' `ast.unparse` raise ValueError (an int past 4,300 digits) before any of

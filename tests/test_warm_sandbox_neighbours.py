@@ -2612,3 +2612,38 @@ def test_why_the_grader_stopped_after_a_hidden_input_is_not_shown(monkeypatch):
     assert "NotRun" in runs[7][1]
     # the stopped test itself: NotRun or CellTimeoutError (fixed words), the known outcomes
     assert "CellTimeoutError: the grader stopped this test after 5 s" in runs[8][1]
+
+
+def test_the_agent_switched_off_in_a_cell_read_after_barry_as_flufl_is_flagged(monkeypatch):
+    """The seventy-ninth hub tester: her answer cell begins `from __future__ import
+    barry_as_FLUFL` (unflagged), and IPython keeps that future for every later cell, which it
+    then reads with `<>` for `!=`. A cell of hers holding one was a syntax error to the checks,
+    read no further, and the kernel ran it: `import sys`, the agent's `_guard` rebound, and
+    F.layer_norm passed a test that declares torch's normalisation layers (outputs []), flags
+    []. The guard cannot hold against sys; the flags read the cell as the kernel does now."""
+    from nbformat.v4 import new_code_cell
+
+    from grading.host import course_preprocessors
+
+    def declared(source):
+        made = lab(source)
+        made.cells[1].source = NORM_TEST_LAYER
+        return made
+
+    release = declared("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    submitted = declared("from __future__ import barry_as_FLUFL\nimport torch\n" + LAYER_NORM_F)
+    submitted.cells.insert(
+        1,
+        new_code_cell(
+            "import contextlib\nimport sys\nif 1 <> 2:\n"
+            "    sys.modules['sandbox_agent']._guard = lambda names: contextlib.nullcontext()\n"
+        ),
+    )
+    grader = course_preprocessors.SandboxedExecute(timeout=30)
+    graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
+    flags = course_preprocessors.take_notes().flags
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the kernel ran her cell
+    assert graded.cells[2].outputs == [], graded.cells[2].outputs  # the guard was off: passed
+    assert any("imports sys" in f for f in flags), flags
+    assert any("barry_as_FLUFL" in f for f in flags), flags

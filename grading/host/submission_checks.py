@@ -20,6 +20,8 @@ no list named. So every name a student's cell uses is also read against the labs
 own, nor the released lab's is flagged as outside it (`outside`, `Known`).
 """
 
+import __future__
+
 import ast
 import functools
 import re
@@ -591,11 +593,24 @@ def python_source(source):
         return source
 
 
+# IPython keeps the flags of a cell's `from __future__ import ...` for every later cell, and one
+# future changes how Python reads: after `from __future__ import barry_as_FLUFL` the kernel reads
+# `<>` as `!=`, so a later cell holding one ran where the checks, reading each cell alone, saw a
+# syntax error and nothing else: `import sys` and the agent's guard switched off there, flags []
+# (the seventy-ninth hub tester).
+BARRY = __future__.barry_as_FLUFL.compiler_flag
+
+
 def parse(source):
-    try:
-        return ast.parse(python_source(source))
-    except (SyntaxError, ValueError):
-        return None
+    """The cell's tree as the kernel reads it, or None where it is no Python (a syntax error is
+    no flag); a cell Python reads only after barry_as_FLUFL (`<>`) is read so too."""
+    code = python_source(source)
+    for flags in (0, BARRY):
+        try:
+            return compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+    return None
 
 
 def _declared_global(body):
@@ -1081,6 +1096,12 @@ def cell_flags(tree, protected, aliases=None, expected=None):
                         (line, f"imports {module}, no installed module (a file it wrote?)")
                     )
             for alias in node.names:
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.module == "__future__"
+                    and alias.name == "barry_as_FLUFL"
+                ):
+                    found.append((line, "imports barry_as_FLUFL (later cells read otherwise)"))
                 if (
                     isinstance(node, ast.ImportFrom)
                     and alias.name in PICKLE_POSITIONS
