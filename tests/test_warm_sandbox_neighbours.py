@@ -1731,11 +1731,50 @@ def f(x):
 """
 
 
-def test_a_program_started_by_huggingface_hub_is_flagged(monkeypatch):
+def test_a_program_started_by_huggingface_hub_is_flagged_and_stopped(monkeypatch):
     """Without the flag her test passed on the declared reference (outputs []), nothing
-    flagged: the guard sees no program started before the call."""
+    flagged: the guard saw no program started before the call. Flagged since, and stopped
+    too now: in the sandbox every process but the kernel and its ancestors is hers, and one
+    alive during the call stops it (offlimits.PROGRAM), whatever library started it."""
+    from lmcourse import offlimits
+
     graded, notes = graded_against(monkeypatch, MUL_TEST, HF_INTERACTIVE, timeout=60)
     assert any("run_interactive_subprocess" in f for f in notes.flags), notes.flags
+    errors = [(o.get("ename"), o.get("evalue")) for o in graded.cells[1].outputs]
+    assert errors == [("OffLimitsError", offlimits.message(offlimits.PROGRAM))], errors
+
+
+# A grandchild of her kernel: a child that starts a python fed each input on its stdin, then
+# exits, so the python is reparented (no child of the kernel, whose own check reads only its
+# children) and runs the declared reference under no guard.
+GRANDCHILD = """
+import subprocess
+code = "import operator\\nwhile True:\\n    print(operator.mul(2, int(input())), flush=True)"
+starter = subprocess.Popen(
+    ["python", "-c", "import subprocess, sys; p = subprocess.Popen(['python', '-c', sys.argv[1]],"
+     " stdin=0, stdout=1); print(p.pid, flush=True)", code],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+)
+starter.stdout.readline()
+starter.wait()
+def f(x):
+    starter.stdin.write(str(x) + "\\n")
+    starter.stdin.flush()
+    return int(starter.stdout.readline())
+"""
+
+
+def test_a_grandchild_of_her_kernel_alive_during_a_call_stops_it(monkeypatch):
+    """Her answer cell leaves a python running that is no child of her kernel (its parent
+    exited): the kernel's own check of its children saw nothing, so a call it answered
+    (the declared operator.mul, computed there) lost no guard. In the sandbox it is a
+    process beside the kernel's ancestors, so the call stops (flagged besides: subprocess)."""
+    from lmcourse import offlimits
+
+    graded, notes = graded_against(monkeypatch, MUL_TEST, GRANDCHILD, timeout=60)
+    assert graded.cells[0].outputs == [], graded.cells[0].outputs
+    errors = [(o.get("ename"), o.get("evalue")) for o in graded.cells[1].outputs]
+    assert errors == [("OffLimitsError", offlimits.message(offlimits.PROGRAM))], errors
 
 
 # The fortieth hub tester's: the declared reference (a function, declared by its name) compiled

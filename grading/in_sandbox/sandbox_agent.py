@@ -785,12 +785,18 @@ class GuardUnavailable(Exception):
     """The lab declares a name off limits that this kernel cannot find: the grader's fault."""
 
 
+# Whether the kernel is alone in a PID namespace of the grader's (sandbox_exec.own_namespaces,
+# set by sandbox_exec.fork_kernel): then every other process of the sandbox but the kernel's
+# ancestors is one of hers, and one alive during a call stops it (offlimits.PROGRAM).
+ALONE = False
+
+
 def _guard(names):
     try:
         from lmcourse.offlimits import Guard
 
         # In a room, a declared reference that is not here needs no guard: it cannot be called.
-        guard = Guard(names, _namespace(), boundary=(__file__,), missing_ok=_in_room)
+        guard = Guard(names, _namespace(), boundary=(__file__,), missing_ok=_in_room, alone=ALONE)
     except Exception as error:  # noqa: BLE001 (reported as the grader's failure, not the student's)
         raise GuardUnavailable(f"off-limits names {names}: {error}"[:500]) from None
     return guard if guard.guards_anything else contextlib.nullcontext()

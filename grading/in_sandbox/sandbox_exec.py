@@ -243,11 +243,13 @@ class ForkedKernel:
         pass
 
 
-def fork_kernel():
+def fork_kernel(alone=False):
     """Start an IPython kernel in a child of this (pre-imported) process, as
     `python -m ipykernel_launcher -f FILE` would in a new one; return its ForkedKernel.
     The kernel closes every descriptor but stdout and stderr (the executor's channel to the
-    grader among them), so student code can neither forge nor spoil what the grader reads."""
+    grader among them), so student code can neither forge nor spoil what the grader reads.
+    `alone`: the notebook has namespaces of its own (own_namespaces), so the agent's guard
+    takes every process of the sandbox but the kernel's ancestors for hers."""
     from jupyter_client.connect import write_connection_file
     from jupyter_core.paths import jupyter_runtime_dir
 
@@ -272,8 +274,9 @@ def fork_kernel():
         # tester)
         sealed = []  # and the kernel's session packs messages with the agent's json, not hers
         with contextlib.suppress(ImportError):
-            import sandbox_agent  # noqa: F401
+            import sandbox_agent
 
+            sandbox_agent.ALONE = alone
             sealed = [
                 "--Session.packer=sandbox_agent.session_pack",
                 "--Session.unpacker=sandbox_agent.session_unpack",
@@ -585,7 +588,7 @@ def serve(requests_fd, results_fd, isolated=True):
                 if isolated:
                     own_namespaces()
                 channel = Channel(requests, results)
-                km = fork_kernel()
+                km = fork_kernel(alone=isolated)
                 try:
                     request = json.loads(read_exact(requests, int.from_bytes(header, "big")))
                     text = run_notebook(

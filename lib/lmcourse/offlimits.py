@@ -52,12 +52,15 @@ ALWAYS = (
     "threading.setprofile",
     "threading.settrace",
 )
-# The stop of a call during which her code started a program (a C call of _PROGRAMS): what the
-# program computed is beyond the guard, so the call counts as it lost and scores 0, but the
-# stop says so in its own words, not as sys.setprofile's: an honest torch.compile whose
-# compilation (inductor's C++ compiler, a program) fell in a graded call read as her switching
-# the guard off (the fortieth hub tester's open row; the seventy-eighth).
-PROGRAM = "a program started during the call"
+# The stop of a call during which a process of hers ran: a program her code started then (a C
+# call of _PROGRAMS), a worker forked from her kernel, or, in the grader's sandbox, any process
+# of the sandbox but the kernel and its ancestors (Guard's `alone`). What another process
+# computes is beyond the guard, so the call counts as it lost and scores 0, but the stop says so
+# in its own words, not as sys.setprofile's: an honest torch.compile whose compilation
+# (inductor's C++ compiler, a program) fell in a graded call read as her switching the guard
+# off (the fortieth hub tester's open row; the seventy-eighth; the sandbox runs torch.compile
+# uncompiled since).
+PROGRAM = "a process of hers ran during the call"
 STOPS = (*ALWAYS, PROGRAM)  # what the grader reads as a stop besides a test's declared names
 
 # Families a test may declare by what the student must write rather than by a list of
@@ -124,12 +127,11 @@ def declared(source):
 def message(name):
     if name == PROGRAM:
         return (
-            "Your code started a program while a test called it (torch.compile's C++ compiler, "
-            "the first time a compiled function meets a new shape or dtype, is one; a shell or "
-            "a python another): what a program computes is beyond the check that keeps the "
-            "tests' references out of reach, so the part scores 0. Compile, and start any "
-            "program, before the tests call your code (or leave the tested functions "
-            "uncompiled)."
+            "A process of yours ran while a test called your code: a program it started then "
+            "(a shell, a python), or a worker or program still running from an earlier cell "
+            "(a DataLoader's workers, for one). What another process computes is beyond the "
+            "check that keeps the tests' references out of reach, so the part scores 0. End "
+            "every program and worker your code starts before the tests call it."
         )
     if name in FAMILIES:
         return (
@@ -141,10 +143,7 @@ def message(name):
         return (
             f"{name} is off limits while your code is graded: it would switch off, or run code "
             "beyond, the check that keeps the tests' references out of reach. The check also "
-            "counts as switched off when your code recursed to Python's recursion limit, "
-            "when a process started from your kernel (a DataLoader's worker, for one) was "
-            "running, or when your code started a program while a test called it: end such "
-            "workers before the tests call your code, and start no program inside it."
+            "counts as switched off when your code recursed to Python's recursion limit."
         )
     return (
         f"{name} is off limits while your code is graded: this part asks you to write it "
@@ -246,7 +245,7 @@ def _forking():
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_forking)
 
-_LISTDIR, _OPEN = os.listdir, open  # as this module found them: hers to rebind later
+_LISTDIR, _OPEN, _READLINK = os.listdir, open, os.readlink  # as found: hers to rebind later
 
 
 def _programs():
@@ -304,6 +303,33 @@ def _forked_children():
     return False
 
 
+def _others_alive():
+    """In the grader's sandbox, whose /proc lists the sandbox's processes alone: whether one lives
+    that is neither this kernel nor one of its ancestors (the executor's). A program her answer
+    cell started before the call and fed each input on its stdin (huggingface_hub's
+    run_interactive_subprocess: the thirty-ninth hub tester), or a worker's own child, which
+    outlives its parent and is no child of the kernel, computed the reference under no guard;
+    every such process is hers. One that cannot be read counts as alive."""
+    try:
+        me = int(_READLINK("/proc/self"))
+        entries = _LISTDIR("/proc")
+    except (OSError, ValueError):
+        return True
+    ancestors, pid = {me}, me
+    while pid > 1:
+        stat = _read(f"/proc/{pid}/stat")
+        if not stat:
+            return True
+        pid = int(stat.rsplit(b")", 1)[1].split()[1])
+        ancestors.add(pid)
+    for entry in entries:
+        if entry.isdigit() and int(entry) not in ancestors:
+            stat = _read(f"/proc/{entry}/stat")
+            if stat is None or (stat and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")):
+                return True
+    return False
+
+
 def _multiprocessing(cmdline):
     """Whether a child runs multiprocessing's own worker or fork server, started by exec: a
     DataLoader's persistent worker started with `multiprocessing_context="spawn"` (a string,
@@ -329,8 +355,13 @@ class Guard:
     no notebook frame between, passes for the test's side. `missing_ok`: a name that names
     nothing here is skipped (a graded room, grading/host/room.py, holds no references)."""
 
-    def __init__(self, names, namespace=None, test_file=None, boundary=(), missing_ok=False):
+    def __init__(
+        self, names, namespace=None, test_file=None, boundary=(), missing_ok=False, alone=False
+    ):
         self.names, self.test_file, self.fired = list(names), test_file, []
+        # the kernel is alone in the grader's sandbox: every other process there but its
+        # ancestors is one of hers (_others_alive)
+        self.alone = alone
         self.for_agent = bool(boundary)  # armed around a call the sandbox's agent makes
         self.outer = frozenset()  # ids of the agent's frames that armed it (__enter__)
         self.codes, self.builtins, self.files, self.ops = {}, {}, {}, {}
@@ -584,7 +615,8 @@ class Guard:
             frame = frame.f_back
         self.outer = frozenset(outer)
         _ARMED.add(self)
-        self.missed = self.missed or _forked_children()
+        self.program = self.program or self._processes()
+        self.missed = self.missed or self.program
         self.previous_threads = threading.getprofile()
         threading.setprofile(self._in_thread)  # threads started while it is armed run under it
         self.previous = sys.getprofile()
@@ -596,6 +628,10 @@ class Guard:
                 mode.__enter__()
         return self
 
+    def _processes(self):
+        """Whether a process of hers lives beside the kernel (see PROGRAM)."""
+        return _forked_children() or (self.alone and _others_alive())
+
     def __exit__(self, *exc):
         import threading
 
@@ -603,7 +639,8 @@ class Guard:
         # raises RecursionError near the recursion limit: code that recursed that far (caught)
         # ran on unguarded (the thirty-third hub tester). `lost` says so, for the agent.
         _ARMED.discard(self)
-        self.lost = self.missed or sys.getprofile() != self.hook or _forked_children()
+        self.program = self._processes() or self.program
+        self.lost = self.missed or sys.getprofile() != self.hook or self.program
         self.lost_as = PROGRAM if self.program else "sys.setprofile"  # the stop's name
         sys.setprofile(self.previous)
         threading.setprofile(self.previous_threads)

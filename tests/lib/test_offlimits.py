@@ -592,12 +592,45 @@ def test_a_program_run_during_the_call_is_named_as_one():
     with guard:
         subprocess.run(["true"], check=True)
     assert guard.lost and guard.lost_as == offlimits.PROGRAM
-    assert "started a program" in offlimits.message(guard.lost_as)
+    assert "a program it started then" in offlimits.message(guard.lost_as)
     assert offlimits.PROGRAM in offlimits.STOPS
     unset = offlimits.Guard(["operator.mul"], {})
     with unset:
         sys.setprofile(None)
     assert unset.lost and unset.lost_as == "sys.setprofile"
+
+
+def test_in_the_sandbox_every_process_but_the_kernels_ancestors_is_hers(monkeypatch):
+    """The sandbox's /proc, as _others_alive reads it: the kernel (7) and its ancestors (6, 5,
+    1) are the grader's; a process of hers beside them (a python her answer cell left running,
+    reparented to 1 once its starter exited: the guard's check of the kernel's own children
+    missed it) counts as alive unless a zombie; one unreadable counts as alive. A guard armed
+    `alone` there is lost as PROGRAM; one that is not (Validate, her own machine) never looks."""
+    stats = {
+        "1": b"1 (python) S 0",
+        "5": b"5 (python) S 1",
+        "6": b"6 (a) b) S 5",  # a name with a parenthesis and a space in it
+        "7": b"7 (python) R 6",
+    }
+    monkeypatch.setattr(offlimits, "_READLINK", lambda path: "7")
+    monkeypatch.setattr(offlimits, "_LISTDIR", lambda path: [*stats, "self", "sys"])
+    monkeypatch.setattr(offlimits, "_read", lambda path: stats.get(path.split("/")[2], b""))
+    assert offlimits._others_alive() is False
+    stats["9"] = b"9 (python) S 1"
+    assert offlimits._others_alive() is True
+    stats["9"] = b"9 (python) Z 1"
+    assert offlimits._others_alive() is False
+    stats["9"] = None  # could not be read (every descriptor held)
+    assert offlimits._others_alive() is True
+    stats["9"] = b"9 (python) S 1"
+    monkeypatch.setattr(offlimits, "_forked_children", lambda: False)
+    alone = offlimits.Guard(["operator.mul"], {}, alone=True)
+    with alone:
+        pass
+    assert alone.lost and alone.lost_as == offlimits.PROGRAM
+    with offlimits.Guard(["operator.mul"], {}) as elsewhere:
+        pass
+    assert not elsewhere.lost
 
 
 def assert_her_copy_of_repeat_kv_is_stopped(answer, file, kv, n):
