@@ -113,10 +113,15 @@ def test_every_folder_of_the_courses_homes_is_hidden(monkeypatch):
     monkeypatch.setattr(homes.Path, "is_dir", lambda _: True)  # as on a machine of the course
     course = ["/home/instructor", "/home/students/a", "/home/students/b", "/tmp/x/c", "/var/d"]
     course += ["/home/students/a/nested/e", "/f"]
+    # /var/d and /f: their folders stay (/var holds /var/tmp; the root), the homes themselves
+    # are hidden (the seventy-seventh hub tester)
     assert homes.others_hidden("/home/students/a", ("/tmp", "/var/tmp"), course) == (
-        ("--tmpfs", "/home", "--tmpfs", "/home/students"),
-        ("--remount-ro", "/home", "--remount-ro", "/home/students"),
+        ("--tmpfs", "/f", "--tmpfs", "/home", "--tmpfs", "/home/students", "--tmpfs", "/var/d"),
+        ("--remount-ro", "/f", "--remount-ro", "/home", "--remount-ro", "/home/students")
+        + ("--remount-ro", "/var/d"),
     )
+    # never the server's own home, nor a home that holds it or a replaced folder, nor the root
+    assert homes.others_hidden("/var/d", ("/tmp", "/var/tmp"), ["/var/d", "/var", "/"]) == ((), ())
 
 
 @pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
@@ -146,3 +151,28 @@ def test_a_home_in_the_sandboxs_own_dev_or_proc_hides_nothing_there():
     The sandbox makes its own /dev and /proc; no home of the machine is seen there."""
     assert homes.others_hidden("/dev/shm/x", (), ["/dev/null", "/proc/1/x"]) == ((), ())
     assert homes.others_hidden("/nonexistent-lm10/a", (), ["/dev/null"]) == ((), ())
+
+
+@pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_a_home_whose_folder_stays_is_hidden_itself(tmp_path):
+    """The seventy-third tester's open row: a home of the course directly under a folder that
+    holds one the sandbox replaces (`/var/<her>` beside `/var/tmp`) or under the root was seen
+    by every server, the instructor's among them (its folder cannot be hidden). Such a home is
+    hidden itself now: its name listed, nothing in it."""
+    var = tmp_path / "var"
+    alice, mallory = var / "alice", var / "mallory"
+    for folder in (alice, mallory, var / "tmp"):
+        folder.mkdir(parents=True)
+    (mallory / "nbgrader_config.py").write_text("print('hers')\n")
+    mallory.chmod(0o755)
+    before, after = homes.others_hidden(alice, (str(var / "tmp"),), [str(alice), str(mallory)])
+    command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    command += [*before, "--bind", str(alice), str(alice), *after, "--unshare-pid", "--"]
+    command += [
+        "sh",
+        "-c",
+        f"ls {var}; ls {mallory}; cat {mallory}/*.py; touch {alice}/x && echo wrote",
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["alice", "mallory", "tmp", "wrote"], (run.stdout, run.stderr)

@@ -24,9 +24,34 @@ def others_hidden(home, replaced=(), homes=()):
     read-only one, `home` alone bound back. A folder is left as it is where it is not there
     (yet), is /dev or /proc or lies in one (the sandbox makes its own), is the root,
     lies in a folder the sandbox already replaces (`replaced`, each a private tmpfs: the test
-    hub's homes lie under /tmp) or holds one, or lies in `home`."""
+    hub's homes lie under /tmp) or holds one, or lies in `home`. A home of `homes` whose
+    folder is left so for being the root or holding a replaced folder (`/<name>`,
+    `/var/<name>`) is hidden itself, under the same rules (the seventy-third hub tester's open
+    row): its name is still listed there, empty."""
     own = Path(home)
-    folders = set()
+    folders, alone = set(), set()
+
+    def left(folder):
+        return (
+            not folder.is_dir()
+            or any(folder.is_relative_to(f) for f in ("/dev", "/proc"))
+            or folder.is_relative_to(own)
+            or any(folder.is_relative_to(f) for f in replaced)
+        )
+
+    for each in map(Path, homes):
+        folder = each.parent
+        # a home at the root or in /var (which holds /var/tmp): its folder stays, so the
+        # home itself is hidden, unless it holds the server's own home or a replaced folder
+        if (
+            folder == Path(folder.anchor) or any(Path(f).is_relative_to(folder) for f in replaced)
+        ) and not (
+            each == Path(each.anchor)
+            or left(each)
+            or own.is_relative_to(each)
+            or any(Path(f).is_relative_to(each) for f in replaced)
+        ):
+            alone.add(each)
     for each in (home, *homes):
         folder = Path(each).parent
         if (
@@ -43,7 +68,8 @@ def others_hidden(home, replaced=(), homes=()):
         ):
             continue
         folders.add(folder)
-    ordered = sorted(folders, key=lambda f: (len(f.parts), str(f)))  # a folder before its own
+    alone = {h for h in alone if not any(h.is_relative_to(f) for f in folders)}
+    ordered = sorted(folders | alone, key=lambda f: (len(f.parts), str(f)))  # shallower first
     return (
         tuple(a for f in ordered for a in ("--tmpfs", str(f))),
         tuple(a for f in ordered for a in ("--remount-ro", str(f))),
