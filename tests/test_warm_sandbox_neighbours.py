@@ -2653,6 +2653,41 @@ def test_why_the_grader_stopped_after_a_hidden_input_is_not_shown(monkeypatch):
     assert "CellTimeoutError: the grader stopped this test after 5 s" in runs[8][1]
 
 
+def test_which_of_her_later_cells_the_kernel_ended_in_is_not_shown_after_a_hidden_input(
+    monkeypatch,
+):
+    """The seventy-ninth hub tester: her f keeps its inputs; after the last test, her cell k of
+    N ends the kernel (a million-deep map chain, words only) where the hidden input mod N is k.
+    Nothing is lost (no test comes later), but feedback showed an execution count on the cells
+    that ran and none on the rest: which cell stopped, log2(N) bits of the hidden input, nothing
+    flagged. After a hidden input her cells' counts are not shown."""
+    from nbformat.v4 import new_code_cell
+
+    from grading.host import course_preprocessors
+
+    answer = "seen = []\n\ndef f(x):\n    seen.append(x)\n    return 2 * x\n"
+    later = [
+        f"if seen[-1] % 4 == {k}:\n    chain = iter([0])\n    for _ in range(1000000):\n"
+        "        chain = map(abs, chain)\n    next(chain)\n"
+        for k in range(4)
+    ]
+    release = lab("def f(x):\n    raise NotImplementedError()")
+    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+
+    def feedback(hidden):
+        submitted = lab(answer)
+        submitted.cells += [new_code_cell(source) for source in later]
+        graded = graded_with_hidden(submitted, hidden, timeout=10)
+        ran = [c.execution_count for c in graded.cells]
+        shown, _ = course_preprocessors.StripHiddenTests().preprocess(graded, {})
+        return ran, [(c.execution_count, c.outputs) for c in shown.cells]
+
+    runs = {hidden: feedback(hidden) for hidden in (5, 6)}
+    assert runs[5][0] != runs[6][0], runs  # the instructor's notebook: where it stopped
+    assert runs[5][1] == runs[6][1], runs
+    assert runs[5][1][0][0] == 1  # her answer cell, before any hidden input, keeps its count
+
+
 def test_the_agent_switched_off_in_a_cell_read_after_barry_as_flufl_is_flagged(monkeypatch):
     """The seventy-ninth hub tester: her answer cell begins `from __future__ import
     barry_as_FLUFL` (unflagged), and IPython keeps that future for every later cell, which it

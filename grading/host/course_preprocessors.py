@@ -198,6 +198,11 @@ class StripHiddenTests(ClearHiddenTests):
                 # none on the others spelt a hidden input a cell a bit (the sixty-seventh hub
                 # tester)
                 cell.outputs = [new_output("stream", name="stdout", text=AFTER_HIDDEN)]
+                # and its count, which said whether it ran: a stop her code chose after the
+                # last test (the kernel ended in the k-th of her N later cells) was spelt by
+                # which cells had a count, log2(N) bits of a hidden input for no mark (the
+                # seventy-ninth hub tester)
+                cell.execution_count = None
             for number, line in enumerate(cell.source.split("\n"), start=1):
                 (hidden if number in numbers else visible).add(line.strip())
         self.leaks = {
