@@ -1694,6 +1694,29 @@ def test_a_program_run_through_collect_env_is_flagged(monkeypatch):
     assert graded.cells[1].outputs[0].evalue == offlimits.message(offlimits.PROGRAM)
 
 
+def test_only_cells_the_checks_read_run_in_her_kernel(monkeypatch):
+    """The seventy-ninth hub tester's barry_as_FLUFL: a cell the checks took for a syntax error
+    (parse: None, no flag) ran in the kernel, which read it otherwise. Now such a cell runs as
+    the SyntaxError Python gives it: a real typo's feedback reads as Python's, and a cell the
+    checks cannot read (here made so by hand, the next such difference) runs nothing."""
+    from grading.host import submission_checks
+
+    graded, _ = graded_against(monkeypatch, MUL_TEST, "def f(x):\n    return (2 * x\n")
+    [error] = graded.cells[0].outputs
+    assert error.ename == "SyntaxError", error
+    assert error.evalue == "'(' was never closed (<cell>, line 2)", error
+    assert [o.ename for o in graded.cells[1].outputs] == ["NameError"]
+    parse = submission_checks.parse
+    monkeypatch.setattr(
+        submission_checks, "parse", lambda source: None if "unread" in source else parse(source)
+    )
+    graded, _ = graded_against(monkeypatch, MUL_TEST, "def f(x):  # unread\n    return 2 * x\n")
+    [error] = graded.cells[0].outputs
+    assert error.ename == "SyntaxError", error
+    assert error.evalue == "the grader could not read this cell (<cell>, line 1)", error
+    assert [o.ename for o in graded.cells[1].outputs] == ["NameError"]
+
+
 # An honest torch.compile whose first compilation falls in a graded call (the fortieth's and
 # seventy-eighth's open row): inductor's compiler is a program, which lost the guard.
 COMPILED = """

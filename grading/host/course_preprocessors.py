@@ -431,6 +431,28 @@ def not_run(reason):
     return plain_error("NotRun", reason)
 
 
+def unread(source):
+    """What the sandbox runs in place of a cell the checks could not read as Python
+    (submission_checks.parse): the SyntaxError Python gives it, raised, with its line. Only
+    cells the checks read run in her kernel: a cell they took for a syntax error (no flag) but
+    the kernel read otherwise ran unread, `import sys` and the agent's guard switched off in it
+    (barry_as_FLUFL's `<>`, the seventy-ninth hub tester); the next such difference between
+    the checks and IPython is a SyntaxError, never a route. A typo's feedback reads as
+    Python's."""
+    code = submission_checks.python_source(source)
+    try:
+        compile(code, "<cell>", "exec", dont_inherit=True)
+    except SyntaxError as error:  # IndentationError, TabError among them
+        kind, message = type(error).__name__, error.msg
+        where = ("<cell>", error.lineno, error.offset, error.text)
+    except ValueError as error:  # null bytes
+        kind, message, where = "SyntaxError", str(error), ("<cell>", 1, 1, "")
+    else:  # Python reads it, the checks did not (a limit of theirs): said as such
+        kind, message = "SyntaxError", "the grader could not read this cell"
+        where = ("<cell>", 1, 1, "")
+    return f"raise {kind}({message!r}, {where!r})\n"
+
+
 class SandboxedExecute(Execute):
     """nbgrader's Execute, with the student's code run in grading/host/sandbox.py and the tests
     run outside it (trusted_tests.py)."""
@@ -498,6 +520,8 @@ class SandboxedExecute(Execute):
                 prepared.cells[index] = new_code_cell("", metadata={"lm10_test": index})
             elif cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
+                if submission_checks.parse(cell.source) is None:
+                    cell.source = unread(cell.source)
         if not notes.isolated:
             self.log.warning(sandbox.NOT_ISOLATED)
         # every limit from c.SandboxLimits, as the worker warmed its sandbox with them
