@@ -387,6 +387,20 @@ def test_no_script_of_the_submission_runs_and_grading_still_works(browser, cours
     assert scripts and [s for s in scripts if s.get("nonce") != nonce] == [], scripts
     answer = html[html.index(BEGIN) : html.index(END)]
     assert not live(answer), live(answer)
+    # Her code is flagged (IPython.display, among others): the page begins with its flags, as
+    # the class report reads them, each her code's words as text (formgrader_flags.py)
+    from grading.instructor import class_report
+
+    grading = course["course"] / "grading"
+    flags = class_report.notebook_flags(
+        grading / "autograded" / STUDENT / LAB / f"{LAB}.ipynb",
+        course["course"] / "labs" / LAB / f"{LAB}.ipynb",
+    )
+    assert flags, "the hostile submission is flagged"
+    notice = page.locator("#lm10-flags")
+    text = notice.text_content()
+    assert "Flagged for a person" in text and all(f in text for f in flags[:20]), text
+    assert not live(notice.evaluate("e => e.outerHTML")), "a flag's text is markup"
     cells = html[html.index(CELLS) : html.index(AFTER_CELLS)]  # outputs included
     assert set(live(cells)) <= NBGRADER_OWN, live(cells)
     assert WIDGET_MIME not in html

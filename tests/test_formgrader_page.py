@@ -228,3 +228,17 @@ def test_no_notebook_picks_a_module_for_its_script_export(tmp_path, monkeypatch)
     assert not ran.exists(), "her module was imported"
     script, _ = ScriptExporter().from_notebook_node(notebook("python"))
     assert "x = 1" in script
+
+
+def test_a_flagged_submissions_grading_page_says_so_as_text():
+    """The formgrader showed a flagged submission's score as any other's (What this set-up
+    leaves open: the formgrader pages show no flags). Its grading page begins with the flags
+    (tests/test_formgrader_browser.py plays it in Chromium); a flag quotes her code, so it is
+    written as text; an unflagged page gets nothing."""
+    from grading.instructor import formgrader_flags
+
+    assert formgrader_flags.banner([]) == ""
+    hers = 'answer line 2: imports os <img src=x onerror=alert(1)> & "q"'
+    shown = formgrader_flags.banner([hers] * 23)
+    assert "<img" not in shown and "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;q&quot;" in shown
+    assert shown.count("<li>") == 21 and "and 3 more" in shown

@@ -343,4 +343,7 @@ def _load_jupyter_server_extension(serverapp):
     install()
     refuse_other_roots()
     script_exporters_registered_only()
+    from grading.instructor import formgrader_flags
+
+    formgrader_flags.install()  # a flagged submission's grading page says so
     serverapp.log.info("LM10: Content-Security-Policy with nonces on the formgrader's pages")
