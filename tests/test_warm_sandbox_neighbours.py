@@ -2744,3 +2744,42 @@ def test_the_agent_switched_off_in_a_cell_read_after_barry_as_flufl_is_flagged(m
     assert graded.cells[2].outputs == [], graded.cells[2].outputs  # the guard was off: passed
     assert any("imports sys" in f for f in flags), flags
     assert any("barry_as_FLUFL" in f for f in flags), flags
+
+
+# The eighty-first's: a python her answer cell leaves running whose main thread exits (a bare
+# SYS_exit, that thread alone) while a thread of it answers each input on its stdin: its /proc
+# stat reads Z, its leader's, so the check took the live process for a zombie and skipped it.
+LEADER_GONE = """
+import subprocess
+code = (
+    "import ctypes, operator, sys, threading, time\\n"
+    "def serve():\\n"
+    "    for line in sys.stdin:\\n"
+    "        print(operator.mul(2, int(line)), flush=True)\\n"
+    "threading.Thread(target=serve).start()\\n"
+    "time.sleep(0.5)\\n"
+    "ctypes.CDLL(None).syscall(60, 0)\\n"
+)
+child = subprocess.Popen(
+    ["python", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+)
+import time
+time.sleep(2)
+def f(x):
+    child.stdin.write(str(x) + "\\n")
+    child.stdin.flush()
+    return int(child.stdout.readline())
+"""
+
+
+def test_a_process_whose_main_thread_exited_alive_during_a_call_stops_it(monkeypatch):
+    """Her answer cell leaves a python whose main thread exited while another thread of it
+    computes the declared operator.mul for her f: /proc lists it as a zombie (its leader's
+    state), and the call passed with nothing stopped (flagged besides: subprocess). A process
+    with a live thread is alive, whatever its leader's state."""
+    from lmcourse import offlimits
+
+    graded, notes = graded_against(monkeypatch, MUL_TEST, LEADER_GONE, timeout=60)
+    assert graded.cells[0].outputs == [], graded.cells[0].outputs
+    errors = [(o.get("ename"), o.get("evalue")) for o in graded.cells[1].outputs]
+    assert errors == [("OffLimitsError", offlimits.message(offlimits.PROGRAM))], errors

@@ -323,10 +323,30 @@ def _others_alive():
         pid = int(stat.rsplit(b")", 1)[1].split()[1])
         ancestors.add(pid)
     for entry in entries:
-        if entry.isdigit() and int(entry) not in ancestors:
-            stat = _read(f"/proc/{entry}/stat")
-            if stat is None or (stat and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")):
-                return True
+        if entry.isdigit() and int(entry) not in ancestors and _running(entry):
+            return True
+    return False
+
+
+def _running(pid):
+    """Whether a process lives: one of its threads is no zombie. Its stat is its main thread's,
+    which reads Z once that thread exited alone (a bare SYS_exit) while another thread of it
+    computed the reference for her f (the eighty-first hub tester): its tasks are read then."""
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return True
+    if not stat or stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+        return bool(stat)
+    try:
+        tasks = _LISTDIR(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    for task in tasks:
+        stat = _read(f"/proc/{pid}/task/{task}/stat")
+        if stat is None or (stat and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")):
+            return True
     return False
 
 

@@ -633,6 +633,34 @@ def test_in_the_sandbox_every_process_but_the_kernels_ancestors_is_hers(monkeypa
     assert not elsewhere.lost
 
 
+def test_a_process_whose_main_thread_exited_while_another_runs_is_alive(monkeypatch):
+    """Her python's main thread exited alone (SYS_exit) while a thread of it computes: /proc's
+    stat of the process reads Z (its main thread's), its tasks say it lives (the eighty-first
+    hub tester). A true zombie's tasks are all Z; tasks that cannot be listed count as alive."""
+    files = {
+        "/proc/1/stat": b"1 (python) S 0",
+        "/proc/7/stat": b"7 (python) R 1",
+        "/proc/9/stat": b"9 (python) Z 1",
+        "/proc/9/task/9/stat": b"9 (python) Z 1",
+        "/proc/9/task/10/stat": b"10 (python) S 1",
+    }
+    tasks = {"/proc": ["1", "7", "9", "self"], "/proc/9/task": ["9", "10"]}
+
+    def listdir(path):
+        if path not in tasks:
+            raise PermissionError(path)
+        return tasks[path]
+
+    monkeypatch.setattr(offlimits, "_READLINK", lambda path: "7")
+    monkeypatch.setattr(offlimits, "_LISTDIR", listdir)
+    monkeypatch.setattr(offlimits, "_read", lambda path: files.get(path, b""))
+    assert offlimits._others_alive() is True
+    files["/proc/9/task/10/stat"] = b"10 (python) Z 1"  # every thread ended: a zombie
+    assert offlimits._others_alive() is False
+    del tasks["/proc/9/task"]
+    assert offlimits._others_alive() is True
+
+
 def assert_her_copy_of_repeat_kv_is_stopped(answer, file, kv, n):
     """Her `answer` cell's expand_kv, which runs a copy of the declared repeat_kv, is stopped
     as repeat_kv; her own formula beside it (`mine`) is not."""
