@@ -176,3 +176,29 @@ def test_a_home_whose_folder_stays_is_hidden_itself(tmp_path):
     ]
     run = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["alice", "mallory", "tmp", "wrote"], (run.stdout, run.stderr)
+
+
+@pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_a_folder_of_homes_that_is_a_link_starts_servers_and_hides_homes(tmp_path):
+    """The eightieth hub tester's false stop: a folder of homes that is a link with an absolute
+    target (`ln -s /data/home /home`): bubblewrap makes its mounts in a root of its own, where
+    that link leads nowhere, so no server started, anyone's ("Can't mkdir /home/<her>: No such
+    file or directory"). The hub hands bubblewrap each home with its folders resolved
+    (`homes.home_path`): the server starts, in its own home, and mallory's opened home is
+    hidden."""
+    data, links = tmp_path / "data" / "home", tmp_path / "home"
+    for name in ("instructor", "mallory"):
+        (data / name).mkdir(parents=True)
+    links.symlink_to(data)  # absolute, as ln -s makes it
+    (data / "mallory" / "nbgrader_config.py").write_text("print('hers')\n")
+    (data / "mallory").chmod(0o755)
+    course = [str(homes.home_path(links / name)) for name in ("instructor", "mallory")]
+    instructor = homes.home_path(links / "instructor")
+    before, after = homes.others_hidden(instructor, (), course)
+    command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    command += [*before, "--bind", str(instructor), str(instructor), *after, "--unshare-pid"]
+    command += ["--chdir", str(instructor), "--", "sh", "-c"]
+    command += [f"ls {links}/; cat {links}/mallory/*.py; touch x && pwd"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["instructor", str(instructor)], (run.stdout, run.stderr)

@@ -18,6 +18,17 @@ server's view (the seventy-third hub tester).
 from pathlib import Path
 
 
+def home_path(directory):
+    """A home's path (the account's `pw_dir`) with every folder above it resolved: bubblewrap
+    makes its mounts in a root of its own, where a link with an absolute target (`/home ->
+    /data/home`, as `ln -s` makes it) leads nowhere, so a folder of homes that is such a link
+    started no server, anyone's ("Can't mkdir /home/<her>: No such file or directory"; the
+    eightieth hub tester). The home itself stays as it is: the hub refuses a home that is a
+    link (jupyterhub_config.private_folder)."""
+    path = Path(directory)
+    return path.parent.resolve() / path.name
+
+
 def others_hidden(home, replaced=(), homes=()):
     """(before, after): bubblewrap's options around the bind of `home`, the server's own, that
     show each folder holding it or one of `homes` (the course's users' homes) as an empty,

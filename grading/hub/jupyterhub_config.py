@@ -265,7 +265,9 @@ def not_bounded_here():
             f"session of their own (up to {STUDENT_MAX_TASKS}) takes a share per process from "
             "everyone else: give each server a CPU cgroup (SystemdSpawner with cpu_limit, pods)"
         )
-    mounts = {mount_of(pwd.getpwnam(n).pw_dir) for n in group_members(STUDENTS)}
+    mounts = {
+        mount_of(str(homes.home_path(pwd.getpwnam(n).pw_dir))) for n in group_members(STUDENTS)
+    }
     for point, options in sorted(mounts):
         if not {"usrquota", "usrjquota", "quota", "prjquota", "uquota"} & set(options.split(",")):
             flags.append(
@@ -694,7 +696,7 @@ def course_homes():
     found = set()
     for name in {*group_members(STUDENTS), *group_members(INSTRUCTORS)}:
         with contextlib.suppress(KeyError):
-            found.add(pwd.getpwnam(name).pw_dir)
+            found.add(str(homes.home_path(pwd.getpwnam(name).pw_dir)))
     return sorted(found)
 
 
@@ -703,7 +705,7 @@ def prepare_server(spawner):
     configuration for an instructor, the students' configuration for a student; a fresh
     exchange-only token; the sandbox around the server."""
     account = pwd.getpwnam(spawner.user.name)  # LocalProcessSpawner runs it as this user
-    home = private_folder(Path(account.pw_dir), account)
+    home = private_folder(homes.home_path(account.pw_dir), account)
     revoke_exchange_tokens(spawner.user)
     exchange_token = spawner.user.new_api_token(note=EXCHANGE_TOKEN_NOTE, scopes=[ACCESS])
     environment = {
