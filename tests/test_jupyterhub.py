@@ -4513,3 +4513,124 @@ def test_a_server_started_again_and_again_keeps_its_own_port(played):
     # each server answers with its own user's home
     assert "lm10" in after["lm10-alice"]["files"], after
     assert "spec" in after[ATTACKER]["files"] and "lm10" not in after[ATTACKER]["files"], after
+
+
+BOBS_SECRET = "BOBS-SECRET-" + secrets.token_hex(6)
+BOB_LEAVES = f"""
+import os, socket
+os.environ["BOBS_MARK"] = {BOBS_SECRET!r}
+answer = {BOBS_SECRET!r}  # a cell of his, in his kernel's memory
+for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    open(os.path.join(folder, {BOBS_SECRET!r}), "w").write({BOBS_SECRET!r})
+kept = socket.socket(socket.AF_UNIX)
+kept.bind("/tmp/" + {BOBS_SECRET!r} + ".sock")
+kept.listen()
+print("left")
+"""
+ALICE_LOOKS = r"""
+import glob, json, os, socket, subprocess, urllib.request
+seen = {}
+def tried(label, call):
+    try:
+        seen[label] = call()
+    except Exception as error:
+        seen[label] = f"{type(error).__name__}: {error}"[:300]
+def text(path, most=4000):
+    return open(path, errors="replace").read()[:most]
+tried("pids", lambda: sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+tried("locks", lambda: text("/proc/locks"))
+def unix():
+    rows = [r.split() for r in open("/proc/net/unix").read().splitlines()[1:]]
+    return sorted({r[-1] for r in rows if len(r) > 7})
+tried("unix", unix)
+def listening():
+    found = []
+    for f in ("/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/udp6"):
+        for r in open(f).read().splitlines()[1:]:
+            c = r.split()
+            if c[3] in ("0A", "07"):
+                found.append((f[-4:], int(c[1].rsplit(":", 1)[1], 16), int(c[7])))
+    return sorted(set(found))
+tried("listening", listening)
+for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run", "/run/user", "/var/lib", "/var/log",
+               "/home", "/srv", "/var/spool", "/var/mail", "/var/crash", "/dev/mqueue"):
+    tried("ls " + folder, lambda folder=folder: sorted(os.listdir(folder))[:80])
+tried("mountinfo", lambda: text("/proc/self/mountinfo", 6000))
+tried("env names", lambda: sorted(os.environ))
+tried("core_pattern", lambda: text("/proc/sys/kernel/core_pattern"))
+tried("no new privileges", lambda: [line for line in text("/proc/self/status").splitlines()
+      if line.startswith(("NoNewPrivs", "Seccomp:", "CapEff"))])
+tried("ptrace_scope", lambda: text("/proc/sys/kernel/yama/ptrace_scope"))
+tried("setuid", lambda: subprocess.run(
+    "find /usr /bin /sbin /opt -xdev -perm -4000 -o -xdev -perm -2000 2>/dev/null | head -50",
+    shell=True, capture_output=True, text=True, timeout=60).stdout.split())
+tried("tools", lambda: {t: subprocess.run(["sh", "-c", f"command -v {t}"], capture_output=True,
+      text=True).stdout.strip() for t in ("at", "crontab", "systemd-run", "loginctl", "busctl",
+      "sudo", "pkexec", "su", "ss", "gdb", "strace")})
+token, api = os.environ["JUPYTERHUB_API_TOKEN"], os.environ["JUPYTERHUB_API_URL"]
+def hub(path, method="GET", body=None):
+    request = urllib.request.Request(api + path, method=method, data=body,
+        headers={"Authorization": "token " + token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as r:
+            return [r.status, r.read(3000).decode(errors="replace")]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.read(300).decode(errors="replace")]
+for path in ("/user", "/users", "/users/lm10-bob", "/users/lm10-bob/tokens",
+             "/users/lm10-instructor", "/groups", "/services", "/proxy", "/info",
+             "/users/lm10-alice/tokens", "/users/lm10-bob/shared", "/shares/lm10-bob",
+             "/users/lm10-alice/shared", "/users/lm10-alice/activity", "/users/lm10-bob/activity",
+             "/users/lm10-alice/server/progress", "/users/lm10-bob/server/progress",
+             "/authorizations/token/" + token, "/oauth2/authorize", "/events/lm10-bob"):
+    tried("hub " + path, lambda path=path: hub(path))
+tried("hub new token", lambda: hub("/users/lm10-alice/tokens", "POST",
+      json.dumps({"scopes": ["read:users", "access:servers", "admin:users"]}).encode()))
+tried("hub share", lambda: hub("/shares/lm10-alice/", "POST",
+      json.dumps({"user": "lm10-bob"}).encode()))
+def bobs_socket():
+    for path in seen["unix"]:
+        if "BOBS-SECRET" in path:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.connect(path)
+            return "connected"
+tried("bob's socket", bobs_socket)
+tried("kill -1", lambda: os.kill(-1, 0))
+def grep_everywhere():
+    hits = []
+    for top in ("/tmp", "/var/tmp", "/dev/shm", "/run", "/home", "/srv", "/var/lib/jupyter"):
+        for root, dirs, files in os.walk(top):
+            for name in files + dirs:
+                if "BOBS-SECRET" in name:
+                    hits.append(os.path.join(root, name))
+    return hits
+tried("bob's names", grep_everywhere)
+print(json.dumps(seen, default=str))
+"""
+
+
+def test_the_eightieth_looks_from_alices_kernel_for_bobs_and_the_instructors(hub, machine):
+    """From alice's kernel: /proc, the machine's folders, sockets, ports, the hub's API with her
+    server's token, setuid programs and the like, while bob's kernel holds a secret of his in
+    its memory, its environment, /tmp, /var/tmp, /dev/shm and a socket (the eightieth tester)."""
+    people = ("lm10-alice", "lm10-bob", INSTRUCTOR)
+    for user in people:
+        login(hub.url, user, machine.passwords[user])
+    hub.start_servers([user for user in people if not hub.model(user)["servers"]])
+    bobs = hub.start_kernel("lm10-bob")
+    assert hub.execute("lm10-bob", bobs, BOB_LEAVES).strip() == "left"
+    hub.start_kernel(INSTRUCTOR)
+    hers = hub.start_kernel("lm10-alice")
+    seen = json.loads(hub.execute("lm10-alice", hers, ALICE_LOOKS, timeout=300))
+    # the names of every socket of the machine's network namespace are listed (the tenth's
+    # row, "What this set-up leaves open"): bob's path there, but in his own /tmp
+    assert seen.pop("bob's socket").startswith("FileNotFoundError"), seen
+    listed = seen.pop("unix")
+    assert any(BOBS_SECRET in path for path in listed), listed
+    assert BOBS_SECRET not in json.dumps(seen), json.dumps(seen)[:3000]
+    assert seen["pids"] == sorted(seen["pids"]) and len(seen["pids"]) < 10, seen["pids"]
+    for path in ("/users", "/users/lm10-bob", "/users/lm10-instructor", "/groups", "/proxy"):
+        assert seen["hub " + path][0] in (403, 404), (path, seen["hub " + path])
+    assert seen["hub new token"][0] == 403 and seen["hub share"][0] == 403, seen
+    assert all(not name.startswith("lm10-") for name in seen["ls /home"]), seen["ls /home"]
+    # the machine's setuid programs are there, and raise nothing: bubblewrap's no_new_privs
+    assert "NoNewPrivs:\t1" in seen["no new privileges"], seen["no new privileges"]
