@@ -2783,3 +2783,19 @@ def test_a_process_whose_main_thread_exited_alive_during_a_call_stops_it(monkeyp
     assert graded.cells[0].outputs == [], graded.cells[0].outputs
     errors = [(o.get("ename"), o.get("evalue")) for o in graded.cells[1].outputs]
     assert errors == [("OffLimitsError", offlimits.message(offlimits.PROGRAM))], errors
+
+
+def test_a_cell_too_deep_for_pythons_parser_is_flagged_and_graded(monkeypatch):
+    """The eighty-first hub tester's: a line `y = a.b.b...` 200,000 deep made
+    submission_checks.parse raise RecursionError (Python's parser builds no such tree) where
+    the sandbox picks the cells it cannot read (619d5be), after flags() had flagged it: her
+    grading stopped with the exception. Now the cell runs as unread, and the rest is graded."""
+    answer = "def f(x):\n    return 2 * x\n" + "y = a" + ".b" * 200_000 + "\n"
+    graded, notes = graded_against(monkeypatch, MUL_TEST, answer)
+    [error] = graded.cells[0].outputs
+    assert (error.ename, error.evalue) == (
+        "SyntaxError",
+        "the grader could not read this cell (<cell>, line 1)",
+    ), error
+    assert [o.ename for o in graded.cells[1].outputs] == ["NameError"]
+    assert notes.flags, notes.flags

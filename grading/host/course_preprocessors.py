@@ -431,6 +431,17 @@ def not_run(reason):
     return plain_error("NotRun", reason)
 
 
+def read_by_checks(source):
+    """Whether submission_checks.parse reads the cell. A cell nested past what Python's parser
+    builds (`a.b.b...`, 200,000 deep) raised RecursionError in parse here, after the checks
+    had flagged it (TOO_DEEP), and her grading stopped with it (the eighty-first hub tester):
+    such a cell is unread, as a syntax error is."""
+    try:
+        return submission_checks.parse(source) is not None
+    except (RecursionError, MemoryError):
+        return False
+
+
 def unread(source):
     """What the sandbox runs in place of a cell the checks could not read as Python
     (submission_checks.parse): the SyntaxError Python gives it, raised, with its line. Only
@@ -447,6 +458,9 @@ def unread(source):
         where = ("<cell>", error.lineno, error.offset, error.text)
     except ValueError as error:  # null bytes
         kind, message, where = "SyntaxError", str(error), ("<cell>", 1, 1, "")
+    except (RecursionError, MemoryError):  # nested too deep for Python's own compiler too
+        kind, message = "SyntaxError", "the grader could not read this cell"
+        where = ("<cell>", 1, 1, "")
     else:  # Python reads it, the checks did not (a limit of theirs): said as such
         kind, message = "SyntaxError", "the grader could not read this cell"
         where = ("<cell>", 1, 1, "")
@@ -520,7 +534,7 @@ class SandboxedExecute(Execute):
                 prepared.cells[index] = new_code_cell("", metadata={"lm10_test": index})
             elif cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-                if submission_checks.parse(cell.source) is None:
+                if not read_by_checks(cell.source):
                     cell.source = unread(cell.source)
         if not notes.isolated:
             self.log.warning(sandbox.NOT_ISOLATED)
