@@ -792,10 +792,13 @@ EXPECTED = {  # student: (status, autograded points of 10, words the report must
         "stopped l2_serving: it ran past",
     ),
     "exitkernel": ("flagged", 8, "stopped l2_serving: the kernel died"),
-    "tamper": ("flagged", 10, "imports sqlite3"),
+    # tamper and hog leave processes running (a python retrying the gradebook, `sleep 600`):
+    # alive during every graded call, each stops it (offlimits.PROGRAM), as a process of hers
+    # could compute what the guard cannot see (a test that declares nothing arms no guard: hog 2)
+    "tamper": ("flagged", 0, "imports sqlite3"),
     "leak": ("flagged", 10, "reads In"),
     "peek": ("flagged", 0, "opens a file"),
-    "hog": ("flagged", 10, "imports subprocess"),
+    "hog": ("flagged", 2, "imports subprocess"),
     "forge": ("flagged", 10, "imports os"),
     "badjson": ("error", 0, "NotJSONError"),
     "emptydir": ("error", 0, "no notebook in the submission folder"),
