@@ -830,8 +830,17 @@ def _cell_prefixes():
 
 
 class _CellGuards:
+    """Validate's guard, armed around each test cell that declares names, in her own kernel.
+
+    As the grader's sandbox does, torch.compile runs uncompiled while it is armed (once
+    torch._dynamo is imported: her answer cell's torch.compile imports it), and a test whose
+    guard was lost (a process of hers alive or started, her code recursed to the limit) or
+    fired (an OffLimitsError her code caught) fails here as it scores 0 there: Validate had
+    passed such a test, the grader failed it (the error is shown as the cell's error output,
+    which Validate reads)."""
+
     def __init__(self, shell):
-        self.shell, self.guard = shell, None
+        self.shell, self.guard, self.compiled = shell, None, None
 
     def pre_run_cell(self, info):
         names = declared(getattr(info, "raw_cell", ""))
@@ -847,11 +856,22 @@ class _CellGuards:
             print(f"lmcourse.offlimits: cannot guard this test: {error}", file=sys.stderr)
             return
         self.guard.__enter__()
+        config = sys.modules.get("torch._dynamo.config")
+        if config is not None:
+            self.compiled = (config, config.disable)
+            config.disable = True
 
     def post_run_cell(self, result):
-        if self.guard is not None:
-            self.guard.__exit__(None, None, None)
-            self.guard = None
+        guard, self.guard = self.guard, None
+        if guard is None:
+            return
+        guard.__exit__(None, None, None)
+        if self.compiled is not None:
+            config, before = self.compiled
+            config.disable, self.compiled = before, None
+        if getattr(result, "error_in_exec", None) is None and (guard.fired or guard.lost):
+            error = OffLimitsError(message(guard.fired[0] if guard.fired else guard.lost_as))
+            self.shell.showtraceback((OffLimitsError, error, None))  # the cell's error output
 
 
 def load_ipython_extension(shell):

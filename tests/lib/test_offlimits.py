@@ -791,3 +791,83 @@ def test_a_line_anyone_writes_is_no_copy_of_the_reference():
     with guard, pytest.raises(offlimits.OffLimitsError):  # the reference itself still is
         namespace["cheat"](model)
     assert guard.fired == ["reference_parameters"]
+
+
+TEST = "# Off limits while graded: operator.mul\nassert f(3) == 6"
+VALIDATED = {
+    "honest": ("def f(x):\n    return 2 * x\n", None),
+    # a worker her answer cell left running: the grader stops the test (PROGRAM)
+    "worker": (
+        "import multiprocessing, time\n"
+        "_w = multiprocessing.get_context('fork').Process(target=time.sleep, args=(60,))\n"
+        "_w.start()\n"
+        "def f(x):\n    return 2 * x\n",
+        "A process of yours ran while a test called your code",
+    ),
+    # the guard's error caught by her code: the grader stops the test whatever she did
+    "caught": (
+        "import operator\n"
+        "def f(x):\n    try:\n        return operator.mul(2, x)\n"
+        "    except Exception:\n        return 2 * x\n",
+        "operator.mul is off limits",
+    ),
+    # torch.compile runs uncompiled under the guard, as in the sandbox (057adb6): it passes
+    "compiled": (
+        "import torch\n@torch.compile\ndef _d(x):\n    return x + x\n"
+        "def f(n):\n    return int(_d(torch.tensor([float(n)]))[0])\n",
+        None,
+    ),
+}
+
+
+def test_validate_fails_what_the_grader_stops(tmp_path):
+    """Validate, in her own kernel (the course's nbgrader_config.py loads this module as an
+    IPython extension), passed a test whose guard was lost (a worker of hers alive, her code
+    recursed to the limit) or fired into an error her code caught: the grader's sandbox stops
+    both (0 for the part). Now Validate fails them with the grader's words; torch.compile
+    runs uncompiled under the guard, as in the sandbox, so an honest compile passes both."""
+    import json
+    import subprocess
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    paths = []
+    for name, (answer, _) in VALIDATED.items():
+        nb = new_notebook(cells=[new_code_cell(answer), new_code_cell(TEST)])
+        nb.cells[0].metadata["nbgrader"] = {
+            "grade": False, "solution": True, "locked": False, "grade_id": "answer",
+            "schema_version": 3,
+        }  # fmt: skip
+        nb.cells[1].metadata["nbgrader"] = {
+            "grade": True, "solution": False, "locked": True, "grade_id": "test_f",
+            "points": 1, "schema_version": 3,
+        }  # fmt: skip
+        paths.append(tmp_path / f"{name}.ipynb")
+        nbformat.write(nb, paths[-1])
+    code = (
+        "import json, sys\n"
+        "from nbgrader.validator import Validator\n"
+        "from traitlets.config import Config\n"
+        "c = Config()\n"
+        "c.Execute.extra_arguments = ['--IPKernelApp.extensions=lmcourse.offlimits']\n"
+        "for path in sys.argv[1:]:\n"
+        "    print('validated', json.dumps(Validator(config=c).validate(path)), flush=True)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, paths)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[10:]) for line in done.stdout.splitlines() if line[:10] == "validated "
+    ]
+    for (name, (_, words)), answer in zip(VALIDATED.items(), answers, strict=True):
+        errors = [f["error"] for f in answer.get("failed", [])]
+        if words is None:
+            assert errors == [], (name, errors)
+        else:
+            assert len(errors) == 1 and "OffLimitsError" in errors[0] and words in errors[0], (
+                name,
+                errors,
+            )
