@@ -28,7 +28,13 @@ from grading.host.course_preprocessors import (
 )
 from grading.hub import plain_logs
 from grading.instructor.grades_export import GradesExport
-from grading.instructor.sanitise import clean, image_path, markdown_html, output_metadata
+from grading.instructor.sanitise import (
+    EveryCellShown,
+    clean,
+    image_path,
+    markdown_html,
+    output_metadata,
+)
 
 # The course whose configuration this is: the folder of this file, wherever it was copied.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,6 +142,9 @@ c.HTMLExporter.filters = {
     "get_metadata": output_metadata,  # an image's width and height: numbers only
 }
 c.HTMLExporter.sanitize_html = True
+# Every cell she handed in is shown, its source too: a cell's `transient.remove_source`, which
+# the autograded notebook keeps, left her code off the grading page (sanitise.EveryCellShown).
+c.HTMLExporter.preprocessors = [EveryCellShown]
 
 # Feedback is what students see: remove the hidden tests (and any output that quotes them).
 c.GenerateFeedback.preprocessors = [GetGrades, StripHiddenTests, CSSHTMLHeaderPreprocessor]

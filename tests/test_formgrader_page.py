@@ -157,6 +157,23 @@ def test_an_output_images_size_adds_no_attribute(what):
     assert any('width="320"' in i and 'height="240"' in i for i in images), images
 
 
+@pytest.mark.parametrize("what", ["page", "feedback"])
+def test_every_cell_she_handed_in_shows_its_source(what):
+    """nbconvert leaves out the source of a cell whose metadata says `transient.remove_source`,
+    and the autograded notebook keeps a cell's metadata: her answer cell so marked, graded and
+    flagged for the code in it, showed its outputs on the grading page and not a line of that
+    code (the eighty-second hub tester's, played through the real autograde). Every cell's
+    source is on the page, a markdown cell's too."""
+    hidden = {"transient": {"remove_source": True}}
+    code = nbformat.v4.new_code_cell("import os\nHIDDEN_CODE = os.getcwd()", metadata=hidden)
+    code.outputs = [nbformat.v4.new_output("stream", text="HER_OUTPUT\n")]
+    written = nbformat.v4.new_markdown_cell("HIDDEN_WRITTEN", metadata=hidden)
+    shown = nbformat.v4.new_code_cell("SHOWN_CODE = 1")
+    page = render(what, nbformat.v4.new_notebook(cells=[code, written, shown]))
+    for text in ("HIDDEN_CODE", "HER_OUTPUT", "HIDDEN_WRITTEN", "SHOWN_CODE"):
+        assert text in page, f"{text} is not on the {what}"
+
+
 def test_no_get_reroots_the_formgrader():
     """nbgrader's `/formgrader?path=<folder>` re-rooted the formgrader on a GET (no XSRF check)
     and ran the folder's `nbgrader_config.py` as the instructor: an image in a student's

@@ -40,6 +40,7 @@ import re
 
 import nh3
 from nbconvert.filters import get_metadata, strip_files_prefix
+from nbconvert.preprocessors import Preprocessor
 
 TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
@@ -131,6 +132,26 @@ def output_metadata(output, key, mimetype=None):
     value = get_metadata(output, key, mimetype)
     number = not isinstance(value, bool) and re.fullmatch(r"\d{1,6}(?:\.\d{1,6})?", str(value))
     return None if key in ("width", "height") and not number else value
+
+
+class EveryCellShown(Preprocessor):
+    """Installed as the HTMLExporter's preprocessor: each cell's `transient` metadata removed
+    before the page is rendered. nbconvert's templates leave out the source of any cell whose
+    metadata says `{"transient": {"remove_source": true}}` (base/null.j2), and nothing between
+    her submitted notebook and the autograded one removes a cell's metadata (nbgrader's
+    sanitising steps rewrite only `nbgrader`; the course's ClearMetadataPreprocessor is not
+    enabled in autograding): her answer cell so marked was graded and flagged, and the
+    formgrader's grading page, where a person reads a flagged submission's code, showed its
+    outputs and not one line of it (the eighty-second hub tester's). Jupyter never saves
+    `transient` in a notebook; a page of hers shows every cell she handed in."""
+
+    enabled = True
+
+    def preprocess_cell(self, cell, resources, index):
+        metadata = cell.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("transient", None)
+        return cell, resources
 
 
 def plain(text):
