@@ -174,6 +174,23 @@ def test_every_cell_she_handed_in_shows_its_source(what):
         assert text in page, f"{text} is not on the {what}"
 
 
+@pytest.mark.parametrize("what", ["page", "feedback"])
+def test_no_direction_character_of_hers_reorders_what_the_page_shows(what):
+    """Her code and her text carry bidi overrides and isolates, which nothing flags: the page
+    showed her line `if access != "none<RLO> <LRI># not reached<PDI> <LRI>":` as a comment
+    where Python runs a string compared (Trojan Source), and her written answer backwards
+    (the eighty-second hub tester's). Each is shown by its name, in her outputs too."""
+    code = nbformat.v4.new_code_cell(
+        'if access != "none\u202e \u2066# not reached\u2069 \u2066":\n    pass\n'
+    )
+    code.outputs = [nbformat.v4.new_output("stream", text="printed \u202ekcab\n")]
+    text = "My answer: \u202eeno tcerroc eht si sihT \u2067x\u2069"
+    nb = nbformat.v4.new_notebook(cells=[code, nbformat.v4.new_markdown_cell(text)])
+    page = render(what, nb)
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", page), "a direction character"
+    assert page.count("[U+202E]") == 3 and "[U+2066]" in page and "[U+2067]" in page
+
+
 def test_no_get_reroots_the_formgrader():
     """nbgrader's `/formgrader?path=<folder>` re-rooted the formgrader on a GET (no XSRF check)
     and ran the folder's `nbgrader_config.py` as the instructor: an image in a student's
@@ -259,3 +276,18 @@ def test_a_flagged_submissions_grading_page_says_so_as_text():
     shown = formgrader_flags.banner([hers] * 23)
     assert "<img" not in shown and "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;q&quot;" in shown
     assert shown.count("<li>") == 21 and "and 3 more" in shown
+
+
+def test_a_flag_quoting_her_string_cannot_turn_its_line_around():
+    """A flag quotes the strings her code passes getattr ("outside the labs' vocabulary: .x");
+    one holding a right-to-left override (U+202E) and her words backwards showed on the grading
+    page as a sentence of hers ("It is right, so") after the flag's own words, and escape
+    sequences went through as they were (the eighty-second hub tester's: submission_checks.flags
+    on `getattr(x, "\u202eso ,thgir si tI\x1b[31m")`). The banner shows flags as the batch's
+    report does: plain."""
+    from grading.instructor import formgrader_flags
+
+    hers = "answer line 1: outside the labs' vocabulary: .\u202eso ,thgir si tI\x1b[31m\u2066x"
+    shown = formgrader_flags.banner([hers])
+    assert not any(c in shown for c in "\u202e\x1b\u2066"), ascii(shown)
+    assert "so ,thgir si tI" in shown

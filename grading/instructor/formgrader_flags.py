@@ -17,6 +17,8 @@ import html
 import os
 import re
 
+from grading.instructor.sanitise import plain
+
 BODY = re.compile(r"<body\b[^>]*>", re.IGNORECASE)
 SHOWN = 20  # flags written on the page; the rest counted
 
@@ -30,7 +32,9 @@ def banner(flags: list[str]) -> str:
     """The notice for `flags` (each escaped), or "" for none."""
     if not flags:
         return ""
-    items = "".join(f"<li>{html.escape(flag, quote=True)}</li>" for flag in flags[:SHOWN])
+    # plain: a flag quotes her strings (getattr's names), and a bidi override or an escape
+    # sequence in one turned its line around on the page (the eighty-second hub tester's)
+    items = "".join(f"<li>{html.escape(plain(flag), quote=True)}</li>" for flag in flags[:SHOWN])
     if len(flags) > SHOWN:
         items += f"<li>and {len(flags) - SHOWN} more (the class report lists them all)</li>"
     return (

@@ -58,6 +58,7 @@ ATTRIBUTES = {
     "th": {"align", "colspan", "rowspan"},
 }
 ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
+BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 IMAGE_DATA = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z")
 
@@ -96,8 +97,18 @@ CLEANER = nh3.Cleaner(
 
 def clean(html):
     """`html` (what markdown rendered, or any HTML of a submission) with only the allow-listed
-    tags and attributes. Installed as nbconvert's `clean_html` filter too."""
-    return CLEANER.clean(str(html))
+    tags and attributes. Installed as nbconvert's `clean_html` filter too, which the pages
+    apply to her highlighted code as well. A bidi override, embedding or isolate (U+202A to
+    U+202E, U+2066 to U+2069) is shown as its name: in her code one made a line read otherwise
+    than it runs ("Trojan Source", CVE-2021-42574: `if access != "none\u202e \u2066# ..."`
+    showed on the grading page as a comment that runs as a string; the eighty-second hub
+    tester's), in her text it turned her words around."""
+    return named_directions(CLEANER.clean(str(html)))
+
+
+def named_directions(text):
+    """`text` with each bidi override, embedding or isolate written as its name ("[U+202E]")."""
+    return BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
 
 
 def markdown_html(text):
@@ -143,7 +154,10 @@ class EveryCellShown(Preprocessor):
     enabled in autograding): her answer cell so marked was graded and flagged, and the
     formgrader's grading page, where a person reads a flagged submission's code, showed its
     outputs and not one line of it (the eighty-second hub tester's). Jupyter never saves
-    `transient` in a notebook; a page of hers shows every cell she handed in."""
+    `transient` in a notebook; a page of hers shows every cell she handed in.
+    Her code, and the text of her outputs, are shown without the direction characters that
+    would make them read otherwise than they run: `named_directions` (nbconvert's highlighted
+    code and streams do not pass through `clean`)."""
 
     enabled = True
 
@@ -151,6 +165,20 @@ class EveryCellShown(Preprocessor):
         metadata = cell.get("metadata")
         if isinstance(metadata, dict):
             metadata.pop("transient", None)
+        if isinstance(cell.get("source"), str):
+            cell.source = named_directions(cell.source)
+        for output in cell.get("outputs") or []:
+            if not isinstance(output, dict):
+                continue
+            if isinstance(output.get("text"), str):
+                output["text"] = named_directions(output["text"])
+            if isinstance(output.get("traceback"), list):
+                output["traceback"] = [
+                    named_directions(t) if isinstance(t, str) else t for t in output["traceback"]
+                ]
+            data = output.get("data")
+            if isinstance(data, dict) and isinstance(data.get("text/plain"), str):
+                data["text/plain"] = named_directions(data["text/plain"])
         return cell, resources
 
 
