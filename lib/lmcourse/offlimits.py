@@ -840,7 +840,7 @@ class _CellGuards:
     which Validate reads)."""
 
     def __init__(self, shell):
-        self.shell, self.guard, self.compiled = shell, None, None
+        self.shell, self.guard, self.compiled, self.environ = shell, None, None, None
 
     def pre_run_cell(self, info):
         names = declared(getattr(info, "raw_cell", ""))
@@ -856,6 +856,12 @@ class _CellGuards:
             print(f"lmcourse.offlimits: cannot guard this test: {error}", file=sys.stderr)
             return
         self.guard.__enter__()
+        # torch._dynamo reads TORCH_COMPILE_DISABLE once, when first imported: her f that
+        # first calls torch.compile during the test (dynamo not imported yet) ran compiled,
+        # inductor's compiler a program, and Validate failed an answer the grader passes (the
+        # eighty-third hub tester). The variable is set too, and undone after the cell.
+        self.environ = os.environ.get("TORCH_COMPILE_DISABLE")
+        os.environ["TORCH_COMPILE_DISABLE"] = "1"
         config = sys.modules.get("torch._dynamo.config")
         if config is not None:
             self.compiled = (config, config.disable)
@@ -866,9 +872,17 @@ class _CellGuards:
         if guard is None:
             return
         guard.__exit__(None, None, None)
+        if self.environ is None:
+            os.environ.pop("TORCH_COMPILE_DISABLE", None)
+        else:
+            os.environ["TORCH_COMPILE_DISABLE"] = self.environ
         if self.compiled is not None:
             config, before = self.compiled
             config.disable, self.compiled = before, None
+        else:  # imported during the cell, under the variable: as it would have been
+            config = sys.modules.get("torch._dynamo.config")
+            if config is not None:
+                config.disable = self.environ == "1"
         if getattr(result, "error_in_exec", None) is None and (guard.fired or guard.lost):
             error = OffLimitsError(message(guard.fired[0] if guard.fired else guard.lost_as))
             self.shell.showtraceback((OffLimitsError, error, None))  # the cell's error output

@@ -817,6 +817,14 @@ VALIDATED = {
         "def f(n):\n    return int(_d(torch.tensor([float(n)]))[0])\n",
         None,
     ),
+    # torch.compile first called during the test, torch._dynamo not imported before it: the
+    # grader (TORCH_COMPILE_DISABLE) passes it, Validate ran it compiled, inductor's compiler a
+    # program, and failed it with the PROGRAM words (the eighty-third hub tester)
+    "compiled during the test": (
+        "import torch\ndef f(n):\n"
+        "    return int(torch.compile(lambda x: x + x)(torch.tensor([float(n)]))[0])\n",
+        None,
+    ),
 }
 
 
