@@ -21,6 +21,7 @@ from nbgrader.preprocessors import (
 
 # The course's steps come from the grading package (this folder, installed with the course).
 from grading.host.course_preprocessors import (
+    FEEDBACK_MARK,
     DeduplicateIds,
     OverwriteCells,
     SandboxedExecute,
@@ -98,7 +99,16 @@ c.Autograde.autograde_preprocessors = [
 # instructor chose LM10_GRADE_WITHOUT_ISOLATION=1 (grading/host/sandbox.py). Which of the two it was
 # stays in the autograded notebook's metadata (`lm10`), which ClearMetadataPreprocessor keeps,
 # and `make grades` exports it as the `isolated` column (grades_export.py).
+# nbgrader lists nbconvert's preprocessors as they come, and nbconvert's ClearMetadataPreprocessor
+# comes disabled: it had cleared nothing, so every key of her notebook's and her code cells'
+# metadata reached the autograded notebook, which the instructor's pages render (the
+# eighty-second hub tester's table: `widgets`, `language_info.nbconvert_exporter`). It runs now,
+# and keeps of a code cell only what the steps after it read: nbgrader's own, and the grader's
+# marks for the feedback (course_preprocessors.FEEDBACK_MARK); a markdown cell's metadata is
+# nbconvert's to leave (grading/instructor/sanitise.py reads what the pages would).
+c.ClearMetadataPreprocessor.enabled = True
 c.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {("language_info", "name"), "lm10"}
+c.ClearMetadataPreprocessor.preserve_cell_metadata_mask = {"nbgrader", FEEDBACK_MARK}
 c.ExportApp.plugin_class = GradesExport
 
 # Seconds per cell (nbgrader's default is 30). Each lab's setup cell imports torch and

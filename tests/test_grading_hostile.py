@@ -585,6 +585,13 @@ def submissions(released, course):
     pasted = {"grade": False, "solution": True, "locked": False, "grade_id": "l1_gelu"}
     pasted["schema_version"] = 3
     odd.cells.append(nbformat.v4.new_code_cell("y = 2", metadata={"nbgrader": pasted}))
+    # and metadata the instructor's pages would read: her notebook's (a widget state, an
+    # exporter for nbconvert's script export), her code cells' (hidden source, tags)
+    odd.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    odd.metadata["language_info"] = {"name": "python", "nbconvert_exporter": "os.system"}
+    for cell in odd.cells:
+        if cell.cell_type == "code":
+            cell.metadata.update(jupyter={"source_hidden": True}, tags=["hers"], collapsed=True)
     subs["oddmeta"] = odd
     subs["escapes"] = fill(released, answers(l2_serving=ESCAPES))
     for name, (prelude, inside) in VERDICT_ATTACKS.items():
@@ -919,6 +926,22 @@ def test_nothing_outside_the_submission_was_readable(batch):
         assert student == "peek" or re.search(r"(READ|WRITE|COPY)-DENIED", text), (
             f"blind check: {student}'s attack did not run:\n{text[:2000]}"
         )
+
+
+def test_the_autograded_notebook_keeps_none_of_her_metadata(batch):
+    """nbconvert's ClearMetadataPreprocessor, listed among the autograde steps, came disabled
+    and cleared nothing: every key of her notebook's and her code cells' metadata reached the
+    autograded notebook the instructor's pages render (the eighty-second hub tester's). It
+    runs now: the notebook keeps its language's name and the grader's `lm10`, a code cell
+    nbgrader's own and the grader's feedback mark."""
+    nb = nbformat.read(
+        batch["course"] / "grading" / "autograded" / "oddmeta" / LAB / f"{LAB}.ipynb",
+        as_version=4,
+    )
+    assert set(nb.metadata) == {"language_info", "lm10"}, nb.metadata.keys()
+    assert nb.metadata["language_info"] == {"name": "python"}, nb.metadata["language_info"]
+    kept = {k for c in nb.cells if c.cell_type == "code" for k in c.metadata}
+    assert kept <= {"nbgrader", "lm10_feedback"} and "nbgrader" in kept, kept
 
 
 def test_no_process_outlived_the_batch(batch):

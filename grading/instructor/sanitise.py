@@ -149,9 +149,10 @@ class EveryCellShown(Preprocessor):
     """Installed as the HTMLExporter's preprocessor: each cell's `transient` metadata removed
     before the page is rendered. nbconvert's templates leave out the source of any cell whose
     metadata says `{"transient": {"remove_source": true}}` (base/null.j2), and nothing between
-    her submitted notebook and the autograded one removes a cell's metadata (nbgrader's
-    sanitising steps rewrite only `nbgrader`; the course's ClearMetadataPreprocessor is not
-    enabled in autograding): her answer cell so marked was graded and flagged, and the
+    her submitted notebook and the autograded one removed a cell's metadata (nbgrader's
+    sanitising steps rewrite only `nbgrader`; the course's ClearMetadataPreprocessor, which
+    now clears code cells' but not markdown cells', was not enabled): her answer cell so
+    marked was graded and flagged, and the
     formgrader's grading page, where a person reads a flagged submission's code, showed its
     outputs and not one line of it (the eighty-second hub tester's). Jupyter never saves
     `transient` in a notebook; a page of hers shows every cell she handed in.
