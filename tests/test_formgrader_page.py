@@ -191,6 +191,27 @@ def test_no_direction_character_of_hers_reorders_what_the_page_shows(what):
     assert page.count("[U+202E]") == 3 and "[U+2066]" in page and "[U+2067]" in page
 
 
+@pytest.mark.parametrize("what", ["page", "feedback"])
+def test_no_direction_mark_of_hers_reorders_her_code(what):
+    """The rest of Unicode's Bidi_Control: the right-to-left mark (U+200F), the Arabic letter
+    mark (U+061C) and the left-to-right mark (U+200E), invisible and strong, which 722b461 left
+    as they were. Her line `x = ["<RLM>", 10 - 3, "<RLM>"][1]` (both marks inside strings, as
+    Python allows) showed in Chromium on the grading page as `x = ["" ,3 - 10 ,""][1]`: a sum
+    she does not compute, with the numbers between two right-to-left marks turned around (the
+    eighty-fourth hub tester's). Each is shown by its name, as the overrides are; a flag quoting
+    one, plain."""
+    from grading.instructor import formgrader_flags, sanitise
+
+    code = nbformat.v4.new_code_cell('x = ["\u200f", 10 - 3, "\u061c"][1]  # \u200e\n')
+    code.outputs = [nbformat.v4.new_output("stream", text="total \u200f10-3\u200f\n")]
+    text = "My answer: \u200f10-3\u061c"
+    page = render(what, nbformat.v4.new_notebook(cells=[code, nbformat.v4.new_markdown_cell(text)]))
+    assert not re.search("[\u061c\u200e\u200f]", page), "a direction mark"
+    assert page.count("[U+200F]") == 4 and "[U+061C]" in page and "[U+200E]" in page
+    assert "\u061c" not in sanitise.plain("10-3\u061c")
+    assert "\u061c" not in formgrader_flags.banner(["getattr: .\u061c10-3\u200f"])
+
+
 def test_no_get_reroots_the_formgrader():
     """nbgrader's `/formgrader?path=<folder>` re-rooted the formgrader on a GET (no XSRF check)
     and ran the folder's `nbgrader_config.py` as the instructor: an image in a student's

@@ -58,8 +58,9 @@ ATTRIBUTES = {
     "th": {"align", "colspan", "rowspan"},
 }
 ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
-BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+# Unicode's Bidi_Control: the marks (U+061C, U+200E, U+200F), embeddings and overrides, isolates
+BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 IMAGE_DATA = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*\Z")
 
 
@@ -107,7 +108,10 @@ def clean(html):
 
 
 def named_directions(text):
-    """`text` with each bidi override, embedding or isolate written as its name ("[U+202E]")."""
+    """`text` with each bidi override, embedding, isolate or mark written as its name
+    ("[U+202E]"). The marks (RLM U+200F, ALM U+061C, LRM U+200E) are invisible strong
+    characters: two right-to-left marks in strings of hers turned `10 - 3` between them into
+    `3 - 10` on the grading page (the eighty-fourth hub tester's)."""
     return BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
 
 
