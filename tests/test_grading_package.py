@@ -42,6 +42,9 @@ KERNEL |= {"lmcourse"}
 # and torch, which every lab's room holds: the agent rebuilds a room's transformers modules as
 # torch modules that hold their weights (grading/host/room.py)
 KERNEL |= {"torch"}
+# and matplotlib, whose fonts the executor finds once before any notebook (sandbox_exec.serve):
+# a kernel that built them during a graded call ran fc-list, a program that stopped the call
+KERNEL |= {"matplotlib"}
 
 
 def imported(path):

@@ -2799,3 +2799,24 @@ def test_a_cell_too_deep_for_pythons_parser_is_flagged_and_graded(monkeypatch):
     ), error
     assert [o.ename for o in graded.cells[1].outputs] == ["NameError"]
     assert notes.flags, notes.flags
+
+
+def test_matplotlib_first_imported_during_a_graded_call_starts_no_program(monkeypatch):
+    """The eighty-third hub tester's open false stop: her honest f imports matplotlib.pyplot
+    when called (a plot of hers), and matplotlib, finding no font cache in the sandbox's new
+    home, built one and ran fc-list, a program started during the call: the part stopped with
+    the PROGRAM words and scored 0. The sandbox builds matplotlib's fonts once, before any
+    notebook, so a kernel forked from it finds them built."""
+    answer = (
+        "def f(x):\n"
+        "    import io\n"
+        "    import matplotlib.pyplot as plt\n"
+        "    plt.plot([1, x])\n"
+        "    plt.title('her plot')\n"
+        "    plt.savefig(io.BytesIO())\n"
+        "    plt.close()\n"
+        "    return 2 * x\n"
+    )
+    graded, notes = graded_against(monkeypatch, MUL_TEST, answer, timeout=60)
+    assert graded.cells[0].outputs == [], graded.cells[0].outputs
+    assert graded.cells[1].outputs == [], graded.cells[1].outputs

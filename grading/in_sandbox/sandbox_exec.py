@@ -535,6 +535,15 @@ def serve(requests_fd, results_fd, isolated=True):
                 import torch._dynamo  # noqa: F401
         except Exception as error:  # noqa: BLE001 (fewer modules warm: slower, still right)
             print(f"warm imports failed: {type(error).__name__}: {error}", file=sys.stderr)
+        # matplotlib's fonts, found once here, before any notebook: a home without its font
+        # cache (each notebook's is new) made matplotlib build one at its first import and run
+        # fc-list, a program; where that import fell in a graded call (her f plots), the call
+        # stopped ("a process of hers ran during the call") and an honest part scored 0 (the
+        # eighty-third hub tester). Every kernel forked from here finds the fonts in memory.
+        try:
+            import matplotlib.font_manager  # noqa: F401
+        except Exception as error:  # noqa: BLE001 (said; only a plot in a graded call is hit)
+            print(f"matplotlib's fonts not found: {type(error).__name__}: {error}", file=sys.stderr)
     if isolated:  # each notebook's own namespaces work here, or no notebook is taken
         pid = os.fork()
         if pid == 0:
