@@ -710,9 +710,12 @@ NORM_TEST_RMS = (
 )
 
 
-def graded_against(monkeypatch, test, answer, timeout=30):
-    """Her `answer` cell (which defines f) graded in a real sandbox against a lab() whose test
-    cell is `test`: the graded notebook and the run's notes (its flags)."""
+def graded_against(monkeypatch, test, answer, timeout=30, cells=()):
+    """Her `answer` cell (which defines f), then code cells of hers (`cells`, sources), graded
+    in a real sandbox against a lab() whose test cell is `test`: the graded notebook and the
+    run's notes (its flags)."""
+    from nbformat.v4 import new_code_cell
+
     from grading.host import course_preprocessors
 
     def declared(source):
@@ -722,8 +725,10 @@ def graded_against(monkeypatch, test, answer, timeout=30):
 
     release = declared("def f(x):\n    raise NotImplementedError()")
     monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
+    submitted = declared(answer)
+    submitted.cells[1:1] = [new_code_cell(source) for source in cells]
     grader = course_preprocessors.SandboxedExecute(timeout=timeout)
-    graded, _ = grader.preprocess(declared(answer), {"nbgrader": {"assignment": "lab"}})
+    graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
     return graded, course_preprocessors.take_notes()
 
 
@@ -2718,28 +2723,16 @@ def test_the_agent_switched_off_in_a_cell_read_after_barry_as_flufl_is_flagged(m
     read no further, and the kernel ran it: `import sys`, the agent's `_guard` rebound, and
     F.layer_norm passed a test that declares torch's normalisation layers (outputs []), flags
     []. The guard cannot hold against sys; the flags read the cell as the kernel does now."""
-    from nbformat.v4 import new_code_cell
-
-    from grading.host import course_preprocessors
-
-    def declared(source):
-        made = lab(source)
-        made.cells[1].source = NORM_TEST_LAYER
-        return made
-
-    release = declared("def f(x):\n    raise NotImplementedError()")
-    monkeypatch.setattr(course_preprocessors, "release_notebook", lambda *_: release)
-    submitted = declared("from __future__ import barry_as_FLUFL\nimport torch\n" + LAYER_NORM_F)
-    submitted.cells.insert(
-        1,
-        new_code_cell(
+    graded, notes = graded_against(
+        monkeypatch,
+        NORM_TEST_LAYER,
+        "from __future__ import barry_as_FLUFL\nimport torch\n" + LAYER_NORM_F,
+        cells=[
             "import contextlib\nimport sys\nif 1 <> 2:\n"
             "    sys.modules['sandbox_agent']._guard = lambda names: contextlib.nullcontext()\n"
-        ),
+        ],
     )
-    grader = course_preprocessors.SandboxedExecute(timeout=30)
-    graded, _ = grader.preprocess(submitted, {"nbgrader": {"assignment": "lab"}})
-    flags = course_preprocessors.take_notes().flags
+    flags = notes.flags
     assert graded.cells[1].outputs == [], graded.cells[1].outputs  # the kernel ran her cell
     assert graded.cells[2].outputs == [], graded.cells[2].outputs  # the guard was off: passed
     assert any("imports sys" in f for f in flags), flags
