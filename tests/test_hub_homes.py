@@ -1,8 +1,10 @@
 """grading/hub/homes.py: a server sees its own home and no other, played with the servers'
 bubblewrap options (no hub: a second)."""
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -201,4 +203,53 @@ def test_a_folder_of_homes_that_is_a_link_starts_servers_and_hides_homes(tmp_pat
     command += ["--chdir", str(instructor), "--", "sh", "-c"]
     command += [f"ls {links}/; cat {links}/mallory/*.py; touch x && pwd"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["instructor", str(instructor)], (run.stdout, run.stderr)
+
+
+PLAY_BIND_MOUNT = """
+import shutil, subprocess, sys
+from pathlib import Path
+from grading.hub import homes
+data, home = Path(sys.argv[1]), Path(sys.argv[2])
+course = [str(home / name) for name in ("instructor", "mallory")]
+instructor = home / "instructor"
+before, after = homes.others_hidden(instructor, (), course)
+command = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+command += [*before, "--bind", str(instructor), str(instructor), *after, "--unshare-pid"]
+command += ["--chdir", str(instructor), "--", "sh", "-c"]
+command += [f"ls {home}/; ls {data}/; cat {data}/mallory/*.py; touch x && pwd"]
+print(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout, end="")
+"""
+
+
+@pytest.mark.slow  # bubblewrap (tests/conftest.py's rule), though a second
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="the servers' sandbox is bubblewrap")
+def test_a_folder_of_homes_reached_by_a_second_path_is_hidden_there_too(tmp_path):
+    """The eighty-fourth hub tester's open row: a folder of homes that is a bind mount of
+    another (`mount --bind /data/home /home`, as an fstab line makes it). `others_hidden` hid
+    `/home` by path, and the instructor's server listed `instructor mallory` under
+    `/data/home` and read mallory's opened `nbgrader_config.py` (`print('hers')`). Played in
+    a mount namespace of the test's own (`unshare -m`: the bind mount is gone with it): now
+    every other path of a hidden folder is hidden too (`homes.other_paths`, from
+    /proc/self/mountinfo), and the server still starts and writes in its own home."""
+    data, home = tmp_path / "data" / "home", tmp_path / "home"
+    for name in ("instructor", "mallory"):
+        (data / name).mkdir(parents=True)
+    home.mkdir()
+    (data / "mallory" / "nbgrader_config.py").write_text("print('hers')\n")
+    (data / "mallory").chmod(0o755)
+    unshare = ["unshare", "-m", "--propagation", "private"]
+    if os.geteuid() != 0:
+        unshare.insert(1, "-r")  # a user namespace of its own, where it may mount
+    if subprocess.run([*unshare, "true"], capture_output=True).returncode:
+        pytest.skip("no mount namespace of the test's own here")
+    script = 'mount --bind "$1" "$2" && exec "$3" -c "$4" "$1" "$2"'
+    run = subprocess.run(
+        [*unshare, "sh", "-c", script, "sh", data, home, sys.executable, PLAY_BIND_MOUNT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[1],
+    )
+    instructor = home / "instructor"
     assert run.stdout.split() == ["instructor", str(instructor)], (run.stdout, run.stderr)

@@ -15,7 +15,11 @@ and students live in folders of their own (`/home/staff/<instructor>`,
 server's view (the seventy-third hub tester).
 """
 
-from pathlib import Path
+import os
+import re
+from pathlib import Path, PurePosixPath
+
+MOUNTINFO = "/proc/self/mountinfo"
 
 
 def home_path(directory):
@@ -29,6 +33,65 @@ def home_path(directory):
     return path.parent.resolve() / path.name
 
 
+def mounts(mountinfo=MOUNTINFO):
+    """(device, folder inside its file system, mount point) of each mount, in the order
+    /proc/self/mountinfo lists them (a later one over an earlier at the same point); octal
+    escapes (a space is \\040) undone."""
+    try:
+        lines = Path(mountinfo).read_text().splitlines()
+    except OSError:
+        return []
+
+    def plain(field):
+        return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+    found = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4:
+            found.append((fields[2], PurePosixPath(plain(fields[3])), Path(plain(fields[4]))))
+    return found
+
+
+def other_paths(folder, found):
+    """Every other path of `folder` that `found` (mounts()) holds: a mount of the same device
+    whose folder inside the file system holds it (`mount --bind /data/home /home` makes
+    `/data/home` another path of `/home`, as an fstab line does), or lies in it (a bind of one
+    home elsewhere), each still the same folder (device and inode) where it holds it. The
+    eighty-fourth hub tester's open row: `others_hidden` hid `/home` and the instructor's
+    server read a student's opened home under `/data/home`."""
+    folder = Path(folder)
+
+    def holder(path):
+        best = None
+        for mount in found:
+            if path.is_relative_to(mount[2]) and (
+                best is None or len(mount[2].parts) >= len(best[2].parts)
+            ):
+                best = mount
+        return best
+
+    mount = holder(folder)
+    if mount is None:
+        return set()
+    device, root, point = mount
+    inside = root / folder.relative_to(point)
+    paths = set()
+    for each in found:
+        if each[0] != device or holder(each[2]) != each:
+            continue
+        if inside.is_relative_to(each[1]):
+            path = each[2] / inside.relative_to(each[1])
+            try:
+                if path != folder and os.path.samefile(path, folder):
+                    paths.add(path)
+            except OSError:
+                pass
+        elif each[1].is_relative_to(inside) and each[2] != folder:
+            paths.add(each[2])  # a part of the folder mounted elsewhere
+    return paths
+
+
 def others_hidden(home, replaced=(), homes=()):
     """(before, after): bubblewrap's options around the bind of `home`, the server's own, that
     show each folder holding it or one of `homes` (the course's users' homes) as an empty,
@@ -38,7 +101,9 @@ def others_hidden(home, replaced=(), homes=()):
     hub's homes lie under /tmp) or holds one, or lies in `home`. A home of `homes` whose
     folder is left so for being the root or holding a replaced folder (`/<name>`,
     `/var/<name>`) is hidden itself, under the same rules (the seventy-third hub tester's open
-    row): its name is still listed there, empty."""
+    row): its name is still listed there, empty. Each folder so hidden is hidden under every
+    other path it has on the machine too (`other_paths`: a bind mount of it), under the same
+    rules (the eighty-fourth hub tester's open row)."""
     own = Path(home)
     folders, alone = set(), set()
 
@@ -79,6 +144,17 @@ def others_hidden(home, replaced=(), homes=()):
         ):
             continue
         folders.add(folder)
+    found, hidden = mounts(), [*folders, *alone]
+    for each in hidden:
+        for path in other_paths(each, found):
+            if not (
+                path == Path(path.anchor)
+                or any(path.is_relative_to(f) for f in hidden)  # hidden with its folder
+                or left(path)
+                or own.is_relative_to(path)
+                or any(Path(f).is_relative_to(path) for f in replaced)
+            ):
+                folders.add(path)
     alone = {h for h in alone if not any(h.is_relative_to(f) for f in folders)}
     ordered = sorted(folders | alone, key=lambda f: (len(f.parts), str(f)))  # shallower first
     return (
