@@ -850,6 +850,14 @@ class _CellGuards:
             name = self.shell.compile.get_code_name(info.raw_cell, info.raw_cell, 0)
         except (AttributeError, TypeError):
             name = None
+        # matplotlib's fonts, found before the guard is armed, as the grader's sandbox finds
+        # them before any notebook (sandbox_exec.serve): in a home without matplotlib's font
+        # cache, her f that plots when called ran fc-list, a program, and Validate failed an
+        # answer the grader passes (the eighty-seventh tester).
+        try:  # noqa: SIM105 (no module more for the guard to import)
+            import matplotlib.font_manager  # noqa: F401
+        except Exception:  # noqa: BLE001, S110 (no matplotlib: no plot of hers to spare)
+            pass
         try:
             self.guard = Guard(names, self.shell.user_ns, test_file=name)
         except (LookupError, AttributeError, ImportError) as error:

@@ -879,3 +879,55 @@ def test_validate_fails_what_the_grader_stops(tmp_path):
                 name,
                 errors,
             )
+
+
+def test_validate_spares_a_plot_in_a_home_without_matplotlibs_font_cache(tmp_path):
+    """The eighty-seventh tester: her honest f plots when called (matplotlib.pyplot imported
+    inside it). The grader's sandbox finds matplotlib's fonts before any notebook (d777273) and
+    passes it; Validate, in a home without matplotlib's font cache (a student who never plotted,
+    or a matplotlib upgraded since), ran fc-list during the test, a program, and failed it with
+    the PROGRAM words. Validate finds the fonts before it arms the guard, as the sandbox does."""
+    import json
+    import os
+    import subprocess
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    answer = (
+        "def f(x):\n    import io\n    import matplotlib.pyplot as plt\n    plt.plot([1, x])\n"
+        "    plt.title('her plot')\n    plt.savefig(io.BytesIO())\n    plt.close()\n"
+        "    return 2 * x\n"
+    )
+    nb = new_notebook(cells=[new_code_cell(answer), new_code_cell(TEST)])
+    nb.cells[0].metadata["nbgrader"] = {
+        "grade": False, "solution": True, "locked": False, "grade_id": "answer",
+        "schema_version": 3,
+    }  # fmt: skip
+    nb.cells[1].metadata["nbgrader"] = {
+        "grade": True, "solution": False, "locked": True, "grade_id": "test_f",
+        "points": 1, "schema_version": 3,
+    }  # fmt: skip
+    path = tmp_path / "plot.ipynb"
+    nbformat.write(nb, path)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MPL", "XDG_"))}
+    env["HOME"] = str(home)
+    code = (
+        "import json, sys\n"
+        "from nbgrader.validator import Validator\n"
+        "from traitlets.config import Config\n"
+        "c = Config()\n"
+        "c.Execute.extra_arguments = ['--IPKernelApp.extensions=lmcourse.offlimits']\n"
+        "print('validated', json.dumps(Validator(config=c).validate(sys.argv[1])), flush=True)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    [answer] = [
+        json.loads(line[10:]) for line in done.stdout.splitlines() if line[:10] == "validated "
+    ]
+    assert answer.get("failed", []) == [], [f["error"][-300:] for f in answer["failed"]]
