@@ -558,8 +558,44 @@ except OSError as _error:
     _seen["the hub's port"] = _e.errorcode.get(_error.errno, str(_error))
 for _what, _path in (("the exchange's socket", {socket!r}), ("the instructor's home", {home!r})):
     _seen[_what] = "there" if _o.path.exists(_path) else "absent"
+# The eighty-sixth tester's: the instructor's server around her there. A hub token in any
+# environment she reads (the server's own is JUPYTERHUB_API_TOKEN), the server's runtime folder
+# (its jpserver-*.json holds its token), every mount she may write, and a process of hers left
+# behind (named, for the test to look for on the machine once grading is done)
+_procs = [_p for _p in _o.listdir("/proc") if _p.isdigit()]
+_tokens = 0
+for _p in _procs:
+    try:
+        _env = open("/proc/%s/environ" % _p, "rb").read()
+    except OSError:
+        continue
+    _tokens += b"JUPYTERHUB_API_TOKEN" in _env or b"JPY_API_TOKEN" in _env
+_seen["processes"], _seen["hub tokens"] = len(_procs), _tokens
+_seen["the server's runtime folder"] = (
+    sorted(_o.listdir({runtime!r})) if _o.path.isdir({runtime!r}) else "absent"
+)
+_written = set()
+for _line in open("/proc/self/mountinfo"):
+    _f = _line.split()
+    _point = _f[4].replace("\\040", " ")
+    if not _f[5].startswith("rw") or _point.startswith(("/proc", "/sys")):
+        continue
+    try:
+        open(_o.path.join(_point, ".lm10-mark"), "w").close()
+        _o.unlink(_o.path.join(_point, ".lm10-mark"))
+        _written.add(_point)
+    except OSError:
+        pass
+_seen["written"] = sorted(_written)
+if _o.fork() == 0:
+    if _o.fork() == 0:
+        _libc.prctl(15, {left!r}, 0, 0, 0)
+        __import__("time").sleep(120)
+    _o._exit(0)
+_o.waitpid(-1, 0)
 print({mark!r}, _j.dumps(_seen))
 """
+LEFT_BEHIND = b"lm10-left-behin"  # her process's name (prctl PR_SET_NAME: 15 bytes)
 # A twelfth tester's (issue 39): the kernel's keyrings. A key belongs to a uid of the machine,
 # not to a namespace: every process of that uid, in any sandbox, sees its uid's keys in
 # /proc/keys and may name them by serial number; linking its uid's user keyring (`_uid.<uid>`,
@@ -2371,6 +2407,8 @@ def played(hub, machine):
             socket=str(hub.socket),
             home=str(home[INSTRUCTOR]),
             mark=GRADED_MARK,
+            runtime="/tmp/jupyter-runtime",  # jupyterhub_config.RUNTIME
+            left=LEFT_BEHIND,
         )
         + keys_probe()
     )
@@ -2539,6 +2577,7 @@ def played(hub, machine):
         for line in o.get("text", "").splitlines()
     ]
     out["graded as the instructor"] = [line for line in printed if line.startswith(GRADED_MARK)]
+    out["left behind while graded"] = left_behind()
     out["keys seen while graded"] = keys_seen(printed)
     # Autograding ran her notebook in her collected files' copy, in the grading sandbox: her
     # module and template leave nothing in the instructor's home there either.
@@ -3787,6 +3826,39 @@ def test_no_submission_makes_a_user_namespace_while_the_instructor_grades_it(pla
     assert report["the hub's port"] in ("ECONNREFUSED", "ENETUNREACH"), report
     assert report["the exchange's socket"] == "absent", report
     assert report["the instructor's home"] == "absent", report
+
+
+def left_behind():
+    """The processes of the machine that her probe named (LEFT_BEHIND), each ended once
+    counted (a play's, not to outlive it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_bytes().strip() == LEFT_BEHIND:
+                found.append(int(entry.name))
+                os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
+def test_no_submission_reaches_the_instructors_server_around_its_grading(played):
+    """The eighty-fourth hub tester's unplayed item (issue 39), played by the eighty-sixth:
+    her first answer, autograded by the instructor on the hub (her uid, the grading sandbox
+    inside her server), looks for the server around it: no hub token in any environment it
+    reads, no runtime folder of the server's (its jpserver-*.json), nothing writable but the
+    sandbox's own home, /tmp and /dev/shm, and no process of hers left on the machine once
+    grading is done."""
+    seen = played["graded as the instructor"]
+    assert len(seen) == 1, seen  # her line is in her autograded notebook: the route is live
+    report = json.loads(seen[0].split(" ", 1)[1])
+    shown = json.dumps(report)
+    assert report["processes"] > 0 and report["hub tokens"] == 0, shown
+    assert report["the server's runtime folder"] == "absent", shown
+    # the sandbox's own (grading/host/sandbox.py: its home, /tmp and /dev/shm, each private)
+    assert "/tmp" in report["written"], shown  # the probe wrote: the route is live
+    assert set(report["written"]) <= {"/home/student", "/tmp", "/dev/shm"}, shown
+    assert played["left behind while graded"] == [], played["left behind while graded"]
 
 
 def keyring_report(seen, planted):
