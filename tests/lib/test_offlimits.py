@@ -828,12 +828,11 @@ VALIDATED = {
 }
 
 
-def test_validate_fails_what_the_grader_stops(tmp_path):
-    """Validate, in her own kernel (the course's nbgrader_config.py loads this module as an
-    IPython extension), passed a test whose guard was lost (a worker of hers alive, her code
-    recursed to the limit) or fired into an error her code caught: the grader's sandbox stops
-    both (0 for the part). Now Validate fails them with the grader's words; torch.compile
-    runs uncompiled under the guard, as in the sandbox, so an honest compile passes both."""
+def validated(folder, answers, env=None):
+    """nbgrader's Validator, with the course's extension (this module, as the course's
+    nbgrader_config.py loads it), on a lab() of each of `answers` ({name: her answer cell}),
+    its test TEST, in a process of its own (`env`: its environment): {name: Validator's
+    answer}."""
     import json
     import subprocess
 
@@ -841,7 +840,7 @@ def test_validate_fails_what_the_grader_stops(tmp_path):
     from nbformat.v4 import new_code_cell, new_notebook
 
     paths = []
-    for name, (answer, _) in VALIDATED.items():
+    for name, answer in answers.items():
         nb = new_notebook(cells=[new_code_cell(answer), new_code_cell(TEST)])
         nb.cells[0].metadata["nbgrader"] = {
             "grade": False, "solution": True, "locked": False, "grade_id": "answer",
@@ -851,7 +850,7 @@ def test_validate_fails_what_the_grader_stops(tmp_path):
             "grade": True, "solution": False, "locked": True, "grade_id": "test_f",
             "points": 1, "schema_version": 3,
         }  # fmt: skip
-        paths.append(tmp_path / f"{name}.ipynb")
+        paths.append(folder / f"{name}.ipynb")
         nbformat.write(nb, paths[-1])
     code = (
         "import json, sys\n"
@@ -864,13 +863,24 @@ def test_validate_fails_what_the_grader_stops(tmp_path):
     )
     done = subprocess.run(
         [sys.executable, "-c", code, *map(str, paths)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
+    found = [
         json.loads(line[10:]) for line in done.stdout.splitlines() if line[:10] == "validated "
     ]
-    for (name, (_, words)), answer in zip(VALIDATED.items(), answers, strict=True):
+    return dict(zip(answers, found, strict=True))
+
+
+def test_validate_fails_what_the_grader_stops(tmp_path):
+    """Validate, in her own kernel (the course's nbgrader_config.py loads this module as an
+    IPython extension), passed a test whose guard was lost (a worker of hers alive, her code
+    recursed to the limit) or fired into an error her code caught: the grader's sandbox stops
+    both (0 for the part). Now Validate fails them with the grader's words; torch.compile
+    runs uncompiled under the guard, as in the sandbox, so an honest compile passes both."""
+    answers = validated(tmp_path, {name: answer for name, (answer, _) in VALIDATED.items()})
+    for name, (_, words) in VALIDATED.items():
+        answer = answers[name]
         errors = [f["error"] for f in answer.get("failed", [])]
         if words is None:
             assert errors == [], (name, errors)
@@ -887,47 +897,16 @@ def test_validate_spares_a_plot_in_a_home_without_matplotlibs_font_cache(tmp_pat
     passes it; Validate, in a home without matplotlib's font cache (a student who never plotted,
     or a matplotlib upgraded since), ran fc-list during the test, a program, and failed it with
     the PROGRAM words. Validate finds the fonts before it arms the guard, as the sandbox does."""
-    import json
     import os
-    import subprocess
-
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_notebook
 
     answer = (
         "def f(x):\n    import io\n    import matplotlib.pyplot as plt\n    plt.plot([1, x])\n"
         "    plt.title('her plot')\n    plt.savefig(io.BytesIO())\n    plt.close()\n"
         "    return 2 * x\n"
     )
-    nb = new_notebook(cells=[new_code_cell(answer), new_code_cell(TEST)])
-    nb.cells[0].metadata["nbgrader"] = {
-        "grade": False, "solution": True, "locked": False, "grade_id": "answer",
-        "schema_version": 3,
-    }  # fmt: skip
-    nb.cells[1].metadata["nbgrader"] = {
-        "grade": True, "solution": False, "locked": True, "grade_id": "test_f",
-        "points": 1, "schema_version": 3,
-    }  # fmt: skip
-    path = tmp_path / "plot.ipynb"
-    nbformat.write(nb, path)
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MPL", "XDG_"))}
     env["HOME"] = str(home)
-    code = (
-        "import json, sys\n"
-        "from nbgrader.validator import Validator\n"
-        "from traitlets.config import Config\n"
-        "c = Config()\n"
-        "c.Execute.extra_arguments = ['--IPKernelApp.extensions=lmcourse.offlimits']\n"
-        "print('validated', json.dumps(Validator(config=c).validate(sys.argv[1])), flush=True)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    [answer] = [
-        json.loads(line[10:]) for line in done.stdout.splitlines() if line[:10] == "validated "
-    ]
+    answer = validated(tmp_path, {"plot": answer}, env)["plot"]
     assert answer.get("failed", []) == [], [f["error"][-300:] for f in answer["failed"]]
