@@ -115,18 +115,23 @@ def others_hidden(home, replaced=(), homes=()):
             or any(folder.is_relative_to(f) for f in replaced)
         )
 
+    def stays(path):
+        """A home or a second path hidden on its own is not the root, holds neither the
+        server's own home nor a replaced folder, and is not `left`."""
+        return (
+            path == Path(path.anchor)
+            or left(path)
+            or own.is_relative_to(path)
+            or any(Path(f).is_relative_to(path) for f in replaced)
+        )
+
     for each in map(Path, homes):
         folder = each.parent
         # a home at the root or in /var (which holds /var/tmp): its folder stays, so the
         # home itself is hidden, unless it holds the server's own home or a replaced folder
         if (
             folder == Path(folder.anchor) or any(Path(f).is_relative_to(folder) for f in replaced)
-        ) and not (
-            each == Path(each.anchor)
-            or left(each)
-            or own.is_relative_to(each)
-            or any(Path(f).is_relative_to(each) for f in replaced)
-        ):
+        ) and not stays(each):
             alone.add(each)
     for each in (home, *homes):
         folder = Path(each).parent
@@ -147,14 +152,8 @@ def others_hidden(home, replaced=(), homes=()):
     found, hidden = mounts(), [*folders, *alone]
     for each in hidden:
         for path in other_paths(each, found):
-            if not (
-                path == Path(path.anchor)
-                or any(path.is_relative_to(f) for f in hidden)  # hidden with its folder
-                or left(path)
-                or own.is_relative_to(path)
-                or any(Path(f).is_relative_to(path) for f in replaced)
-            ):
-                folders.add(path)
+            if not (stays(path) or any(path.is_relative_to(f) for f in hidden)):
+                folders.add(path)  # (one in a hidden folder is hidden with it)
     alone = {h for h in alone if not any(h.is_relative_to(f) for f in folders)}
     ordered = sorted(folders | alone, key=lambda f: (len(f.parts), str(f)))  # shallower first
     return (
