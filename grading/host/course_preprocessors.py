@@ -450,20 +450,19 @@ def unread(source):
     (barry_as_FLUFL's `<>`, the seventy-ninth hub tester); the next such difference between
     the checks and IPython is a SyntaxError, never a route. A typo's feedback reads as
     Python's."""
-    code = submission_checks.python_source(source)
+    # where Python reads it and the checks did not (a limit of theirs), or Python's own
+    # compiler fails too (nested too deep), said as such
+    kind, message = "SyntaxError", "the grader could not read this cell"
+    where = ("<cell>", 1, 1, "")
     try:
-        compile(code, "<cell>", "exec", dont_inherit=True)
+        compile(submission_checks.python_source(source), "<cell>", "exec", dont_inherit=True)
     except SyntaxError as error:  # IndentationError, TabError among them
         kind, message = type(error).__name__, error.msg
         where = ("<cell>", error.lineno, error.offset, error.text)
     except ValueError as error:  # null bytes
-        kind, message, where = "SyntaxError", str(error), ("<cell>", 1, 1, "")
-    except (RecursionError, MemoryError):  # nested too deep for Python's own compiler too
-        kind, message = "SyntaxError", "the grader could not read this cell"
-        where = ("<cell>", 1, 1, "")
-    else:  # Python reads it, the checks did not (a limit of theirs): said as such
-        kind, message = "SyntaxError", "the grader could not read this cell"
-        where = ("<cell>", 1, 1, "")
+        message = str(error)
+    except (RecursionError, MemoryError):
+        pass
     return f"raise {kind}({message!r}, {where!r})\n"
 
 
