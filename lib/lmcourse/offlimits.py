@@ -328,26 +328,26 @@ def _others_alive():
     return False
 
 
+def _live(stat):
+    """Whether a /proc stat (a process's or a thread's) is of one still running: None (it could
+    not be read) counts so, b"" (gone) does not, nor a zombie (Z, X)."""
+    return stat is None or bool(stat) and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+
+
 def _running(pid):
     """Whether a process lives: one of its threads is no zombie. Its stat is its main thread's,
     which reads Z once that thread exited alone (a bare SYS_exit) while another thread of it
     computed the reference for her f (the eighty-first hub tester): its tasks are read then."""
     stat = _read(f"/proc/{pid}/stat")
-    if stat is None:
-        return True
-    if not stat or stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
-        return bool(stat)
+    if stat == b"" or _live(stat):  # gone, or running (or unreadable)
+        return stat != b""
     try:
         tasks = _LISTDIR(f"/proc/{pid}/task")
     except FileNotFoundError:
         return False
     except OSError:
         return True
-    for task in tasks:
-        stat = _read(f"/proc/{pid}/task/{task}/stat")
-        if stat is None or (stat and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")):
-            return True
-    return False
+    return any(_live(_read(f"/proc/{pid}/task/{task}/stat")) for task in tasks)
 
 
 def _multiprocessing(cmdline):
